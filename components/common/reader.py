@@ -1,0 +1,191 @@
+"""The tf.data reader every consumer of a sharded Dataset uses.
+
+The fast pattern measured on these machines: interleave several TFRecord files, batch the
+serialized records, parse whole batches with ``tf.io.parse_example`` (about 13x faster than
+``parse_single_example`` per record), and prefetch. Shuffling happens on serialized records,
+before batching, where it is cheapest. Encoded images are decoded and resized per batch.
+"""
+
+import json
+from typing import Dict, List, Optional, Tuple
+
+from tfkfp.components.common import uris
+from tfkfp.components.common.schema import Column, Schema, SchemaError
+
+MODES = ("train", "eval", "predict")
+MANIFEST_FILE = "manifest.json"
+
+
+def dataset_files(data: str, split: str) -> Tuple[List[str], str]:
+    """The shard files of one split and their compression ('GZIP' or '').
+
+    ``data`` is a Dataset directory written by shard_tfrecords (its manifest lists the
+    shards) or a file pattern; a pattern's compression follows the ``.gz`` extension.
+    """
+    manifest = uris.join(data, MANIFEST_FILE)
+    if uris.isdir(data):
+        if not uris.exists(manifest):
+            raise SchemaError(f"{data} has no {MANIFEST_FILE}: it is not a complete Dataset "
+                              "written by shard_tfrecords")
+        body = json.loads(uris.read_text(manifest))
+        if split not in body["splits"]:
+            raise SchemaError(f"{manifest} has no split {split!r}; it has "
+                              f"{sorted(body['splits'])}")
+        files = [uris.join(data, s["file"]) for s in body["splits"][split]["shards"]]
+        return files, "GZIP" if body.get("compression") == "gzip" else ""
+    files = uris.glob(data)
+    if not files:
+        raise SchemaError(f"no TFRecord files match {data}")
+    gz = {f.endswith(".gz") for f in files}
+    if len(gz) > 1:
+        raise SchemaError(f"{data} matches both .gz and uncompressed files")
+    return files, "GZIP" if gz.pop() else ""
+
+
+def feature_spec(schema: Schema, columns: List[Column]) -> Dict:
+    import tensorflow as tf
+
+    dtypes = {"float32": tf.float32, "int64": tf.int64, "string": tf.string}
+    return {c.name: tf.io.FixedLenFeature(c.shape, dtypes[c.dtype]) for c in columns}
+
+
+def make_dataset(
+    data: str,
+    schema: Optional[Schema] = None,
+    mode: str = "train",
+    batch_size: int = 256,
+    split: Optional[str] = None,
+    shuffle: Optional[bool] = None,
+    shuffle_buffer: int = 10_000,
+    repeat: bool = False,
+    cache: Optional[str] = None,
+    deterministic: Optional[bool] = None,
+    drop_remainder: bool = False,
+    num_parallel_reads: Optional[int] = None,
+    seed: Optional[int] = None,
+    input_context=None,
+    auto_shard_policy: str = "auto",
+):
+    """A batched ``tf.data.Dataset`` over a sharded Dataset.
+
+    Args:
+        data: a Dataset directory from shard_tfrecords, or a TFRecord file pattern.
+        schema: the schema; read from ``schema.json`` in ``data`` when omitted.
+        mode: ``train`` and ``eval`` yield ``(features, label)``; ``predict`` yields
+            ``(features, keys)`` with the passthrough key columns.
+        batch_size: examples per batch (per replica when input_context is given).
+        split: ``train`` or ``eval`` split of a Dataset directory (default: by mode, and
+            ``eval`` for predict).
+        shuffle: shuffle files and records (default: only in train mode).
+        repeat: repeat forever (for step-based training).
+        cache: cache serialized records: ``"memory"`` or a file path prefix.
+        deterministic: keep a fixed order (default: True unless shuffling).
+        input_context: a ``tf.distribute.InputContext``: reads only this input pipeline's
+            files and uses the per-replica batch size.
+        auto_shard_policy: ``auto``, ``file``, ``data`` or ``off`` for distribution
+            strategies that shard the dataset themselves.
+
+    Labels with a vocabulary come out as class indices (int64); images as float32 in [0, 1]
+    with the schema's image_shape.
+    """
+    import tensorflow as tf
+
+    if mode not in MODES:
+        raise ValueError(f"mode {mode!r} is not one of {MODES}")
+    schema = schema or Schema.load(data if uris.isdir(data) else _parent(data))
+    split = split or ("train" if mode == "train" else "eval")
+    files, compression = dataset_files(data, split)
+    shuffle = mode == "train" if shuffle is None else shuffle
+    deterministic = not shuffle if deterministic is None else deterministic
+    if input_context is not None:
+        batch_size = input_context.get_per_replica_batch_size(batch_size)
+
+    ds = tf.data.Dataset.from_tensor_slices(files)
+    if input_context is not None and input_context.num_input_pipelines > 1:
+        ds = ds.shard(input_context.num_input_pipelines, input_context.input_pipeline_id)
+    if shuffle:
+        ds = ds.shuffle(len(files), seed=seed, reshuffle_each_iteration=True)
+    ds = ds.interleave(
+        lambda f: tf.data.TFRecordDataset(f, compression_type=compression,
+                                          buffer_size=1 << 20),
+        cycle_length=num_parallel_reads or min(len(files), 8) or 1,
+        num_parallel_calls=tf.data.AUTOTUNE, deterministic=deterministic)
+    if cache:
+        ds = ds.cache("" if cache == "memory" else cache)
+    if shuffle:
+        ds = ds.shuffle(shuffle_buffer, seed=seed, reshuffle_each_iteration=True)
+    if repeat:
+        ds = ds.repeat()
+    ds = ds.batch(batch_size, drop_remainder=drop_remainder)
+    ds = ds.map(_parser(schema, mode), num_parallel_calls=tf.data.AUTOTUNE,
+                deterministic=deterministic)
+    options = tf.data.Options()
+    options.deterministic = deterministic
+    options.experimental_distribute.auto_shard_policy = _policy(auto_shard_policy)
+    return ds.with_options(options).prefetch(tf.data.AUTOTUNE)
+
+
+def _parent(pattern: str) -> str:
+    head = pattern.rsplit("/", 1)[0]
+    return head.rsplit("/", 1)[0] if head.endswith(("train", "eval")) else head
+
+
+def _policy(name: str):
+    import tensorflow as tf
+
+    policies = {"auto": tf.data.experimental.AutoShardPolicy.AUTO,
+                "file": tf.data.experimental.AutoShardPolicy.FILE,
+                "data": tf.data.experimental.AutoShardPolicy.DATA,
+                "off": tf.data.experimental.AutoShardPolicy.OFF}
+    if name not in policies:
+        raise ValueError(f"auto_shard_policy {name!r} is not one of {sorted(policies)}")
+    return policies[name]
+
+
+def _parser(schema: Schema, mode: str):
+    import tensorflow as tf
+
+    label = schema.label
+    inputs = schema.features
+    others = schema.keys if mode == "predict" else ([label] if label else [])
+    spec = feature_spec(schema, inputs + others)
+    lookup = _label_lookup(label) if label is not None and mode != "predict" else None
+
+    def parse(serialized):
+        parsed = tf.io.parse_example(serialized, spec)
+        features = {c.name: _decode(c, parsed[c.name]) for c in inputs}
+        if mode == "predict":
+            return features, {c.name: parsed[c.name] for c in schema.keys}
+        target = parsed[label.name] if label else None
+        if lookup is not None:
+            target = lookup.lookup(target)
+        return features, target
+
+    return parse
+
+
+def _label_lookup(label: Column):
+    import tensorflow as tf
+
+    if not label.vocabulary:
+        return None
+    key_dtype = tf.string if label.dtype == "string" else tf.int64
+    keys = tf.constant(list(label.vocabulary), dtype=key_dtype)
+    values = tf.range(len(label.vocabulary), dtype=tf.int64)
+    return tf.lookup.StaticHashTable(tf.lookup.KeyValueTensorInitializer(keys, values), -1)
+
+
+def _decode(col: Column, values):
+    import tensorflow as tf
+
+    if col.encoding != "image":
+        return values
+    height, width, channels = col.image_shape
+
+    def one(blob):
+        image = tf.io.decode_image(blob, channels=channels, expand_animations=False)
+        image = tf.image.convert_image_dtype(image, tf.float32)
+        return tf.image.resize(image, (height, width))
+
+    return tf.map_fn(one, values, fn_output_signature=tf.TensorSpec(
+        (height, width, channels), tf.float32))

@@ -1,0 +1,168 @@
+"""The dataset schema every component agrees on, stored as ``schema.json`` beside the shards.
+
+Each column has a name, a dtype (``float32``, ``int64`` or ``string``), a per-example shape,
+and a role: ``feature`` (model input), ``label`` (target) or ``key`` (passthrough, carried to
+predictions so they can be joined back). Encoded images are ``string`` columns with
+``encoding="image"`` and the decoded ``image_shape``. A classification label carries its
+vocabulary: the sorted distinct values, whose positions are the class indices.
+"""
+
+import dataclasses
+import json
+from typing import Any, Dict, List, Optional, Sequence, Tuple
+
+from tfkfp.components.common import uris
+
+DTYPES = ("float32", "int64", "string")
+ROLES = ("feature", "label", "key")
+ENCODINGS = ("image",)
+SCHEMA_FILE = "schema.json"
+SCHEMA_VERSION = 1
+
+
+class SchemaError(ValueError):
+    """A schema that is malformed or does not match the data it describes."""
+
+
+@dataclasses.dataclass(frozen=True)
+class Column:
+    name: str
+    dtype: str
+    shape: Tuple[int, ...] = ()
+    role: str = "feature"
+    encoding: Optional[str] = None
+    image_shape: Optional[Tuple[int, int, int]] = None
+    vocabulary: Optional[Tuple[Any, ...]] = None
+
+    def __post_init__(self) -> None:
+        _require(self.dtype in DTYPES, f"column {self.name!r}: dtype {self.dtype!r}", DTYPES)
+        _require(self.role in ROLES, f"column {self.name!r}: role {self.role!r}", ROLES)
+        if self.encoding is not None:
+            _require(
+                self.encoding in ENCODINGS,
+                f"column {self.name!r}: encoding {self.encoding!r}",
+                ENCODINGS,
+            )
+            if self.dtype != "string" or self.image_shape is None:
+                raise SchemaError(
+                    f"column {self.name!r}: an image column needs dtype 'string' and an "
+                    f"image_shape [height, width, channels]; found dtype {self.dtype!r}, "
+                    f"image_shape {self.image_shape}"
+                )
+
+    @property
+    def num_values(self) -> int:
+        count = 1
+        for dim in self.shape:
+            count *= dim
+        return count
+
+    def to_dict(self) -> Dict[str, Any]:
+        out = {"name": self.name, "dtype": self.dtype, "shape": list(self.shape),
+               "role": self.role}
+        if self.encoding:
+            out["encoding"] = self.encoding
+            out["image_shape"] = list(self.image_shape)
+        if self.vocabulary is not None:
+            out["vocabulary"] = list(self.vocabulary)
+        return out
+
+    @classmethod
+    def from_dict(cls, data: Dict[str, Any]) -> "Column":
+        try:
+            return cls(
+                name=data["name"],
+                dtype=data["dtype"],
+                shape=tuple(data.get("shape", ())),
+                role=data.get("role", "feature"),
+                encoding=data.get("encoding"),
+                image_shape=tuple(data["image_shape"]) if data.get("image_shape") else None,
+                vocabulary=tuple(data["vocabulary"]) if "vocabulary" in data else None,
+            )
+        except KeyError as err:
+            raise SchemaError(f"schema column {data!r} has no {err.args[0]!r} field") from err
+
+
+def _require(ok: bool, what: str, allowed: Sequence[str]) -> None:
+    if not ok:
+        raise SchemaError(f"{what} is not allowed; expected one of {', '.join(allowed)}")
+
+
+@dataclasses.dataclass(frozen=True)
+class Schema:
+    columns: Tuple[Column, ...]
+
+    def __post_init__(self) -> None:
+        names = [c.name for c in self.columns]
+        duplicates = sorted({n for n in names if names.count(n) > 1})
+        if duplicates:
+            raise SchemaError(f"schema names these columns more than once: {duplicates}")
+        labels = [c.name for c in self.columns if c.role == "label"]
+        if len(labels) > 1:
+            raise SchemaError(f"schema has more than one label column: {labels}")
+
+    @property
+    def names(self) -> List[str]:
+        return [c.name for c in self.columns]
+
+    @property
+    def label(self) -> Optional[Column]:
+        return next((c for c in self.columns if c.role == "label"), None)
+
+    @property
+    def features(self) -> List[Column]:
+        return [c for c in self.columns if c.role == "feature"]
+
+    @property
+    def keys(self) -> List[Column]:
+        return [c for c in self.columns if c.role == "key"]
+
+    def column(self, name: str) -> Column:
+        for col in self.columns:
+            if col.name == name:
+                return col
+        raise SchemaError(f"schema has no column {name!r}; it has {self.names}")
+
+    def to_json(self) -> str:
+        body = {"version": SCHEMA_VERSION, "columns": [c.to_dict() for c in self.columns]}
+        return json.dumps(body, indent=2, sort_keys=False) + "\n"
+
+    @classmethod
+    def from_json(cls, text: str, source: str = "schema") -> "Schema":
+        try:
+            body = json.loads(text)
+            columns = body["columns"]
+        except (ValueError, KeyError, TypeError) as err:
+            raise SchemaError(f"{source}: not a tfkfp schema ({err})") from err
+        return cls(tuple(Column.from_dict(c) for c in columns))
+
+    def save(self, directory: str) -> str:
+        path = uris.join(directory, SCHEMA_FILE)
+        uris.write_text_atomic(path, self.to_json())
+        return path
+
+    @classmethod
+    def load(cls, path_or_dir: str) -> "Schema":
+        path = path_or_dir
+        if uris.isdir(path_or_dir):
+            path = uris.join(path_or_dir, SCHEMA_FILE)
+        if not uris.exists(path):
+            raise SchemaError(f"no schema at {path}: expected the {SCHEMA_FILE} written "
+                              "beside the shards by shard_tfrecords")
+        return cls.from_json(uris.read_text(path), source=path)
+
+    def summary(self) -> Dict[str, Any]:
+        """A compact description for artifact metadata."""
+        label = self.label
+        return {
+            "features": {c.name: c.dtype + _shape_text(c) for c in self.features},
+            "label": label.name if label else None,
+            "num_classes": len(label.vocabulary) if label and label.vocabulary else None,
+            "keys": [c.name for c in self.keys],
+        }
+
+
+def _shape_text(col: Column) -> str:
+    if col.encoding == "image":
+        return f" image{list(col.image_shape)}"
+    return f"{list(col.shape)}" if col.shape else ""

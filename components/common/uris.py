@@ -1,0 +1,120 @@
+"""Local paths and remote URIs (gs://, s3://, ...) behind one small interface.
+
+Local paths use the standard library (no TensorFlow import, so worker processes stay
+light); anything with a scheme goes through ``tf.io.gfile``, which handles gs:// in
+TF 2.21 out of the box.
+"""
+
+import contextlib
+import glob as _glob
+import os
+import re
+import shutil
+import uuid
+from typing import IO, Iterator, List
+
+_SCHEME = re.compile(r"^[a-zA-Z][a-zA-Z0-9+.-]*://")
+
+
+def is_remote(uri: str) -> bool:
+    """True for URIs with a scheme (gs://, s3://, hdfs://), False for local paths."""
+    return bool(_SCHEME.match(uri)) and not uri.startswith("file://")
+
+
+def local_path(uri: str) -> str:
+    return uri[len("file://"):] if uri.startswith("file://") else uri
+
+
+def _gfile():
+    import tensorflow as tf
+
+    return tf.io.gfile
+
+
+def join(base: str, *parts: str) -> str:
+    if is_remote(base):
+        return "/".join([base.rstrip("/"), *parts])
+    return os.path.join(local_path(base), *parts)
+
+
+def exists(uri: str) -> bool:
+    return _gfile().exists(uri) if is_remote(uri) else os.path.exists(local_path(uri))
+
+
+def isdir(uri: str) -> bool:
+    return _gfile().isdir(uri) if is_remote(uri) else os.path.isdir(local_path(uri))
+
+
+def glob(pattern: str) -> List[str]:
+    """Sorted matches of a glob pattern (sorted so every run sees the same order)."""
+    if is_remote(pattern):
+        return sorted(_gfile().glob(pattern))
+    return sorted(_glob.glob(local_path(pattern)))
+
+
+def listdir(uri: str) -> List[str]:
+    if is_remote(uri):
+        return sorted(name.rstrip("/") for name in _gfile().listdir(uri))
+    return sorted(os.listdir(local_path(uri)))
+
+
+def size(uri: str) -> int:
+    return _gfile().stat(uri).length if is_remote(uri) else os.path.getsize(local_path(uri))
+
+
+def makedirs(uri: str) -> None:
+    if is_remote(uri):
+        _gfile().makedirs(uri)
+    else:
+        os.makedirs(local_path(uri), exist_ok=True)
+
+
+def open_file(uri: str, mode: str = "rb") -> IO:
+    return _gfile().GFile(uri, mode) if is_remote(uri) else open(local_path(uri), mode)
+
+
+def rename(src: str, dst: str) -> None:
+    """Move src over dst (atomic for local files on one filesystem)."""
+    if is_remote(src):
+        _gfile().rename(src, dst, overwrite=True)
+    else:
+        os.replace(local_path(src), local_path(dst))
+
+
+def remove(uri: str) -> None:
+    if is_remote(uri):
+        _gfile().remove(uri)
+    else:
+        os.remove(local_path(uri))
+
+
+def rmtree(uri: str) -> None:
+    if is_remote(uri):
+        if _gfile().exists(uri):
+            _gfile().rmtree(uri)
+    else:
+        shutil.rmtree(local_path(uri), ignore_errors=True)
+
+
+def read_text(uri: str) -> str:
+    with open_file(uri, "rb") as f:
+        return f.read().decode("utf-8")
+
+
+def write_text_atomic(uri: str, text: str) -> None:
+    """Write text to a temporary sibling, then rename it over uri."""
+    tmp = f"{uri}.tmp-{uuid.uuid4().hex[:8]}"
+    with open_file(tmp, "wb") as f:
+        f.write(text.encode("utf-8"))
+    rename(tmp, uri)
+
+
+@contextlib.contextmanager
+def staging_dir(parent: str) -> Iterator[str]:
+    """A hidden scratch directory inside parent, removed whatever happens."""
+    path = join(parent, f".tfkfp-staging-{uuid.uuid4().hex[:12]}")
+    makedirs(path)
+    try:
+        yield path
+    finally:
+        rmtree(path)

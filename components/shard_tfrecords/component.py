@@ -1,0 +1,62 @@
+"""KFP component: shard raw data into a TFRecord Dataset (see core.shard_tfrecords)."""
+
+from typing import Dict, List
+
+from kfp import dsl
+from kfp.dsl import Dataset, Markdown, Output
+
+from tfkfp.components._image import IMAGE
+
+
+@dsl.component(base_image=IMAGE, install_kfp_package=False)
+def shard_tfrecords(
+    input_uri: str,
+    dataset: Output[Dataset],
+    summary: Output[Markdown],
+    label: str = "",
+    keys: List[str] = [],  # noqa: B006 - KFP reads defaults from the signature
+    column_types: Dict[str, str] = {},  # noqa: B006
+    split_column: str = "",
+    eval_fraction: float = 0.1,
+    compression: str = "none",
+    shard_size_mb: float = 128.0,
+    num_shards: int = 0,
+    min_shards: int = 2,
+    input_format: str = "auto",
+    file_group: int = 0,
+    num_file_groups: int = 1,
+):
+    """Shards CSV, JSON Lines, Parquet, .npz or an image folder into TFRecord files.
+
+    Args:
+        input_uri: File, folder, glob pattern or gs:// URI of the input data; a folder of
+            class subfolders is read as labelled images.
+        dataset: Output Dataset directory: train/ and eval/ shards, schema.json, manifest.json.
+        summary: Output Markdown table of splits, shards and columns for the KFP UI.
+        label: Label column (ignored for images, whose label is the class folder).
+        keys: Passthrough key columns, carried into predictions; they drive the split hash.
+        column_types: Column types overriding inference: float32, int64 or string.
+        split_column: Column holding train/eval per row, instead of a hash split.
+        eval_fraction: Share of rows hashed into the eval split, in (0, 1).
+        compression: none or gzip.
+        shard_size_mb: Target shard size in MB when num_shards is 0.
+        num_shards: Exact number of shards per split; 0 derives it from shard_size_mb.
+        min_shards: Minimum shards per split, so every reader or worker gets several.
+        input_format: auto, csv, jsonl, parquet, npz or images.
+        file_group: Which group of input files this task shards (for fan-out).
+        num_file_groups: How many groups the input files are dealt into.
+    """
+    import logging
+
+    from tfkfp.components.shard_tfrecords.core import shard_tfrecords as shard
+
+    logging.basicConfig(level=logging.INFO)
+    result = shard(
+        input_uri, dataset.path, label=label or None, keys=keys,
+        column_types=column_types, split_column=split_column or None,
+        eval_fraction=eval_fraction, compression=compression, shard_size_mb=shard_size_mb,
+        num_shards=num_shards, min_shards=min_shards, input_format=input_format,
+        file_group=file_group, num_file_groups=num_file_groups)
+    dataset.metadata.update(result.metadata())
+    with open(summary.path, "w") as f:
+        f.write(result.markdown())

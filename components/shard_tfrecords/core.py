@@ -1,0 +1,290 @@
+"""Shard tabular or image data into TFRecord files with a schema and a manifest.
+
+The output directory gets ``train/`` and ``eval/`` shards named
+``data-SSSSS-of-NNNNN.tfrecord[.gz]``, ``schema.json`` and ``manifest.json`` (record
+counts, bytes and CRC32C per shard). Work happens in two phases: worker processes read,
+split and encode chunks of the input into local spool files (parallel across cores), then
+shards are cut from the spools with exact, equal record counts. Everything is written in a
+staging folder first and moved into place at the end, manifest last: a failed run leaves
+the previous output as it was and nothing that looks like new output.
+"""
+
+import concurrent.futures
+import dataclasses
+import json
+import multiprocessing
+import tempfile
+import threading
+import time
+from typing import Dict, List, Optional, Sequence
+
+from tfkfp.components.common import uris
+from tfkfp.components.common.progress import Progress, log
+from tfkfp.components.common.schema import Column, Schema
+from tfkfp.components.shard_tfrecords import sources, summary, writer
+from tfkfp.components.shard_tfrecords.errors import ShardInputError
+from tfkfp.components.shard_tfrecords.worker import (SPLITS, ChunkResult, EncodePlan,
+                                                     encode_chunk)
+
+COMPRESSIONS = ("none", "gzip")
+MANIFEST_FILE = "manifest.json"
+MAX_VOCABULARY = 10_000
+_INLINE_BYTES = 4 << 20  # below this much input, worker processes cost more than they save
+
+
+@dataclasses.dataclass(frozen=True)
+class ShardResult:
+    output_dir: str
+    schema: Schema
+    records: Dict[str, int]  # per split
+    bytes: Dict[str, int]
+    shards: Dict[str, List[writer.ShardInfo]]
+    compression: str
+    input_files: int
+    seconds: float
+
+    @property
+    def total_records(self) -> int:
+        return sum(self.records.values())
+
+    @property
+    def records_per_second(self) -> float:
+        return self.total_records / max(self.seconds, 1e-9)
+
+    def metadata(self) -> Dict:
+        return {
+            "records": self.records, "bytes": self.bytes, "compression": self.compression,
+            "num_shards": {s: len(v) for s, v in self.shards.items()},
+            "schema": self.schema.summary(), "input_files": self.input_files,
+            "records_per_second": round(self.records_per_second, 1),
+        }
+
+    def markdown(self) -> str:
+        return summary.render(self)
+
+
+def shard_tfrecords(
+    input_uri: str,
+    output_dir: str,
+    label: Optional[str] = None,
+    keys: Sequence[str] = (),
+    column_types: Optional[Dict[str, str]] = None,
+    split_column: Optional[str] = None,
+    eval_fraction: float = 0.1,
+    compression: str = "none",
+    shard_size_mb: float = 128.0,
+    num_shards: int = 0,
+    min_shards: int = 2,
+    input_format: str = "auto",
+    file_group: int = 0,
+    num_file_groups: int = 1,
+    workers: int = 0,
+    progress_stream=None,
+) -> ShardResult:
+    """Shard the input into TFRecords under output_dir; see the module docstring.
+
+    Args:
+        input_uri: a file, folder, glob pattern or gs:// URI of CSV, JSON Lines, Parquet or
+            .npz files, or a folder with one subfolder of images per class.
+        output_dir: where the Dataset directory is written (created if missing).
+        label: the label column (images: always ``label``, the class folder name).
+        keys: passthrough columns carried to predictions; they also drive the split hash.
+        column_types: ``{column: float32|int64|string}`` overriding inferred types.
+        split_column: a column of train/eval values to split by instead of hashing.
+        eval_fraction: share of rows hashed into the eval split, in (0, 1).
+        compression: ``none`` or ``gzip``.
+        shard_size_mb: target shard size when num_shards is 0.
+        num_shards: exact shard count for each split (0: from shard_size_mb).
+        min_shards: at least this many shards per split, so every reader gets several.
+        input_format: ``auto`` (from extensions) or one of csv, jsonl, parquet, npz, images.
+        file_group, num_file_groups: process only every num_file_groups-th input file,
+            starting at file_group, for a fan-out over groups of files.
+        workers: worker processes for reading and encoding (0: one per core).
+    """
+    started = time.monotonic()
+    column_types = dict(column_types or {})
+    _check_options(eval_fraction, compression, shard_size_mb, num_shards, min_shards,
+                   column_types, split_column)
+    fmt, files = sources.resolve_files(input_uri, input_format)
+    files = sources.select_group(files, file_group, num_file_groups)
+    raw = sources.infer_columns(fmt, files, column_types)
+    if fmt == "images":
+        label, keys = sources.IMAGE_LABEL, [sources.IMAGE_KEY]
+    _check_columns(raw, label, keys, split_column, files[0])
+    chunks = sources.plan_chunks(fmt, files)
+    log.info("sharding %d %s file(s) in %d chunk(s) into %s", len(files), fmt, len(chunks),
+             output_dir)
+    uris.makedirs(output_dir)
+    with tempfile.TemporaryDirectory(prefix="tfkfp-spool-") as spool_dir, \
+            uris.staging_dir(output_dir) as staging:
+        plan = EncodePlan(tuple(raw), tuple(keys), label or None, split_column or None,
+                          eval_fraction, spool_dir)
+        results = _encode_all(chunks, plan, workers, progress_stream)
+        schema = _schema(raw, label, keys, split_column, results)
+        shards = _write_shards(results, spool_dir, staging, compression, shard_size_mb,
+                               num_shards, min_shards, workers, progress_stream)
+        result = ShardResult(
+            output_dir=output_dir, schema=schema,
+            records={s: sum(i.records for i in v) for s, v in shards.items()},
+            bytes={s: sum(i.bytes for i in v) for s, v in shards.items()},
+            shards=shards, compression=compression, input_files=len(files),
+            seconds=time.monotonic() - started)
+        schema.save(staging)
+        _publish(staging, output_dir, result)
+    log.info("wrote %d records in %.1fs (%.0f records/s) to %s", result.total_records,
+             result.seconds, result.records_per_second, output_dir)
+    return result
+
+
+def _check_options(eval_fraction: float, compression: str, shard_size_mb: float,
+                   num_shards: int, min_shards: int, column_types: Dict[str, str],
+                   split_column: Optional[str]) -> None:
+    if not split_column and not 0.0 < eval_fraction < 1.0:
+        raise ShardInputError(f"eval_fraction {eval_fraction} is outside (0, 1); expected e.g. "
+                              "0.1 for 10% of rows in the eval split")
+    if compression not in COMPRESSIONS:
+        raise ShardInputError(f"compression {compression!r} is not one of {COMPRESSIONS}")
+    if num_shards < 0 or (num_shards == 0 and shard_size_mb <= 0):
+        raise ShardInputError(f"num_shards {num_shards} / shard_size_mb {shard_size_mb}: "
+                              "expected num_shards >= 1, or num_shards 0 and shard_size_mb > 0")
+    if min_shards < 1:
+        raise ShardInputError(f"min_shards {min_shards} is below 1")
+    bad = {k: v for k, v in column_types.items() if v not in ("float32", "int64", "string")}
+    if bad:
+        raise ShardInputError(f"column_types {bad}: types must be float32, int64 or string")
+
+
+def _check_columns(raw: List[sources.RawColumn], label: Optional[str], keys: Sequence[str],
+                   split_column: Optional[str], where: str) -> None:
+    names = [c.name for c in raw]
+    for role, name in [("label", label), ("split", split_column)] + [("key", k) for k in keys]:
+        if name and name not in names:
+            raise ShardInputError(f"{role} column {name!r} is not in {where}; its columns "
+                                  f"are {names}")
+    if not label:
+        raise ShardInputError(f"no label column given; name one of {names}")
+    if label in keys or label == split_column:
+        raise ShardInputError(f"column {label!r} cannot be both the label and a key or split")
+
+
+def _encode_all(chunks: List[sources.Chunk], plan: EncodePlan, workers: int,
+                stream) -> List[ChunkResult]:
+    total = sum(c.size for c in chunks)
+    progress = Progress("reading and encoding", total=total,
+                        unit="bytes" if chunks[0].fmt in ("csv", "jsonl") else "chunks",
+                        stream=stream)
+    workers = min(workers or writer.cpu_count(), len(chunks))
+    small = chunks[0].fmt in ("csv", "jsonl") and total < _INLINE_BYTES
+    if workers == 1 or small:
+        results = []
+        for chunk in chunks:
+            results.append(encode_chunk(chunk, plan))
+            progress.update(chunk.size)
+    else:
+        results = _encode_in_processes(chunks, plan, workers, progress)
+    progress.finish()
+    return results
+
+
+def _encode_in_processes(chunks, plan, workers: int, progress: Progress) -> List[ChunkResult]:
+    # spawn, not fork: the parent may hold TensorFlow's threads, which fork would break.
+    context = multiprocessing.get_context("spawn")
+    results: List[ChunkResult] = []
+    with concurrent.futures.ProcessPoolExecutor(workers, mp_context=context) as pool:
+        pending = []
+        for chunk in chunks:
+            pending.append((chunk, pool.submit(encode_chunk, chunk, plan)))
+            while len(pending) > 2 * workers:  # bound the spooled work in flight
+                results.append(_take(pending, progress))
+        while pending:
+            results.append(_take(pending, progress))
+    return results
+
+
+def _take(pending, progress: Progress) -> ChunkResult:
+    chunk, future = pending.pop(0)
+    try:
+        result = future.result()
+    except BaseException:
+        for _, other in pending:
+            other.cancel()
+        raise
+    progress.update(chunk.size)
+    return result
+
+
+def _schema(raw, label: str, keys: Sequence[str], split_column: Optional[str],
+            results: List[ChunkResult]) -> Schema:
+    columns = []
+    for col in raw:
+        if col.name == split_column:
+            continue
+        role = "label" if col.name == label else "key" if col.name in keys else "feature"
+        vocabulary = _vocabulary(col, results) if role == "label" else None
+        columns.append(Column(col.name, col.dtype, col.shape, role,
+                              encoding="image" if col.image_shape else None,
+                              image_shape=col.image_shape, vocabulary=vocabulary))
+    return Schema(tuple(columns))
+
+
+def _vocabulary(col: sources.RawColumn, results: List[ChunkResult]):
+    """Sorted distinct labels for a classification label; None for a float target."""
+    if col.dtype == "float32" or col.shape:
+        return None
+    seen = set()
+    for r in results:
+        if r.labels is not None:
+            seen.update(r.labels.tolist())
+            if len(seen) > MAX_VOCABULARY:
+                return None
+    return tuple(sorted(seen))
+
+
+def _write_shards(results, spool_dir: str, staging: str, compression: str,
+                  shard_size_mb: float, num_shards: int, min_shards: int, workers: int,
+                  stream) -> Dict[str, List[writer.ShardInfo]]:
+    spools = {s: writer.SplitSpool(spool_dir, s, [r.index for r in results],
+                                   [r.lengths[s] for r in results]) for s in SPLITS}
+    progress = Progress("writing shards", total=sum(s.count for s in spools.values()),
+                        stream=stream)
+    lock = threading.Lock()
+
+    def on_records(n: int) -> None:
+        with lock:
+            progress.update(n)
+
+    shards = {}
+    for split, spool in spools.items():
+        count = writer.shard_count(spool.count, spool.bytes, int(shard_size_mb * (1 << 20)),
+                                   num_shards, min_shards)
+        shards[split] = writer.write_split(spool, split, count, staging, compression,
+                                           on_records, workers or writer.cpu_count())
+    progress.finish()
+    return shards
+
+
+def _publish(staging: str, output_dir: str, result: ShardResult) -> None:
+    """Replace any earlier output with the staged one; the manifest goes last."""
+    manifest = uris.join(output_dir, MANIFEST_FILE)
+    if uris.exists(manifest):
+        uris.remove(manifest)
+    for split in SPLITS:
+        old = uris.join(output_dir, split)
+        if uris.exists(old):
+            uris.rmtree(old)
+        uris.makedirs(old)
+        for info in result.shards[split]:
+            uris.rename(uris.join(staging, info.file), uris.join(output_dir, info.file))
+    uris.rename(uris.join(staging, "schema.json"), uris.join(output_dir, "schema.json"))
+    uris.write_text_atomic(manifest, json.dumps(manifest_dict(result), indent=2) + "\n")
+
+
+def manifest_dict(result: ShardResult) -> Dict:
+    return {
+        "version": 1,
+        "compression": result.compression,
+        "schema": "schema.json",
+        "splits": {s: {"records": result.records[s], "bytes": result.bytes[s],
+                       "shards": [i.to_dict() for i in result.shards[s]]}
+                   for s in result.shards},
+    }

@@ -1,0 +1,118 @@
+"""Phase one of sharding, run in worker processes: read a chunk, split it, encode it, spool it.
+
+Each chunk's train and eval records go to two local spool files in input order, so the
+main process knows exact counts and sizes before it cuts shards. No TensorFlow here.
+"""
+
+import dataclasses
+import os
+import zlib
+from typing import Dict, List, Optional, Tuple
+
+import numpy as np
+
+from tfkfp.components.common.examples import encode_examples
+from tfkfp.components.shard_tfrecords.errors import ShardInputError
+from tfkfp.components.shard_tfrecords.sources import Chunk, RawColumn, read_chunk
+
+SPLITS = ("train", "eval")
+TRAIN_NAMES = ("train", "training")
+EVAL_NAMES = ("eval", "evaluation", "validation", "valid", "val", "test")
+_BUCKETS = 1_000_000
+
+
+@dataclasses.dataclass(frozen=True)
+class EncodePlan:
+    columns: Tuple[RawColumn, ...]  # as read from the input
+    keys: Tuple[str, ...]
+    label: Optional[str]
+    split_column: Optional[str]
+    eval_fraction: float
+    spool_dir: str
+
+
+@dataclasses.dataclass
+class ChunkResult:
+    index: int
+    rows: int
+    lengths: Dict[str, np.ndarray]  # record sizes per split, in order
+    labels: Optional[np.ndarray]  # distinct label values seen
+
+
+def spool_path(spool_dir: str, index: int, split: str) -> str:
+    return os.path.join(spool_dir, f"chunk-{index:06d}.{split}")
+
+
+def encode_chunk(chunk: Chunk, plan: EncodePlan) -> ChunkResult:
+    data = read_chunk(chunk, list(plan.columns))
+    rows = len(next(iter(data.values())))
+    is_eval = _eval_mask(data, plan, chunk)
+    written = {c.name: (c.dtype, data[c.name]) for c in plan.columns
+               if c.name != plan.split_column}
+    lengths = {}
+    for split, mask in zip(SPLITS, (~is_eval, is_eval)):
+        subset = {name: (dtype, values[mask]) for name, (dtype, values) in written.items()}
+        lengths[split] = _spool(subset, spool_path(plan.spool_dir, chunk.index, split))
+    labels = None
+    if plan.label is not None and rows:
+        labels = np.unique(data[plan.label].astype(str) if data[plan.label].dtype == object
+                           else data[plan.label])
+    return ChunkResult(chunk.index, rows, lengths, labels)
+
+
+def _spool(columns: Dict[str, Tuple[str, np.ndarray]], path: str) -> np.ndarray:
+    rows = len(next(iter(columns.values()))[1])
+    if rows == 0:
+        open(path, "wb").close()
+        return np.zeros(0, dtype=np.int64)
+    records = encode_examples(columns)
+    data, lengths = records.flat()
+    with open(path, "wb") as f:
+        f.write(memoryview(np.ascontiguousarray(data)))
+    return lengths.copy()
+
+
+def _eval_mask(data: Dict[str, np.ndarray], plan: EncodePlan, chunk: Chunk) -> np.ndarray:
+    if plan.split_column:
+        return _split_column_mask(data[plan.split_column], plan.split_column, chunk)
+    hashed = [data[k] for k in plan.keys] or [
+        data[c.name] for c in plan.columns if c.name != plan.split_column]
+    bucket = row_hash(hashed) % np.uint64(_BUCKETS)
+    return bucket < np.uint64(round(plan.eval_fraction * _BUCKETS))
+
+
+def _split_column_mask(values: np.ndarray, name: str, chunk: Chunk) -> np.ndarray:
+    text = np.char.lower(np.asarray(values).astype(str))
+    is_train, is_eval = np.isin(text, TRAIN_NAMES), np.isin(text, EVAL_NAMES)
+    bad = np.flatnonzero(~(is_train | is_eval))
+    if len(bad):
+        raise ShardInputError(
+            f"{chunk.uri}, row {bad[0] + 1} of chunk {chunk.index}, split column {name!r}: "
+            f"found {values[bad[0]]!r}, expected one of {', '.join(TRAIN_NAMES + EVAL_NAMES)}")
+    return is_eval
+
+
+def _mix(h: np.ndarray) -> np.ndarray:
+    """splitmix64's finaliser: spreads every input bit over the whole word."""
+    h = (h ^ (h >> np.uint64(30))) * np.uint64(0xBF58476D1CE4E5B9)
+    h = (h ^ (h >> np.uint64(27))) * np.uint64(0x94D049BB133111EB)
+    return h ^ (h >> np.uint64(31))
+
+
+def row_hash(arrays: List[np.ndarray]) -> np.ndarray:
+    """A stable 64-bit hash of each row's values (same on every machine and run)."""
+    rows = len(arrays[0])
+    h = np.full(rows, 0x9E3779B97F4A7C15, dtype=np.uint64)
+    for arr in arrays:
+        flat = arr.reshape(rows, -1)
+        if flat.dtype == object:
+            words = np.fromiter(
+                (zlib.crc32(v if isinstance(v, bytes) else str(v).encode()) for v in flat.ravel()),
+                dtype=np.uint64, count=flat.size).reshape(flat.shape)
+        elif flat.dtype.kind == "f":
+            words = flat.astype("<f4").view("<u4").astype(np.uint64)
+        else:
+            words = flat.astype("<i8").view("<u8")
+        for j in range(words.shape[1]):
+            h = _mix(h ^ words[:, j])
+    return h

@@ -1,0 +1,1 @@
+"""tfkfp pipelines: compiled KFP DAGs wiring the components together, and the CLI."""

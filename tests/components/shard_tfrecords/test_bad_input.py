@@ -1,0 +1,117 @@
+"""Each kind of bad input gets an error naming where and what, and leaves no output."""
+
+import os
+
+import pytest
+from conftest import write_csv
+
+from tfkfp.components.shard_tfrecords.core import shard_tfrecords
+from tfkfp.components.shard_tfrecords.errors import ShardInputError
+
+
+def fails(tmp_path, source, match, **options):
+    out = tmp_path / "out"
+    options.setdefault("label", "label")
+    with pytest.raises(ShardInputError, match=match):
+        shard_tfrecords(str(source), str(out), **options)
+    assert not out.exists() or os.listdir(out) == []
+
+
+def test_missing_path(tmp_path):
+    fails(tmp_path, tmp_path / "nope.csv", r"nope\.csv does not exist")
+
+
+def test_empty_glob(tmp_path):
+    fails(tmp_path, tmp_path / "*.csv", r"no files match the pattern .*\*\.csv")
+
+
+def test_header_only_csv(tmp_path):
+    fails(tmp_path, write_csv(tmp_path / "h.csv", ["x", "label"], []),
+          r"h\.csv has a header but no data rows")
+
+
+def test_ragged_row(tmp_path):
+    path = write_csv(tmp_path / "r.csv", ["x", "y", "label"], [[1, 2, 0], [3, 4, 1], [5, 1]])
+    fails(tmp_path, path, r"r\.csv, line 4: ragged row: found 2 fields, expected 3")
+
+
+def test_text_in_numeric_column(tmp_path):
+    rows = [[i, i * 0.5, i % 2] for i in range(20)] + [[20, "abc", 0]]
+    path = write_csv(tmp_path / "t.csv", ["id", "x", "label"], rows)
+    fails(tmp_path, path, r"t\.csv, line 22, column 'x': found 'abc', expected float32")
+
+
+def test_float_in_a_column_inferred_as_int_says_how_to_fix_it(tmp_path):
+    path = write_csv(tmp_path / "i.csv", ["x", "label"], [[1, 0], [2, 1], [2.5, 0]])
+    fails(tmp_path, path, r"line 4, column 'x': found '2.5', expected int64.*column_types",
+          column_types={"x": "int64"})
+
+
+def test_missing_value(tmp_path):
+    path = write_csv(tmp_path / "m.csv", ["x", "label"], [[1.5, 0], ["", 1]])
+    fails(tmp_path, path, r"m\.csv, line 3, column 'x': missing value; expected float32")
+
+
+def test_no_label_column_given(tmp_path):
+    path = write_csv(tmp_path / "n.csv", ["x", "y"], [[1, 2]])
+    fails(tmp_path, path, r"no label column given; name one of \['x', 'y'\]", label=None)
+
+
+def test_unknown_label_column(tmp_path):
+    path = write_csv(tmp_path / "u.csv", ["x", "y"], [[1, 2]])
+    fails(tmp_path, path, r"label column 'target' is not in .*u\.csv; its columns are "
+          r"\['x', 'y'\]", label="target")
+
+
+def test_unknown_key_column(tmp_path):
+    path = write_csv(tmp_path / "k.csv", ["x", "label"], [[1, 2]])
+    fails(tmp_path, path, r"key column 'id' is not in", keys=["id"])
+
+
+def test_corrupt_image(tmp_path):
+    folder = tmp_path / "imgs"
+    (folder / "cat").mkdir(parents=True)
+    from PIL import Image
+
+    Image.new("RGB", (4, 4)).save(folder / "cat" / "good.png")
+    blob = (folder / "cat" / "good.png").read_bytes()
+    (folder / "cat" / "bad.png").write_bytes(blob[: len(blob) // 2])
+    fails(tmp_path, folder, r"bad\.png is not a readable image")
+
+
+def test_mixed_schemas_across_files(tmp_path):
+    write_csv(tmp_path / "a.csv", ["x", "label"], [[1, 0]])
+    write_csv(tmp_path / "b.csv", ["x", "z", "label"], [[1, 2, 0]])
+    fails(tmp_path, tmp_path / "*.csv",
+          r"mixed schemas: .*b\.csv has columns \['x', 'z', 'label'\] but .*a\.csv has")
+
+
+@pytest.mark.parametrize("fraction", [0.0, 1.0, -0.1, 1.5])
+def test_split_ratio_outside_0_1(tmp_path, fraction):
+    path = write_csv(tmp_path / "f.csv", ["x", "label"], [[1, 0]])
+    fails(tmp_path, path, r"eval_fraction .* is outside \(0, 1\)", eval_fraction=fraction)
+
+
+def test_shard_count_below_one(tmp_path):
+    path = write_csv(tmp_path / "c.csv", ["x", "label"], [[1, 0]])
+    fails(tmp_path, path, r"min_shards 0 is below 1", min_shards=0)
+    fails(tmp_path, path, r"num_shards -1", num_shards=-1)
+
+
+def test_bad_split_column_value(tmp_path):
+    path = write_csv(tmp_path / "s.csv", ["x", "fold", "label"], [[1, "train", 0],
+                                                                  [2, "holdout", 1]])
+    fails(tmp_path, path, r"split column 'fold': found 'holdout', expected one of train",
+          split_column="fold")
+
+
+def test_unknown_compression_and_format(tmp_path):
+    path = write_csv(tmp_path / "c.csv", ["x", "label"], [[1, 0]])
+    fails(tmp_path, path, r"compression 'zip' is not one of", compression="zip")
+    fails(tmp_path, path, r"input_format 'xls' is not one of", input_format="xls")
+
+
+def test_invalid_json_line(tmp_path):
+    path = tmp_path / "j.jsonl"
+    path.write_text('{"x": 1, "label": 0}\n{"x": 2, "label": 1}\n{"x": oops}\n')
+    fails(tmp_path, path, r"j\.jsonl, line 3: not valid JSON")
