@@ -7,7 +7,7 @@ line is written every ``every_s`` seconds, so logs stay readable and bounded.
 import logging
 import sys
 import time
-from typing import Optional, TextIO
+from typing import TextIO
 
 log = logging.getLogger("tfkfp")
 
@@ -21,8 +21,8 @@ def _human(count: float) -> str:
 
 
 class Progress:
-    def __init__(self, what: str, total: Optional[float] = None, unit: str = "records",
-                 every_s: float = 5.0, stream: Optional[TextIO] = None):
+    def __init__(self, what: str, total: float | None = None, unit: str = "records",
+                 every_s: float = 5.0, stream: TextIO | None = None):
         self.what, self.total, self.unit, self.every_s = what, total, unit, every_s
         self.stream = stream if stream is not None else sys.stderr
         self.tty = hasattr(self.stream, "isatty") and self.stream.isatty()
@@ -36,7 +36,7 @@ class Progress:
             self._last = now
             self._emit(now)
 
-    def line(self, now: Optional[float] = None) -> str:
+    def line(self, now: float | None = None) -> str:
         elapsed = max((now or time.monotonic()) - self.start, 1e-9)
         rate = self.done / elapsed
         text = f"{self.what}: {_human(self.done)} {self.unit}, {_human(rate)} {self.unit}/s"

@@ -7,7 +7,7 @@ before batching, where it is cheapest. Encoded images are decoded and resized pe
 """
 
 import json
-from typing import Dict, List, Optional, Tuple
+from typing import Dict, List, Tuple
 
 from tfkfp.components.common import uris
 from tfkfp.components.common.schema import Column, Schema, SchemaError
@@ -51,18 +51,18 @@ def feature_spec(schema: Schema, columns: List[Column]) -> Dict:
 
 def make_dataset(
     data: str,
-    schema: Optional[Schema] = None,
+    schema: Schema | None = None,
     mode: str = "train",
     batch_size: int = 256,
-    split: Optional[str] = None,
-    shuffle: Optional[bool] = None,
+    split: str | None = None,
+    shuffle: bool | None = None,
     shuffle_buffer: int = 10_000,
     repeat: bool = False,
-    cache: Optional[str] = None,
-    deterministic: Optional[bool] = None,
+    cache: str | None = None,
+    deterministic: bool | None = None,
     drop_remainder: bool = False,
-    num_parallel_reads: Optional[int] = None,
-    seed: Optional[int] = None,
+    num_parallel_reads: int | None = None,
+    seed: int | None = None,
     input_context=None,
     auto_shard_policy: str = "auto",
 ):

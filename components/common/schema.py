@@ -9,7 +9,7 @@ vocabulary: the sorted distinct values, whose positions are the class indices.
 
 import dataclasses
 import json
-from typing import Any, Dict, List, Optional, Sequence, Tuple
+from typing import Any, Dict, List, Sequence, Tuple
 
 from tfkfp.components.common import uris
 
@@ -30,9 +30,9 @@ class Column:
     dtype: str
     shape: Tuple[int, ...] = ()
     role: str = "feature"
-    encoding: Optional[str] = None
-    image_shape: Optional[Tuple[int, int, int]] = None
-    vocabulary: Optional[Tuple[Any, ...]] = None
+    encoding: str | None = None
+    image_shape: Tuple[int, int, int] | None = None
+    vocabulary: Tuple[Any, ...] | None = None
 
     def __post_init__(self) -> None:
         _require(self.dtype in DTYPES, f"column {self.name!r}: dtype {self.dtype!r}", DTYPES)
@@ -106,7 +106,7 @@ class Schema:
         return [c.name for c in self.columns]
 
     @property
-    def label(self) -> Optional[Column]:
+    def label(self) -> Column | None:
         return next((c for c in self.columns if c.role == "label"), None)
 
     @property

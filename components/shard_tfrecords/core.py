@@ -16,15 +16,14 @@ import multiprocessing
 import tempfile
 import threading
 import time
-from typing import Dict, List, Optional, Sequence
+from typing import Dict, List, Sequence
 
 from tfkfp.components.common import uris
 from tfkfp.components.common.progress import Progress, log
 from tfkfp.components.common.schema import Column, Schema
 from tfkfp.components.shard_tfrecords import sources, summary, writer
 from tfkfp.components.shard_tfrecords.errors import ShardInputError
-from tfkfp.components.shard_tfrecords.worker import (SPLITS, ChunkResult, EncodePlan,
-                                                     encode_chunk)
+from tfkfp.components.shard_tfrecords.worker import SPLITS, ChunkResult, EncodePlan, encode_chunk
 
 COMPRESSIONS = ("none", "gzip")
 MANIFEST_FILE = "manifest.json"
@@ -66,10 +65,10 @@ class ShardResult:
 def shard_tfrecords(
     input_uri: str,
     output_dir: str,
-    label: Optional[str] = None,
+    label: str | None = None,
     keys: Sequence[str] = (),
-    column_types: Optional[Dict[str, str]] = None,
-    split_column: Optional[str] = None,
+    column_types: Dict[str, str] | None = None,
+    split_column: str | None = None,
     eval_fraction: float = 0.1,
     compression: str = "none",
     shard_size_mb: float = 128.0,
@@ -138,7 +137,7 @@ def shard_tfrecords(
 
 def _check_options(eval_fraction: float, compression: str, shard_size_mb: float,
                    num_shards: int, min_shards: int, column_types: Dict[str, str],
-                   split_column: Optional[str]) -> None:
+                   split_column: str | None) -> None:
     if not split_column and not 0.0 < eval_fraction < 1.0:
         raise ShardInputError(f"eval_fraction {eval_fraction} is outside (0, 1); expected e.g. "
                               "0.1 for 10% of rows in the eval split")
@@ -154,8 +153,8 @@ def _check_options(eval_fraction: float, compression: str, shard_size_mb: float,
         raise ShardInputError(f"column_types {bad}: types must be float32, int64 or string")
 
 
-def _check_columns(raw: List[sources.RawColumn], label: Optional[str], keys: Sequence[str],
-                   split_column: Optional[str], where: str) -> None:
+def _check_columns(raw: List[sources.RawColumn], label: str | None, keys: Sequence[str],
+                   split_column: str | None, where: str) -> None:
     names = [c.name for c in raw]
     for role, name in [("label", label), ("split", split_column)] + [("key", k) for k in keys]:
         if name and name not in names:
@@ -213,7 +212,7 @@ def _take(pending, progress: Progress) -> ChunkResult:
     return result
 
 
-def _schema(raw, label: str, keys: Sequence[str], split_column: Optional[str],
+def _schema(raw, label: str, keys: Sequence[str], split_column: str | None,
             results: List[ChunkResult]) -> Schema:
     columns = []
     for col in raw:
@@ -243,6 +242,8 @@ def _vocabulary(col: sources.RawColumn, results: List[ChunkResult]):
 def _write_shards(results, spool_dir: str, staging: str, compression: str,
                   shard_size_mb: float, num_shards: int, min_shards: int, workers: int,
                   stream) -> Dict[str, List[writer.ShardInfo]]:
+    import tensorflow  # noqa: F401 - imported here so its start-up is not billed as writing
+
     spools = {s: writer.SplitSpool(spool_dir, s, [r.index for r in results],
                                    [r.lengths[s] for r in results]) for s in SPLITS}
     progress = Progress("writing shards", total=sum(s.count for s in spools.values()),

@@ -9,7 +9,7 @@ import csv
 import dataclasses
 import io
 import os
-from typing import Dict, List, Optional, Sequence, Tuple
+from typing import Dict, List, Sequence, Tuple
 
 import numpy as np
 
@@ -34,7 +34,7 @@ class RawColumn:
     name: str
     dtype: str  # float32 | int64 | string
     shape: Tuple[int, ...] = ()
-    image_shape: Optional[Tuple[int, int, int]] = None
+    image_shape: Tuple[int, int, int] | None = None
 
 
 @dataclasses.dataclass(frozen=True)

@@ -1,5 +1,7 @@
 """The Markdown summary of a sharding run, shown in the KFP UI."""
 
+MAX_ROWS = 12  # wide tables list their first columns and the label
+
 
 def render(result) -> str:
     lines = [
@@ -16,8 +18,12 @@ def render(result) -> str:
         lines.append(f"| {split} | {result.records[split]:,} | {len(shards)} | "
                      f"{result.bytes[split] / 1e6:,.2f} |")
     lines += ["", "| column | role | dtype | shape |", "|---|---|---|---|"]
-    for col in result.schema.columns:
+    columns = result.schema.columns
+    shown = columns if len(columns) <= MAX_ROWS else columns[:MAX_ROWS - 2] + columns[-1:]
+    for col in shown:
         shape = list(col.image_shape) if col.image_shape else list(col.shape)
         extra = f" ({len(col.vocabulary)} classes)" if col.vocabulary else ""
         lines.append(f"| {col.name} | {col.role}{extra} | {col.dtype} | {shape} |")
+        if col is shown[-2] and len(shown) < len(columns):
+            lines.append(f"| ... {len(columns) - len(shown)} more | | | |")
     return "\n".join(lines) + "\n"

@@ -7,7 +7,7 @@ main process knows exact counts and sizes before it cuts shards. No TensorFlow h
 import dataclasses
 import os
 import zlib
-from typing import Dict, List, Optional, Tuple
+from typing import Dict, List, Tuple
 
 import numpy as np
 
@@ -25,8 +25,8 @@ _BUCKETS = 1_000_000
 class EncodePlan:
     columns: Tuple[RawColumn, ...]  # as read from the input
     keys: Tuple[str, ...]
-    label: Optional[str]
-    split_column: Optional[str]
+    label: str | None
+    split_column: str | None
     eval_fraction: float
     spool_dir: str
 
@@ -36,7 +36,7 @@ class ChunkResult:
     index: int
     rows: int
     lengths: Dict[str, np.ndarray]  # record sizes per split, in order
-    labels: Optional[np.ndarray]  # distinct label values seen
+    labels: np.ndarray | None  # distinct label values seen
 
 
 def spool_path(spool_dir: str, index: int, split: str) -> str:

@@ -3,8 +3,8 @@
 import os
 
 import pytest
-from conftest import write_csv
 
+from conftest import write_csv
 from tfkfp.components.shard_tfrecords.core import shard_tfrecords
 from tfkfp.components.shard_tfrecords.errors import ShardInputError
 

@@ -5,8 +5,8 @@ import numpy as np
 import pyarrow as pa
 import pyarrow.parquet as pq
 import pytest
-from conftest import write_csv
 
+from conftest import write_csv
 from tfkfp.components.common.reader import make_dataset
 from tfkfp.components.common.schema import Schema
 from tfkfp.components.shard_tfrecords import core, sources

@@ -1,0 +1,101 @@
+"""The ``tfkfp`` command: shard data, write the demo data, run the demo job."""
+
+import argparse
+import logging
+import sys
+from typing import Dict, List
+
+from tfkfp.components._image import __version__
+
+
+def _column_types(pairs: List[str]) -> Dict[str, str]:
+    types = {}
+    for pair in pairs:
+        name, sep, dtype = pair.partition("=")
+        if not sep or not name:
+            raise argparse.ArgumentTypeError(
+                f"--column-type {pair!r}: expected NAME=TYPE, e.g. age=float32")
+        types[name] = dtype
+    return types
+
+
+def _parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(
+        prog="tfkfp", description="Kubeflow Pipelines components for high-performance "
+        "TensorFlow.")
+    parser.add_argument("--version", action="version", version=f"tfkfp {__version__}")
+    commands = parser.add_subparsers(dest="command", required=True)
+
+    shard = commands.add_parser("shard", help="shard CSV/JSONL/Parquet/npz/images into "
+                                "TFRecords", description="Shard input data into a TFRecord "
+                                "Dataset directory (train/, eval/, schema.json, manifest.json).")
+    shard.add_argument("input", help="file, folder, glob pattern or gs:// URI")
+    shard.add_argument("output_dir")
+    shard.add_argument("--label", help="label column (images: the class folder)")
+    shard.add_argument("--key", action="append", default=[], dest="keys", metavar="COLUMN",
+                       help="passthrough key column (repeatable)")
+    shard.add_argument("--eval-fraction", type=float, default=0.1)
+    shard.add_argument("--split-column", help="column of train/eval values to split by")
+    shard.add_argument("--compression", choices=["none", "gzip"], default="none")
+    size = shard.add_mutually_exclusive_group()
+    size.add_argument("--shard-size", type=float, default=128.0, metavar="MB",
+                      help="target shard size in MB (default 128)")
+    size.add_argument("--num-shards", type=int, default=0, metavar="N",
+                      help="exact number of shards per split")
+    shard.add_argument("--min-shards", type=int, default=2)
+    shard.add_argument("--column-type", action="append", default=[], metavar="NAME=TYPE",
+                       help="override an inferred type: float32, int64 or string")
+    shard.add_argument("--format", default="auto", dest="input_format",
+                       choices=["auto", "csv", "jsonl", "parquet", "npz", "images"])
+    shard.add_argument("--workers", type=int, default=0, help="processes (default: cores)")
+
+    demo_data = commands.add_parser("demo-data", help="write the built-in demo data")
+    demo_data.add_argument("directory")
+
+    demo = commands.add_parser("demo", help="the main job on the built-in demo data")
+    demo.add_argument("--out", default="tfkfp-demo", help="working folder (default "
+                      "./tfkfp-demo)")
+    return parser
+
+
+def _shard(args: argparse.Namespace) -> None:
+    from tfkfp.components.shard_tfrecords.core import shard_tfrecords
+
+    result = shard_tfrecords(
+        args.input, args.output_dir, label=args.label, keys=args.keys,
+        column_types=_column_types(args.column_type), split_column=args.split_column,
+        eval_fraction=args.eval_fraction, compression=args.compression,
+        shard_size_mb=args.shard_size, num_shards=args.num_shards,
+        min_shards=args.min_shards, input_format=args.input_format, workers=args.workers,
+        progress_stream=sys.stderr)
+    print(result.markdown())
+    print(f"Dataset written to {args.output_dir}")
+
+
+def _demo_data(args: argparse.Namespace) -> None:
+    from tfkfp.components.common.demo_data import write_demo_data
+
+    data = write_demo_data(args.directory)
+    print(f"{data.rows} digits written as {data.csv} and {data.images}/")
+
+
+def _demo(args: argparse.Namespace) -> None:
+    from tfkfp.pipelines.demo import run_demo
+
+    run_demo(args.out)
+
+
+def main(argv: List[str] | None = None) -> int:
+    args = _parser().parse_args(argv)
+    logging.basicConfig(level=logging.INFO, format="%(message)s", stream=sys.stderr)
+    handlers = {"shard": _shard, "demo-data": _demo_data, "demo": _demo}
+    try:
+        handlers[args.command](args)
+    except (ValueError, OSError, argparse.ArgumentTypeError) as err:
+        print(f"tfkfp {args.command}: error: {err}", file=sys.stderr)
+        return 1
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
