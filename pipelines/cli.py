@@ -47,7 +47,7 @@ def _parser() -> argparse.ArgumentParser:
                        help="override an inferred type: float32, int64 or string")
     shard.add_argument("--format", default="auto", dest="input_format",
                        choices=["auto", "csv", "jsonl", "parquet", "npz", "images"])
-    shard.add_argument("--workers", type=int, default=0, help="processes (default: cores)")
+    shard.add_argument("--workers", type=int, default=0, help="threads (default: cores)")
 
     demo_data = commands.add_parser("demo-data", help="write the built-in demo data")
     demo_data.add_argument("directory")

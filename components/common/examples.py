@@ -4,7 +4,7 @@ Building Examples one proto at a time in Python runs at ~50k records/s and would
 sharding. The wire format of an Example whose columns have fixed shapes is regular, so
 whole batches can be encoded with array operations instead. The output is byte-identical
 to ``tf.train.Example.SerializeToString(deterministic=True)`` (map keys in sorted order);
-tests hold it to that. Only NumPy is imported, so worker processes start fast.
+tests hold it to that. Only NumPy is imported.
 
 Wire format (protobuf): Example{1: Features{1: map<string, Feature>}},
 Feature{1: BytesList{1: repeated bytes}, 2: FloatList{1: packed float},

@@ -1,6 +1,6 @@
 """Local paths and remote URIs (gs://, s3://, ...) behind one small interface.
 
-Local paths use the standard library (no TensorFlow import, so worker processes stay
+Local paths use the standard library (no TensorFlow import, so reading input stays
 light); anything with a scheme goes through ``tf.io.gfile``, which handles gs:// in
 TF 2.21 out of the box.
 """

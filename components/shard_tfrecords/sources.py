@@ -1,8 +1,8 @@
 """Input formats for sharding: finding files, inferring columns, reading chunks.
 
-A chunk is a unit of work for one worker process: a line-aligned byte range of a CSV or
+A chunk is a unit of work for one worker thread: a line-aligned byte range of a CSV or
 JSON Lines file, a Parquet row group, a whole .npz file, or a list of image files. This
-module imports only NumPy, pyarrow and Pillow (never TensorFlow), so workers start fast.
+module imports only NumPy, pyarrow and Pillow, never TensorFlow.
 """
 
 import csv

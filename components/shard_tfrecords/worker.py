@@ -1,7 +1,7 @@
-"""Phase one of sharding, run in worker processes: read a chunk, split it, encode it, spool it.
+"""Phase one of sharding, run in worker threads: read a chunk, split it, encode it, spool it.
 
 Each chunk's train and eval records go to two local spool files in input order, so the
-main process knows exact counts and sizes before it cuts shards. No TensorFlow here.
+writer knows exact counts and sizes before it cuts shards. No TensorFlow here.
 """
 
 import dataclasses

@@ -9,7 +9,7 @@ import pytest
 from conftest import write_csv
 from tfkfp.components.common.reader import make_dataset
 from tfkfp.components.common.schema import Schema
-from tfkfp.components.shard_tfrecords import core, sources
+from tfkfp.components.shard_tfrecords import sources
 from tfkfp.components.shard_tfrecords.core import shard_tfrecords
 from tfkfp.components.shard_tfrecords.errors import ShardInputError
 
@@ -89,13 +89,12 @@ def test_same_input_gives_byte_identical_shards(table_csv, tmp_path):
 
 
 @pytest.mark.slow
-def test_worker_processes_give_the_same_shards_as_one_process(tmp_path, monkeypatch):
+def test_parallel_workers_give_the_same_shards_as_one(tmp_path, monkeypatch):
     rng = np.random.default_rng(3)
     rows = [[i, *np.round(rng.normal(size=8), 3), i % 3] for i in range(6000)]
     path = write_csv(tmp_path / "big.csv", ["id"] + [f"f{j}" for j in range(8)] + ["label"],
                      rows)
     monkeypatch.setattr(sources, "CHUNK_BYTES", 50_000)
-    monkeypatch.setattr(core, "_INLINE_BYTES", 0)
     assert len(sources.plan_chunks("csv", [path])) > 4
     one = str(tmp_path / "one")
     many = str(tmp_path / "many")

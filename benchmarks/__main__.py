@@ -1,0 +1,43 @@
+"""``python -m benchmarks [--quick] [--json PATH]``: run every scenario and print ratios."""
+
+import argparse
+import json
+import os
+import sys
+import tempfile
+
+os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "2")
+
+from benchmarks import data, reading, sharding  # noqa: E402
+from benchmarks.harness import load_average, print_records  # noqa: E402
+
+
+def main(argv=None) -> int:
+    parser = argparse.ArgumentParser(prog="python -m benchmarks")
+    parser.add_argument("--quick", action="store_true", help="20k rows, 2 repeats")
+    parser.add_argument("--json", metavar="PATH", help="save the records as JSON")
+    parser.add_argument("--rows", type=int, help="table rows (default 200000, quick 20000)")
+    parser.add_argument("--repeats", type=int, help="runs per contender (best is kept)")
+    parser.add_argument("--only", choices=["sharding", "reading"])
+    args = parser.parse_args(argv)
+    rows = args.rows or (20_000 if args.quick else 200_000)
+    repeats = args.repeats or (2 if args.quick else 3)
+    print(f"table: {rows:,} rows x {data.FLOAT_COLUMNS} float columns; best of {repeats}; "
+          f"{os.cpu_count()} cores; load average {load_average()}", flush=True)
+    records = []
+    with tempfile.TemporaryDirectory(prefix="tfkfp-bench-") as work:
+        csv_path = data.write_table(work, rows)
+        if args.only in (None, "sharding"):
+            compressions = ["none"] if args.quick else ["none", "gzip"]
+            records += sharding.run(csv_path, work, repeats, compressions)
+        if args.only in (None, "reading"):
+            records += reading.run(csv_path, work, repeats)
+    print_records(records)
+    if args.json:
+        with open(args.json, "w") as f:
+            json.dump([r.to_dict() for r in records], f, indent=2)
+    return 0 if all(r.met is not False for r in records) else 1
+
+
+if __name__ == "__main__":
+    sys.exit(main())

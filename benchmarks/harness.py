@@ -1,0 +1,65 @@
+"""Timing helpers shared by the scenarios: interleaved best-of-N runs, result records."""
+
+import dataclasses
+import gc
+import os
+import time
+from typing import Callable, Dict, List
+
+
+@dataclasses.dataclass
+class Record:
+    scenario: str
+    metric: str
+    ours: float
+    anchor: str
+    anchor_value: float
+    target: float | None
+    load_avg: float
+
+    @property
+    def ratio(self) -> float:
+        return self.ours / self.anchor_value if self.anchor_value else float("inf")
+
+    @property
+    def met(self) -> bool | None:
+        return None if self.target is None else self.ratio >= self.target
+
+    def to_dict(self) -> Dict:
+        out = dataclasses.asdict(self)
+        out.update(ratio=round(self.ratio, 3), met=self.met)
+        return out
+
+
+def load_average() -> float:
+    return round(os.getloadavg()[0], 2)
+
+
+def best_rates(runs: Dict[str, Callable[[], int]], repeats: int) -> Dict[str, float]:
+    """Items per second for each contender: best of ``repeats`` runs, interleaved.
+
+    Each callable does the whole job once and returns how many items it handled. The
+    order of contenders rotates every round so none always runs on a warm or cold cache.
+    """
+    best = {name: 0.0 for name in runs}
+    names = list(runs)
+    for round_no in range(repeats):
+        order = names[round_no % len(names):] + names[:round_no % len(names)]
+        for name in order:
+            gc.collect()
+            started = time.perf_counter()
+            items = runs[name]()
+            rate = items / (time.perf_counter() - started)
+            best[name] = max(best[name], rate)
+            print(f"  {name}: {rate:,.0f} items/s", flush=True)
+    return best
+
+
+def print_records(records: List[Record]) -> None:
+    print(f"\n{'scenario':<24}{'metric':<22}{'anchor':<34}{'ours':>12}{'anchor':>12}"
+          f"{'ratio':>8}{'target':>8}  met")
+    for r in records:
+        target = "" if r.target is None else f"{r.target:g}x"
+        met = "" if r.met is None else ("yes" if r.met else "NO")
+        print(f"{r.scenario:<24}{r.metric:<22}{r.anchor:<34}{r.ours:>12,.0f}"
+              f"{r.anchor_value:>12,.0f}{r.ratio:>7.2f}x{target:>8}  {met}")
