@@ -46,6 +46,10 @@ def spool_path(spool_dir: str, index: int, split: str) -> str:
 def encode_chunk(chunk: Chunk, plan: EncodePlan) -> ChunkResult:
     data = read_chunk(chunk, list(plan.columns))
     rows = len(next(iter(data.values())))
+    if rows == 0:
+        for split in SPLITS:
+            open(spool_path(plan.spool_dir, chunk.index, split), "wb").close()
+        return ChunkResult(chunk.index, 0, {s: np.zeros(0, np.int64) for s in SPLITS}, None)
     is_eval = _eval_mask(data, plan, chunk)
     written = {c.name: (c.dtype, data[c.name]) for c in plan.columns
                if c.name != plan.split_column}
@@ -54,15 +58,14 @@ def encode_chunk(chunk: Chunk, plan: EncodePlan) -> ChunkResult:
         subset = {name: (dtype, values[mask]) for name, (dtype, values) in written.items()}
         lengths[split] = _spool(subset, spool_path(plan.spool_dir, chunk.index, split))
     labels = None
-    if plan.label is not None and rows:
+    if plan.label is not None:
         labels = np.unique(data[plan.label].astype(str) if data[plan.label].dtype == object
                            else data[plan.label])
     return ChunkResult(chunk.index, rows, lengths, labels)
 
 
 def _spool(columns: Dict[str, Tuple[str, np.ndarray]], path: str) -> np.ndarray:
-    rows = len(next(iter(columns.values()))[1])
-    if rows == 0:
+    if len(next(iter(columns.values()))[1]) == 0:
         open(path, "wb").close()
         return np.zeros(0, dtype=np.int64)
     records = encode_examples(columns)

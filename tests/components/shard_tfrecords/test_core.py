@@ -12,6 +12,7 @@ from tfkfp.components.common.schema import Schema
 from tfkfp.components.shard_tfrecords import sources
 from tfkfp.components.shard_tfrecords.core import shard_tfrecords
 from tfkfp.components.shard_tfrecords.errors import ShardInputError
+from tfkfp.components.shard_tfrecords.formats import text
 
 
 def read_split(out, split, mode="predict"):
@@ -94,7 +95,7 @@ def test_parallel_workers_give_the_same_shards_as_one(tmp_path, monkeypatch):
     rows = [[i, *np.round(rng.normal(size=8), 3), i % 3] for i in range(6000)]
     path = write_csv(tmp_path / "big.csv", ["id"] + [f"f{j}" for j in range(8)] + ["label"],
                      rows)
-    monkeypatch.setattr(sources, "CHUNK_BYTES", 50_000)
+    monkeypatch.setattr(text, "CHUNK_BYTES", 50_000)
     assert len(sources.plan_chunks("csv", [path])) > 4
     one = str(tmp_path / "one")
     many = str(tmp_path / "many")
@@ -196,3 +197,11 @@ def test_failed_run_keeps_earlier_output_and_leaves_nothing_new(tmp_path):
     with pytest.raises(ShardInputError):
         shard_tfrecords(path, fresh, label="label", keys=["id"])
     assert os.listdir(fresh) == []
+
+
+def test_a_header_only_file_among_several_adds_no_rows(tmp_path):
+    write_csv(tmp_path / "a.csv", ["id", "x", "label"], [[i, i, i % 2] for i in range(10)])
+    write_csv(tmp_path / "b.csv", ["id", "x", "label"], [])
+    result = shard_tfrecords(str(tmp_path / "*.csv"), str(tmp_path / "ds"), label="label",
+                             keys=["id"])
+    assert result.total_records == 10 and result.input_files == 2

@@ -1,0 +1,1 @@
+"""Input formats for sharding, each with columns(), chunks() and read()."""

@@ -1,0 +1,113 @@
+"""What every input format shares: the column and chunk records, and arrow-to-NumPy."""
+
+import dataclasses
+from typing import Tuple
+
+import numpy as np
+
+from tfkfp.components.common import uris
+from tfkfp.components.shard_tfrecords.errors import ShardInputError
+
+
+@dataclasses.dataclass(frozen=True)
+class RawColumn:
+    """A column as found in the input, before roles are assigned."""
+
+    name: str
+    dtype: str  # float32 | int64 | string
+    shape: Tuple[int, ...] = ()
+    image_shape: Tuple[int, int, int] | None = None
+
+
+@dataclasses.dataclass(frozen=True)
+class Chunk:
+    index: int
+    fmt: str
+    uri: str
+    start: int = 0  # byte offset (csv, jsonl) or row group (parquet)
+    end: int = 0
+    files: Tuple[str, ...] = ()  # images: (path, class name) pairs, flattened
+    root: str = ""  # images: the folder whose subfolders are classes
+
+    @property
+    def size(self) -> int:
+        return self.end - self.start if self.fmt in ("csv", "jsonl") else 1
+
+
+def read_range(uri: str, start: int, end: int) -> bytes:
+    with uris.open_file(uri) as f:
+        f.seek(start)
+        return f.read(end - start)
+
+
+ARROW_TYPES = {"float32": "float32", "int64": "int64", "string": "string"}
+
+
+def dtype_of_arrow(arrow_type, where: str) -> Tuple[str, Tuple[int, ...]]:
+    import pyarrow as pa
+
+    if pa.types.is_floating(arrow_type) or pa.types.is_null(arrow_type):
+        return "float32", ()
+    if pa.types.is_integer(arrow_type) or pa.types.is_boolean(arrow_type):
+        return "int64", ()
+    if pa.types.is_string(arrow_type) or pa.types.is_large_string(arrow_type) or \
+            pa.types.is_binary(arrow_type):
+        return "string", ()
+    if pa.types.is_fixed_size_list(arrow_type):
+        inner, shape = dtype_of_arrow(arrow_type.value_type, where)
+        return inner, (arrow_type.list_size, *shape)
+    raise ShardInputError(f"{where}: type {arrow_type} is not supported; expected numbers, "
+                          "strings or fixed-length lists of them")
+
+
+def to_numpy(array, col: RawColumn, where: str) -> np.ndarray:
+    """An arrow column as a NumPy array of the column's dtype and shape."""
+    import pyarrow as pa
+
+    if array.null_count:
+        row = next(i for i, v in enumerate(array.is_null().to_pylist()) if v)
+        raise ShardInputError(f"{where}, row {row + 1}, column {col.name!r}: missing value; "
+                              f"expected {col.dtype}")
+    if isinstance(array, pa.ChunkedArray):
+        array = array.combine_chunks()
+    if pa.types.is_list(array.type) or pa.types.is_fixed_size_list(array.type):
+        return lists_to_numpy(array, col, where)
+    if col.dtype == "string":
+        return np.asarray(array.to_numpy(zero_copy_only=False), dtype=object)
+    return array.to_numpy(zero_copy_only=False).astype(np.float32 if col.dtype == "float32"
+                                                        else np.int64)
+
+
+def lists_to_numpy(array, col: RawColumn, where: str) -> np.ndarray:
+    import pyarrow.compute as pc
+
+    width = col.shape[0] if col.shape else 1
+    lengths = pc.list_value_length(array).to_numpy(zero_copy_only=False)
+    bad = np.flatnonzero(lengths != width)
+    if len(bad):
+        raise ShardInputError(f"{where}, row {bad[0] + 1}, column {col.name!r}: found a list "
+                              f"of {lengths[bad[0]]} values, expected {width}")
+    flat = pc.list_flatten(array).to_numpy(zero_copy_only=False)
+    dtype = object if col.dtype == "string" else np.dtype(col.dtype)
+    return np.asarray(flat, dtype=dtype).reshape((len(array), *col.shape))
+
+
+def list_type(values, arrow_type, where: str) -> Tuple[str, Tuple[int, ...]]:
+    import pyarrow as pa
+    import pyarrow.compute as pc
+
+    if pa.types.is_list(arrow_type):
+        lengths = pc.list_value_length(values).to_numpy(zero_copy_only=False)
+        inner, _ = dtype_of_arrow(arrow_type.value_type, where)
+        return inner, (int(lengths[0]) if len(lengths) else 0,)
+    return dtype_of_arrow(arrow_type, where)
+
+
+def is_list(arrow_type) -> bool:
+    import pyarrow as pa
+
+    return pa.types.is_list(arrow_type) or pa.types.is_large_list(arrow_type)
+
+
+def empty_dtype(col: RawColumn):
+    return object if col.dtype == "string" else np.dtype(col.dtype)

@@ -1,0 +1,170 @@
+"""CSV and JSON Lines: line-aligned byte ranges parsed by pyarrow.
+
+pyarrow does not say on which line a parse fails; ``diagnose`` finds it on the failure path.
+"""
+
+import csv
+import io
+from typing import Dict, List
+
+import numpy as np
+
+from tfkfp.components.common import uris
+from tfkfp.components.shard_tfrecords import diagnose
+from tfkfp.components.shard_tfrecords.errors import ShardInputError
+from tfkfp.components.shard_tfrecords.formats.base import (
+    ARROW_TYPES,
+    Chunk,
+    RawColumn,
+    dtype_of_arrow,
+    empty_dtype,
+    list_type,
+    read_range,
+    to_numpy,
+)
+
+CHUNK_BYTES = 16 << 20
+INFER_ROWS = 1000  # CSV column types come from the first rows unless column_types says
+
+
+def line_chunks(uri: str, fmt: str, first_index: int, skip_header: bool) -> List[Chunk]:
+    total = uris.size(uri)
+    with uris.open_file(uri) as f:
+        start = len(f.readline()) if skip_header else 0
+        bounds = [start]
+        while bounds[-1] + CHUNK_BYTES < total:
+            f.seek(bounds[-1] + CHUNK_BYTES)
+            f.readline()  # move to the start of the next whole line
+            bounds.append(min(f.tell(), total))
+    bounds.append(total)
+    return [Chunk(first_index + i, fmt, uri, a, b)
+            for i, (a, b) in enumerate(zip(bounds, bounds[1:])) if b > a or i == 0]
+
+
+class Csv:
+    @staticmethod
+    def columns(uri: str, column_types: Dict[str, str], cheap: bool = False) -> List[RawColumn]:
+        import pyarrow.csv as pcsv
+
+        sample = read_range(uri, 0, 1 << 20 if not cheap else 64 << 10)
+        if not sample.strip():
+            raise ShardInputError(f"{uri} is empty: expected a header line and data rows")
+        header, _, body = sample.partition(b"\n")
+        if not cheap and not body.strip():
+            raise ShardInputError(f"{uri} has a header but no data rows")
+        names = [n.strip() for n in next(csv.reader([header.decode("utf-8").strip("\r")]))]
+        if cheap:
+            return [RawColumn(n, column_types.get(n, "string")) for n in names]
+        body = b"\n".join(body.split(b"\n")[:INFER_ROWS]) + b"\n"
+        try:
+            table = pcsv.read_csv(io.BytesIO(header + b"\n" + body),
+                                  convert_options=_csv_convert(column_types))
+        except Exception as err:  # noqa: BLE001 - pyarrow raises several types
+            raise diagnose.csv_error(uri, 0, len(sample), names, column_types,
+                                     err) from err
+        cols = [RawColumn(n, column_types.get(n) or dtype_of_arrow(t, f"{uri}, column {n!r}")[0])
+                for n, t in zip(table.column_names, table.schema.types)]
+        for col in cols:
+            if col.dtype == "string" and col.name not in column_types:
+                _check_not_mostly_numeric(uri, col.name, table.column(col.name).to_pylist())
+        return cols
+
+    @staticmethod
+    def chunks(uri: str, first_index: int) -> List[Chunk]:
+        return line_chunks(uri, "csv", first_index, skip_header=True)
+
+    @staticmethod
+    def read(chunk: Chunk, columns: List[RawColumn]) -> Dict[str, np.ndarray]:
+        import pyarrow.csv as pcsv
+
+        body = read_range(chunk.uri, chunk.start, chunk.end)
+        if not body.strip():  # a header-only file among several
+            return {c.name: np.zeros((0, *c.shape), dtype=empty_dtype(c)) for c in columns}
+        names = [c.name for c in columns]
+        types = {c.name: c.dtype for c in columns}
+        try:
+            table = pcsv.read_csv(
+                io.BytesIO(body),
+                read_options=pcsv.ReadOptions(column_names=names, use_threads=False),
+                convert_options=_csv_convert(types))
+            return {c.name: to_numpy(table.column(c.name), c, chunk.uri) for c in columns}
+        except Exception as err:  # noqa: BLE001 - pyarrow raises several types
+            raise diagnose.csv_error(chunk.uri, chunk.start, chunk.end, names, types,
+                                     err) from err
+
+
+def _check_not_mostly_numeric(uri: str, name: str, values: List[str]) -> None:
+    """A text column whose values are mostly numbers has a typo, not a string type."""
+    bad = [i for i, v in enumerate(values) if not _is_number(v)]
+    if bad and len(bad) <= len(values) // 2:
+        raise ShardInputError(
+            f"{uri}, line {bad[0] + 2}, column {name!r}: found {values[bad[0]]!r}, expected "
+            f"float32 (most values of the column are numbers; set column_types "
+            f"{{{name!r}: 'string'}} if it is text)")
+
+
+def _is_number(value: str) -> bool:
+    try:
+        float(value)
+        return True
+    except ValueError:
+        return False
+
+
+def _csv_convert(column_types: Dict[str, str]):
+    import pyarrow as pa
+    import pyarrow.csv as pcsv
+
+    return pcsv.ConvertOptions(
+        column_types={n: pa.type_for_alias(ARROW_TYPES[t]) for n, t in column_types.items()},
+        strings_can_be_null=False)
+
+
+class Jsonl:
+    @staticmethod
+    def columns(uri: str, column_types: Dict[str, str], cheap: bool = False) -> List[RawColumn]:
+        import pyarrow.json as pjson
+
+        sample = read_range(uri, 0, 1 << 20)
+        sample = sample[: sample.rfind(b"\n") + 1] or sample
+        if not sample.strip():
+            raise ShardInputError(f"{uri} is empty: expected one JSON object per line")
+        try:
+            table = pjson.read_json(io.BytesIO(sample))
+        except Exception as err:  # noqa: BLE001
+            raise diagnose.jsonl_error(uri, 0, len(sample), None, err) from err
+        cols = []
+        for name, arrow_type in zip(table.column_names, table.schema.types):
+            dtype, shape = list_type(table.column(name), arrow_type, f"{uri}, field {name!r}")
+            cols.append(RawColumn(name, column_types.get(name, dtype), shape))
+        return cols
+
+    @staticmethod
+    def chunks(uri: str, first_index: int) -> List[Chunk]:
+        return line_chunks(uri, "jsonl", first_index, skip_header=False)
+
+    @staticmethod
+    def read(chunk: Chunk, columns: List[RawColumn]) -> Dict[str, np.ndarray]:
+        import pyarrow.json as pjson
+
+        body = read_range(chunk.uri, chunk.start, chunk.end)
+        try:
+            table = pjson.read_json(io.BytesIO(body), read_options=pjson.ReadOptions(
+                use_threads=False), parse_options=pjson.ParseOptions(
+                explicit_schema=_jsonl_schema(columns), unexpected_field_behavior="error"))
+            missing = [c.name for c in columns if c.name not in table.column_names]
+            if missing:
+                raise ShardInputError(f"{chunk.uri}: field {missing[0]!r} never appears")
+            return {c.name: to_numpy(table.column(c.name), c, chunk.uri) for c in columns}
+        except Exception as err:  # noqa: BLE001
+            raise diagnose.jsonl_error(chunk.uri, chunk.start, chunk.end, columns, err) from err
+
+
+def _jsonl_schema(columns: List[RawColumn]):
+    import pyarrow as pa
+
+    def arrow(col: RawColumn):
+        base = pa.type_for_alias(ARROW_TYPES[col.dtype])
+        return pa.list_(base) if col.shape else base
+
+    return pa.schema([(c.name, arrow(c)) for c in columns])
