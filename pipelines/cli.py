@@ -31,7 +31,8 @@ def _parser() -> argparse.ArgumentParser:
                                 "Dataset directory (train/, eval/, schema.json, manifest.json).")
     shard.add_argument("input", help="file, folder, glob pattern or gs:// URI")
     shard.add_argument("output_dir")
-    shard.add_argument("--label", help="label column (images: the class folder)")
+    shard.add_argument("--label", help="label column (images: the class folder; omit for "
+                       "unlabeled data to predict on)")
     shard.add_argument("--key", action="append", default=[], dest="keys", metavar="COLUMN",
                        help="passthrough key column (repeatable)")
     shard.add_argument("--eval-fraction", type=float, default=0.1)

@@ -94,6 +94,9 @@ def make_dataset(
     if mode not in MODES:
         raise ValueError(f"mode {mode!r} is not one of {MODES}")
     schema = schema or Schema.load(data if uris.isdir(data) else _parent(data))
+    if mode != "predict" and schema.label is None:
+        raise SchemaError(f"{data} has no label column, so it can only be read with "
+                          f"mode='predict', not mode={mode!r}")
     split = split or ("train" if mode == "train" else "eval")
     files, compression = dataset_files(data, split)
     shuffle = mode == "train" if shuffle is None else shuffle
@@ -170,7 +173,7 @@ def _parser(schema: Schema, mode: str):
         features = {c.name: _decode(c, parsed[c.name]) for c in inputs}
         if mode == "predict":
             return features, {c.name: parsed[c.name] for c in schema.keys}
-        target = parsed[label.name] if label else None
+        target = parsed[label.name]
         if lookup is not None:
             target = lookup.lookup(target)
         return features, target

@@ -33,7 +33,7 @@ def shard_tfrecords(
             class subfolders is read as labelled images.
         dataset: Output Dataset directory: train/ and eval/ shards, schema.json, manifest.json.
         summary: Output Markdown table of splits, shards and columns for the KFP UI.
-        label: Label column (ignored for images, whose label is the class folder).
+        label: Label column; empty for unlabeled data (images: the class folder).
         keys: Passthrough key columns, carried into predictions; they drive the split hash.
         column_types: Column types overriding inference: float32, int64 or string.
         split_column: Column holding train/eval per row, instead of a hash split.

@@ -84,7 +84,8 @@ def shard_tfrecords(
         input_uri: a file, folder, glob pattern or gs:// URI of CSV, JSON Lines, Parquet or
             .npz files, or a folder with one subfolder of images per class.
         output_dir: where the Dataset directory is written (created if missing).
-        label: the label column (images: always ``label``, the class folder name).
+        label: the label column (images: always ``label``, the class folder name); None
+            for unlabeled data that will only be predicted on.
         keys: passthrough columns carried to predictions; they also drive the split hash.
         column_types: ``{column: float32|int64|string}`` overriding inferred types.
         split_column: a column of train/eval values to split by instead of hashing.
@@ -158,9 +159,7 @@ def _check_columns(raw: List[sources.RawColumn], label: str | None, keys: Sequen
         if name and name not in names:
             raise ShardInputError(f"{role} column {name!r} is not in {where}; its columns "
                                   f"are {names}")
-    if not label:
-        raise ShardInputError(f"no label column given; name one of {names}")
-    if label in keys or label == split_column:
+    if label and (label in keys or label == split_column):
         raise ShardInputError(f"column {label!r} cannot be both the label and a key or split")
 
 

@@ -52,11 +52,6 @@ def test_missing_value(tmp_path):
     fails(tmp_path, path, r"m\.csv, line 3, column 'x': missing value; expected float32")
 
 
-def test_no_label_column_given(tmp_path):
-    path = write_csv(tmp_path / "n.csv", ["x", "y"], [[1, 2]])
-    fails(tmp_path, path, r"no label column given; name one of \['x', 'y'\]", label=None)
-
-
 def test_unknown_label_column(tmp_path):
     path = write_csv(tmp_path / "u.csv", ["x", "y"], [[1, 2]])
     fails(tmp_path, path, r"label column 'target' is not in .*u\.csv; its columns are "

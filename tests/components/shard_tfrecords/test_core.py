@@ -205,3 +205,17 @@ def test_a_header_only_file_among_several_adds_no_rows(tmp_path):
     result = shard_tfrecords(str(tmp_path / "*.csv"), str(tmp_path / "ds"), label="label",
                              keys=["id"])
     assert result.total_records == 10 and result.input_files == 2
+
+
+def test_unlabeled_data_is_sharded_for_prediction_only(tmp_path):
+    from tfkfp.components.common.schema import SchemaError
+
+    path = write_csv(tmp_path / "u.csv", ["id", "x"], [[i, i * 2.0] for i in range(30)])
+    out = str(tmp_path / "ds")
+    result = shard_tfrecords(path, out, keys=["id"])
+    assert result.schema.label is None and result.total_records == 30
+    assert sorted(np.concatenate([read_split(out, s)["id"] for s in ("train", "eval")])) == (
+        list(range(30)))
+    with pytest.raises(SchemaError, match="no label column, so it can only be read with "
+                       "mode='predict'"):
+        make_dataset(out, mode="train")
