@@ -19,13 +19,13 @@ from typing import Dict, List, Sequence
 
 from tfkfp.components.common import uris
 from tfkfp.components.common.progress import Progress, log
+from tfkfp.components.common.reader import MANIFEST_FILE
 from tfkfp.components.common.schema import Column, Schema
 from tfkfp.components.shard_tfrecords import sources, summary, writer
 from tfkfp.components.shard_tfrecords.errors import ShardInputError
 from tfkfp.components.shard_tfrecords.worker import SPLITS, ChunkResult, EncodePlan, encode_chunk
 
 COMPRESSIONS = ("none", "gzip")
-MANIFEST_FILE = "manifest.json"
 MAX_VOCABULARY = 10_000
 
 

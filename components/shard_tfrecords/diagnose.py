@@ -62,12 +62,12 @@ def _value_problem(value: str, dtype: str) -> str:
         _PARSERS[dtype](value)
     except ValueError:
         hint = " (a fractional number: set the column to float32 in column_types)" \
-            if dtype == "int64" and _is_float(value) else ""
+            if dtype == "int64" and is_number(value) else ""
         return f"found {value!r}, expected {dtype}{hint}"
     return ""
 
 
-def _is_float(value: str) -> bool:
+def is_number(value: str) -> bool:
     try:
         float(value)
         return True

@@ -95,20 +95,12 @@ class Csv:
 
 def _check_not_mostly_numeric(uri: str, name: str, values: List[str]) -> None:
     """A text column whose values are mostly numbers has a typo, not a string type."""
-    bad = [i for i, v in enumerate(values) if not _is_number(v)]
+    bad = [i for i, v in enumerate(values) if not diagnose.is_number(v)]
     if bad and len(bad) <= len(values) // 2:
         raise ShardInputError(
             f"{uri}, line {bad[0] + 2}, column {name!r}: found {values[bad[0]]!r}, expected "
             f"float32 (most values of the column are numbers; set column_types "
             f"{{{name!r}: 'string'}} if it is text)")
-
-
-def _is_number(value: str) -> bool:
-    try:
-        float(value)
-        return True
-    except ValueError:
-        return False
 
 
 def _csv_convert(column_types: Dict[str, str]):
