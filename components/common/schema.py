@@ -50,13 +50,6 @@ class Column:
                     f"image_shape {self.image_shape}"
                 )
 
-    @property
-    def num_values(self) -> int:
-        count = 1
-        for dim in self.shape:
-            count *= dim
-        return count
-
     def to_dict(self) -> Dict[str, Any]:
         out = {"name": self.name, "dtype": self.dtype, "shape": list(self.shape),
                "role": self.role}

@@ -34,7 +34,6 @@ class EncodePlan:
 @dataclasses.dataclass
 class ChunkResult:
     index: int
-    rows: int
     lengths: Dict[str, np.ndarray]  # record sizes per split, in order
     labels: np.ndarray | None  # distinct label values seen
 
@@ -49,7 +48,7 @@ def encode_chunk(chunk: Chunk, plan: EncodePlan) -> ChunkResult:
     if rows == 0:
         for split in SPLITS:
             open(spool_path(plan.spool_dir, chunk.index, split), "wb").close()
-        return ChunkResult(chunk.index, 0, {s: np.zeros(0, np.int64) for s in SPLITS}, None)
+        return ChunkResult(chunk.index, {s: np.zeros(0, np.int64) for s in SPLITS}, None)
     is_eval = _eval_mask(data, plan, chunk)
     written = {c.name: (c.dtype, data[c.name]) for c in plan.columns
                if c.name != plan.split_column}
@@ -61,7 +60,7 @@ def encode_chunk(chunk: Chunk, plan: EncodePlan) -> ChunkResult:
     if plan.label is not None:
         labels = np.unique(data[plan.label].astype(str) if data[plan.label].dtype == object
                            else data[plan.label])
-    return ChunkResult(chunk.index, rows, lengths, labels)
+    return ChunkResult(chunk.index, lengths, labels)
 
 
 def _spool(columns: Dict[str, Tuple[str, np.ndarray]], path: str) -> np.ndarray:
