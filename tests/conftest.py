@@ -30,3 +30,39 @@ def demo_dir(tmp_path_factory):
     from tfkfp.components.common.demo_data import write_demo_data
 
     return write_demo_data(str(tmp_path_factory.mktemp("demo")))
+
+
+@pytest.fixture(scope="session")
+def demo_dataset(demo_dir, tmp_path_factory):
+    """The demo digits table sharded into a Dataset directory (label ``label``, key ``id``)."""
+    from tfkfp.components.shard_tfrecords.core import shard_tfrecords
+
+    out = str(tmp_path_factory.mktemp("demo_dataset") / "dataset")
+    shard_tfrecords(demo_dir.csv, out, label="label", keys=["id"])
+    return out
+
+
+@pytest.fixture(scope="session")
+def demo_model(demo_dataset, tmp_path_factory):
+    """A tfkfp SavedModel (both signatures) of a ~170k-parameter MLP trained on the demo data."""
+    import tensorflow as tf
+    import tf_keras
+
+    from tfkfp.components.common.reader import make_dataset
+    from tfkfp.components.common.savedmodel import export_model
+    from tfkfp.components.common.schema import Schema
+
+    schema = Schema.load(demo_dataset)
+    tf_keras.utils.set_random_seed(3)
+    inputs = {c.name: tf_keras.Input(shape=(), name=c.name, dtype=tf.int64)
+              for c in schema.features}
+    x = tf_keras.layers.Concatenate()(
+        [tf_keras.layers.Reshape((1,))(tf.cast(v, tf.float32) / 16.0) for v in inputs.values()])
+    x = tf_keras.layers.Dense(512, activation="relu")(x)
+    x = tf_keras.layers.Dense(256, activation="relu")(x)
+    outputs = tf_keras.layers.Dense(len(schema.label.vocabulary), activation="softmax")(x)
+    model = tf_keras.Model(inputs, outputs)
+    model.compile("adam", "sparse_categorical_crossentropy", metrics=["accuracy"])
+    model.fit(make_dataset(demo_dataset, batch_size=64, seed=1), epochs=8, verbose=0)
+    out = str(tmp_path_factory.mktemp("demo_model") / "model")
+    return export_model(model, schema, out, {"framework": "tensorflow"})

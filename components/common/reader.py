@@ -170,7 +170,7 @@ def _parser(schema: Schema, mode: str):
 
     def parse(serialized):
         parsed = tf.io.parse_example(serialized, spec)
-        features = {c.name: _decode(c, parsed[c.name]) for c in inputs}
+        features = {c.name: decode_column(c, parsed[c.name]) for c in inputs}
         if mode == "predict":
             return features, {c.name: parsed[c.name] for c in schema.keys}
         target = parsed[label.name]
@@ -192,7 +192,7 @@ def _label_lookup(label: Column):
     return tf.lookup.StaticHashTable(tf.lookup.KeyValueTensorInitializer(keys, values), -1)
 
 
-def _decode(col: Column, values):
+def decode_column(col: Column, values):
     import tensorflow as tf
 
     if col.encoding != "image":

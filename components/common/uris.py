@@ -109,6 +109,12 @@ def write_text_atomic(uri: str, text: str) -> None:
     rename(tmp, uri)
 
 
+def sibling_temp(path: str) -> str:
+    """A unique hidden name beside path, to write under and then rename into place."""
+    head, _, name = path.rstrip("/").rpartition("/")
+    return join(head or ".", f".{name}.tmp-{uuid.uuid4().hex[:12]}")
+
+
 @contextlib.contextmanager
 def staging_dir(parent: str) -> Iterator[str]:
     """A hidden scratch directory inside parent, removed whatever happens."""

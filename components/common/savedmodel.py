@@ -1,0 +1,144 @@
+"""The SavedModel contract shared by train, freeze_quantize, export_tflite and batch_predict.
+
+A tfkfp SavedModel has two serving signatures over the same classifier:
+
+- ``serving_default``: input ``examples``, a batch of serialized ``tf.train.Example`` strings
+  (as in the TFRecord shards), for batch prediction straight from TFRecords;
+- ``serving_raw``: one input per feature column, named and shaped as in the schema (images
+  already decoded to float32 in [0, 1]), for apps and for TFLite conversion.
+
+Both return ``probabilities`` (float32 [batch, classes]), ``class_ids`` (int64 [batch]) and
+``classes`` (string [batch], the label vocabulary entry). The label vocabulary
+(``labels.txt``, one per line) and the schema (``schema.json``) are assets of the model.
+"""
+
+import json
+import os
+import tempfile
+from typing import Any, Dict, List
+
+from tfkfp.components.common import uris
+from tfkfp.components.common.schema import Schema, SchemaError
+
+SIGNATURE_EXAMPLES = "serving_default"
+SIGNATURE_RAW = "serving_raw"
+EXAMPLES_INPUT = "examples"
+OUTPUTS = ("probabilities", "class_ids", "classes")
+LABELS_FILE = "labels.txt"
+SCHEMA_FILE = "schema.json"
+METADATA_FILE = "tfkfp_model.json"
+WEIGHTS_PREFIX = "weights/model"
+
+
+def export_model(model, schema: Schema, export_dir: str, metadata: Dict[str, Any] | None = None
+                 ) -> str:
+    """Save a Keras classifier over ``schema``'s features as a tfkfp SavedModel.
+
+    The model maps a dict of feature tensors to class probabilities (``[batch, classes]``,
+    e.g. from a final softmax). The directory is written
+    under a staging name and renamed into place, so a reader never sees half a model.
+    """
+    import tensorflow as tf
+
+    labels = label_names(schema)
+    staging = uris.sibling_temp(export_dir)
+    try:
+        with tempfile.TemporaryDirectory() as tmp:
+            module = _serving_module(model, schema, labels, tmp)
+            tf.saved_model.save(module, staging, signatures={
+                SIGNATURE_EXAMPLES: module.from_examples, SIGNATURE_RAW: module.from_features})
+        model.save_weights(uris.join(staging, WEIGHTS_PREFIX))
+        body = {"labels": labels, "signatures": [SIGNATURE_EXAMPLES, SIGNATURE_RAW],
+                **(metadata or {})}
+        uris.write_text_atomic(uris.join(staging, METADATA_FILE),
+                               json.dumps(body, indent=2) + "\n")
+        if uris.exists(export_dir):
+            uris.rmtree(export_dir)
+        uris.rename(staging, export_dir)
+    finally:
+        if uris.exists(staging):
+            uris.rmtree(staging)
+    return export_dir
+
+
+def label_names(schema: Schema) -> List[str]:
+    label = schema.label
+    if label is None or not label.vocabulary:
+        raise SchemaError("a tfkfp classifier needs a label column with a vocabulary (class "
+                          f"names); the schema's label is {label.name if label else None!r}")
+    return [str(v) for v in label.vocabulary]
+
+
+def _serving_module(model, schema: Schema, labels: List[str], tmp: str):
+    import tensorflow as tf
+
+    from tfkfp.components.common.reader import decode_column, feature_spec
+
+    features = schema.features
+    spec = feature_spec(schema, features)
+    labels_path = os.path.join(tmp, LABELS_FILE)
+    schema_path = os.path.join(tmp, SCHEMA_FILE)
+    with open(labels_path, "w") as f:
+        f.write("\n".join(labels) + "\n")
+    with open(schema_path, "w") as f:
+        f.write(schema.to_json())
+
+    module = tf.Module()
+    module.model = model
+    module.labels_asset = tf.saved_model.Asset(labels_path)
+    module.schema_asset = tf.saved_model.Asset(schema_path)
+    module.class_names = tf.constant(labels)
+
+    def outputs(inputs):
+        probs = tf.cast(model(inputs, training=False), tf.float32)
+        ids = tf.argmax(probs, axis=-1)
+        return {"probabilities": probs, "class_ids": ids,
+                "classes": tf.gather(module.class_names, ids)}
+
+    @tf.function(input_signature=[tf.TensorSpec([None], tf.string, name=EXAMPLES_INPUT)])
+    def from_examples(examples):
+        parsed = tf.io.parse_example(examples, spec)
+        return outputs({c.name: decode_column(c, parsed[c.name]) for c in features})
+
+    raw_spec = {c.name: tf.TensorSpec([None, *raw_shape(c)], raw_dtype(c), name=c.name)
+                for c in features}
+
+    @tf.function(input_signature=[raw_spec])
+    def from_features(inputs):
+        return outputs(inputs)
+
+    module.from_examples = from_examples
+    module.from_features = from_features.get_concrete_function()
+    return module
+
+
+def raw_shape(column) -> List[int]:
+    """The per-example shape a feature has after decoding (images decoded to HWC)."""
+    return list(column.image_shape) if column.encoding == "image" else list(column.shape)
+
+
+def raw_dtype(column):
+    import tensorflow as tf
+
+    if column.encoding == "image":
+        return tf.float32
+    return {"float32": tf.float32, "int64": tf.int64, "string": tf.string}[column.dtype]
+
+
+def is_savedmodel(path: str) -> bool:
+    return uris.exists(uris.join(path, "saved_model.pb"))
+
+
+def load_schema(model_dir: str) -> Schema:
+    """The schema a tfkfp SavedModel was trained on (from its assets)."""
+    return Schema.load(uris.join(model_dir, "assets", SCHEMA_FILE))
+
+
+def load_labels(model_dir: str) -> List[str]:
+    text = uris.read_text(uris.join(model_dir, "assets", LABELS_FILE))
+    return [line for line in text.splitlines() if line]
+
+
+def load_metadata(model_dir: str) -> Dict[str, Any]:
+    path = uris.join(model_dir, METADATA_FILE)
+    return json.loads(uris.read_text(path)) if uris.exists(path) else {}
