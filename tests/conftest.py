@@ -6,6 +6,16 @@ import numpy as np  # noqa: E402
 import pytest  # noqa: E402
 
 
+def pytest_configure(config):
+    """Two logical CPU devices, so the mirrored strategy has two replicas on one CPU (this
+    must happen before TensorFlow initialises its devices)."""
+    import tensorflow as tf
+
+    cpu = tf.config.list_physical_devices("CPU")[0]
+    tf.config.set_logical_device_configuration(
+        cpu, [tf.config.LogicalDeviceConfiguration(), tf.config.LogicalDeviceConfiguration()])
+
+
 def write_csv(path, header, rows):
     with open(path, "w") as f:
         f.write(",".join(header) + "\n")

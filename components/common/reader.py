@@ -105,13 +105,16 @@ def make_dataset(
         batch_size = input_context.get_per_replica_batch_size(batch_size)
 
     cycle = num_parallel_reads or min(len(files), 8) or 1
+    pipelines = input_context.num_input_pipelines if input_context is not None else 1
     ds = tf.data.Dataset.from_tensor_slices(files)
-    if input_context is not None and input_context.num_input_pipelines > 1:
-        ds = ds.shard(input_context.num_input_pipelines, input_context.input_pipeline_id)
+    if pipelines > 1 and len(files) >= pipelines:
+        ds = ds.shard(pipelines, input_context.input_pipeline_id)
+    # Too few files to go round: every pipeline reads all files, keeping every n-th record.
+    share = (pipelines, input_context.input_pipeline_id) if 1 < pipelines > len(files) else None
     if shuffle:
         ds = ds.shuffle(len(files), seed=seed, reshuffle_each_iteration=True)
     if shuffle:  # records must mix before batching; costs per-record tf.data overhead
-        ds = ds.interleave(lambda f: _records(f, compression), cycle_length=cycle,
+        ds = ds.interleave(lambda f: _records(f, compression, share), cycle_length=cycle,
                            num_parallel_calls=tf.data.AUTOTUNE, deterministic=deterministic)
         ds = ds.cache(_cache_path(cache)) if cache else ds
         ds = ds.shuffle(shuffle_buffer, seed=seed, reshuffle_each_iteration=True)
@@ -119,7 +122,8 @@ def make_dataset(
         ds = ds.batch(batch_size, drop_remainder=drop_remainder)
     else:  # batch inside each file, so interleave moves batches, not records
         ds = ds.interleave(
-            lambda f: _records(f, compression).batch(batch_size, drop_remainder=drop_remainder),
+            lambda f: _records(f, compression, share).batch(batch_size,
+                                                            drop_remainder=drop_remainder),
             cycle_length=cycle, num_parallel_calls=tf.data.AUTOTUNE,
             deterministic=deterministic)
         ds = ds.cache(_cache_path(cache)) if cache else ds
@@ -132,10 +136,12 @@ def make_dataset(
     return ds.with_options(options).prefetch(tf.data.AUTOTUNE)
 
 
-def _records(path, compression: str):
+def _records(path, compression: str, share: Tuple[int, int] | None = None):
+    """Records of one file; with ``share=(n, i)`` only every n-th record from the i-th."""
     import tensorflow as tf
 
-    return tf.data.TFRecordDataset(path, compression_type=compression, buffer_size=1 << 20)
+    records = tf.data.TFRecordDataset(path, compression_type=compression, buffer_size=1 << 20)
+    return records.shard(*share) if share else records
 
 
 def _cache_path(cache: str) -> str:

@@ -1,0 +1,146 @@
+"""Keras callbacks for the training loop: timing, per-epoch evaluation, a NaN guard and
+epoch checkpoints that let a killed run resume where it stopped."""
+
+import json
+import math
+import time
+from typing import Dict, List
+
+import tf_keras
+
+from tfkfp.components.common import uris
+
+
+class TrainingDiverged(RuntimeError):
+    """The loss became NaN or infinite; the last good checkpoint is kept."""
+
+
+class EpochTimer(tf_keras.callbacks.Callback):
+    """Wall time of each epoch, from which throughput and mean step time follow."""
+
+    def __init__(self, steps_per_epoch: int, global_batch: int):
+        super().__init__()
+        self.steps_per_epoch = steps_per_epoch
+        self.global_batch = global_batch
+        self.epoch_seconds: List[float] = []
+        self.started = time.perf_counter()
+        self._epoch_start = 0.0
+
+    def on_train_begin(self, logs=None):
+        self.started = time.perf_counter()
+
+    def on_epoch_begin(self, epoch, logs=None):
+        self._epoch_start = time.perf_counter()
+
+    def on_epoch_end(self, epoch, logs=None):
+        self.epoch_seconds.append(time.perf_counter() - self._epoch_start)
+
+    def figures(self) -> Dict[str, float]:
+        # The first epoch pays for tracing and compiling; leave it out when there are more.
+        timed = self.epoch_seconds[1:] or self.epoch_seconds
+        if not timed:
+            return {"examples_per_second": 0.0, "mean_step_ms": 0.0}
+        seconds = sum(timed) / len(timed)
+        return {"examples_per_second": self.steps_per_epoch * self.global_batch / seconds,
+                "mean_step_ms": 1000.0 * seconds / self.steps_per_epoch}
+
+
+class Evaluation(tf_keras.callbacks.Callback):
+    """Loss and accuracy on the eval split after each epoch (adds ``val_loss`` and
+    ``val_accuracy`` to the epoch logs), and the time the target accuracy was first reached."""
+
+    def __init__(self, dataset, target_accuracy: float, timer: EpochTimer):
+        super().__init__()
+        self.dataset = dataset
+        self.target = target_accuracy
+        self.timer = timer
+        self.seconds_to_target: float | None = None
+        self._step = None
+
+    def evaluate(self) -> Dict[str, float]:
+        import tensorflow as tf
+
+        if self._step is None:
+            self._step = tf.function(self._batch_sums)
+        totals = [0.0, 0.0, 0.0]
+        for features, labels in self.dataset:
+            for i, value in enumerate(self._step(features, labels)):
+                totals[i] += float(value)
+        loss, right, count = totals
+        return {"val_loss": loss / max(count, 1), "val_accuracy": right / max(count, 1)}
+
+    def _batch_sums(self, features, labels):
+        import tensorflow as tf
+
+        probs = tf.cast(self.model(features, training=False), tf.float32)
+        labels = tf.cast(labels, tf.int64)
+        losses = tf_keras.losses.sparse_categorical_crossentropy(labels, probs)
+        right = tf.cast(tf.equal(tf.argmax(probs, -1), labels), tf.float32)
+        return tf.reduce_sum(losses), tf.reduce_sum(right), tf.cast(tf.size(labels), tf.float32)
+
+    def on_epoch_end(self, epoch, logs=None):
+        figures = self.evaluate()
+        if logs is not None:
+            logs.update(figures)
+        if (self.target and self.seconds_to_target is None
+                and figures["val_accuracy"] >= self.target):
+            self.seconds_to_target = time.perf_counter() - self.timer.started
+
+
+class NanGuard(tf_keras.callbacks.Callback):
+    """Stops training at the first NaN or infinite loss, naming the epoch and step."""
+
+    def __init__(self, checkpoint_dir: str):
+        super().__init__()
+        self.checkpoint_dir = checkpoint_dir
+        self._epoch = 0
+
+    def on_epoch_begin(self, epoch, logs=None):
+        self._epoch = epoch
+
+    def on_epoch_end(self, epoch, logs=None):
+        self._check(logs, f"the end of epoch {epoch + 1}")
+
+    def _check(self, logs, where: str) -> None:
+        loss = (logs or {}).get("loss")
+        if isinstance(loss, (int, float)) and not math.isfinite(loss):
+            raise TrainingDiverged(
+                f"the training loss became {loss} at {where}; training stopped. The last "
+                f"good checkpoint is kept in {self.checkpoint_dir}. Lower learning_rate or "
+                "check the input data for NaN or extreme values")
+
+
+class StepNanGuard(NanGuard):
+    """NanGuard checking every step (the parameter-server strategy allows epoch hooks only)."""
+
+    def on_train_batch_end(self, batch, logs=None):
+        self._check(logs, f"epoch {self._epoch + 1}, step {batch + 1}")
+
+
+class EpochCheckpoint(tf_keras.callbacks.Callback):
+    """Saves model, optimizer and the count of completed epochs after every epoch, with the
+    per-epoch history beside them (so a resumed run reports the whole curve)."""
+
+    def __init__(self, manager, epoch_variable, history: Dict[str, List[float]],
+                 history_path: str | None):
+        super().__init__()
+        self.manager = manager
+        self.epoch_variable = epoch_variable
+        self.history = history
+        self.history_path = history_path
+
+    def on_epoch_end(self, epoch, logs=None):
+        for key, value in (logs or {}).items():
+            if isinstance(value, (int, float)):
+                self.history.setdefault(key, []).append(float(value))
+        self.epoch_variable.assign(epoch + 1)
+        self.manager.save(checkpoint_number=epoch + 1)
+        if self.history_path:
+            uris.write_text_atomic(self.history_path, json.dumps(self.history) + "\n")
+
+
+def load_history(path: str, epochs: int) -> Dict[str, List[float]]:
+    """The first ``epochs`` entries of a saved history (none when there is no file)."""
+    if not epochs or not uris.exists(path):
+        return {}
+    return {k: v[:epochs] for k, v in json.loads(uris.read_text(path)).items()}

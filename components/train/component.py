@@ -1,0 +1,94 @@
+"""KFP component: train a classifier on a sharded Dataset (see core.train)."""
+
+from kfp import dsl
+from kfp.dsl import Artifact, Dataset, Input, Markdown, Metrics, Model, Output
+
+from tfkfp.components._image import IMAGE
+
+
+@dsl.component(base_image=IMAGE, install_kfp_package=False)
+def train(
+    dataset: Input[Dataset],
+    model: Output[Model],
+    metrics: Output[Metrics],
+    report: Output[Markdown],
+    tensorboard: Output[Artifact],
+    warm_start_model: Input[Model] = None,
+    model_name: str = "mlp",
+    model_fn: str = "",
+    hidden_units: str = "256,128",
+    strategy: str = "default",
+    workers: int = 2,
+    parameter_servers: int = 1,
+    epochs: int = 5,
+    batch_size: int = 64,
+    global_batch_size: int = 0,
+    learning_rate: float = 0.001,
+    optimizer: str = "adam",
+    precision: str = "float32",
+    jit_compile: bool = False,
+    steps_per_execution: int = 1,
+    steps_per_epoch: int = 0,
+    cache: bool = False,
+    shuffle_buffer: int = 10000,
+    checkpoint_dir: str = "",
+    target_accuracy: float = 0.0,
+    tpu: str = "",
+    seed: int = 0,
+):
+    """Trains a classifier with a chosen tf.distribute strategy and exports a SavedModel.
+
+    Args:
+        dataset: Sharded Dataset from shard_tfrecords (train and eval splits, schema).
+        model: Output SavedModel with signatures serving_default (serialized tf.Example)
+            and serving_raw (feature tensors); labels and schema as assets.
+        metrics: Output eval accuracy and loss, examples/s, mean step time, input-wait
+            share, time to target accuracy.
+        report: Output Markdown report: summary, loss/accuracy curves, per-epoch table.
+        tensorboard: Output TensorBoard log directory.
+        warm_start_model: Optional earlier Model from train to continue from.
+        model_name: mlp, cnn, resnet50 or mobilenet_v2.
+        model_fn: package.module:function returning an uncompiled tf_keras model for
+            (schema, num_classes); overrides model_name.
+        hidden_units: Comma-separated sizes of the dense layers on top.
+        strategy: default, one_device, mirrored, multi_worker_mirrored,
+            parameter_server or tpu.
+        workers: Worker processes for multi_worker_mirrored and parameter_server.
+        parameter_servers: Parameter server processes for parameter_server.
+        epochs: Epochs to train (a resumed run continues to this count).
+        batch_size: Per-replica batch size; the global batch is this x replicas.
+        global_batch_size: Global batch size instead of batch_size x replicas; 0 to derive.
+        learning_rate: Optimizer learning rate.
+        optimizer: adam, sgd or rmsprop.
+        precision: float32, mixed_float16 or mixed_bfloat16.
+        jit_compile: Compile the training step with XLA.
+        steps_per_execution: Training steps packed into each call.
+        steps_per_epoch: Steps per epoch; 0 is one pass over the train split.
+        cache: Cache the parsed-ready records in memory after the first epoch.
+        shuffle_buffer: Records in the shuffle buffer.
+        checkpoint_dir: URI for epoch checkpoints that outlive the pod; a rerun resumes
+            from the newest. Empty keeps them only for this run.
+        target_accuracy: Eval accuracy whose first crossing is timed; 0 for none.
+        tpu: TPU name or address for strategy tpu; empty looks for a local TPU.
+        seed: Random seed.
+    """
+    import logging
+
+    from tfkfp.components.train.core import train as run_training
+
+    logging.basicConfig(level=logging.INFO)
+    result = run_training(
+        dataset.path, model.path, model=model_name, model_fn=model_fn,
+        hidden_units=hidden_units, strategy=strategy, workers=workers,
+        parameter_servers=parameter_servers, epochs=epochs, batch_size=batch_size,
+        global_batch_size=global_batch_size, learning_rate=learning_rate, optimizer=optimizer,
+        precision=precision, jit_compile=jit_compile, steps_per_execution=steps_per_execution,
+        steps_per_epoch=steps_per_epoch, cache=cache, shuffle_buffer=shuffle_buffer,
+        checkpoint_dir=checkpoint_dir, tensorboard_dir=tensorboard.path,
+        warm_start=warm_start_model.path if warm_start_model else "",
+        target_accuracy=target_accuracy, tpu=tpu, seed=seed)
+    model.metadata.update(result.metadata())
+    for name, value in result.metrics().items():
+        metrics.log_metric(name, value)
+    with open(report.path, "w") as f:
+        f.write(result.markdown())

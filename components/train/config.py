@@ -1,0 +1,157 @@
+"""What a training run is asked to do, and the checks made before any work starts."""
+
+import dataclasses
+import importlib
+import json
+import os
+from typing import Any, Dict, Tuple
+
+STRATEGIES = ("default", "one_device", "mirrored", "multi_worker_mirrored", "parameter_server",
+              "tpu")
+MULTI_PROCESS = ("multi_worker_mirrored", "parameter_server")
+MODELS = ("mlp", "cnn", "resnet50", "mobilenet_v2")
+OPTIMIZERS = ("adam", "sgd", "rmsprop")
+PRECISIONS = ("float32", "mixed_float16", "mixed_bfloat16")
+MAX_LOCAL_WORKERS = 8
+MAX_LOCAL_PS = 4
+
+
+class TrainConfigError(ValueError):
+    """A training request that cannot run; raised before any training work."""
+
+
+@dataclasses.dataclass(frozen=True)
+class TrainConfig:
+    """Every knob of a training run. Paths may be local or remote (gs://...)."""
+
+    data: str
+    model_dir: str
+    model: str = "mlp"
+    model_fn: str = ""
+    hidden_units: Tuple[int, ...] = (256, 128)
+    strategy: str = "default"
+    workers: int = 2
+    parameter_servers: int = 1
+    epochs: int = 5
+    batch_size: int = 64
+    global_batch_size: int = 0
+    learning_rate: float = 1e-3
+    optimizer: str = "adam"
+    precision: str = "float32"
+    jit_compile: bool = False
+    steps_per_execution: int = 1
+    steps_per_epoch: int = 0
+    eval_steps: int = 0
+    cache: bool = False
+    shuffle_buffer: int = 10_000
+    checkpoint_dir: str = ""
+    tensorboard_dir: str = ""
+    warm_start: str = ""
+    target_accuracy: float = 0.0
+    tpu: str = ""
+    seed: int = 0
+
+    def to_json(self) -> str:
+        return json.dumps(dataclasses.asdict(self))
+
+    @classmethod
+    def from_json(cls, text: str) -> "TrainConfig":
+        body = json.loads(text)
+        body["hidden_units"] = tuple(body["hidden_units"])
+        return cls(**body)
+
+    def with_vertex_dirs(self) -> "TrainConfig":
+        """Vertex AI's AIP_* directories, where set, take the place of the defaults."""
+        env = os.environ
+        return dataclasses.replace(
+            self,
+            model_dir=env.get("AIP_MODEL_DIR") or self.model_dir,
+            checkpoint_dir=env.get("AIP_CHECKPOINT_DIR") or self.checkpoint_dir,
+            tensorboard_dir=env.get("AIP_TENSORBOARD_LOG_DIR") or self.tensorboard_dir)
+
+    @property
+    def multi_process(self) -> bool:
+        return self.strategy in MULTI_PROCESS
+
+
+def validate(config: TrainConfig) -> None:
+    """Refuse, with the allowed values, anything that would fail later in training."""
+    _one_of("strategy", config.strategy, STRATEGIES)
+    _one_of("optimizer", config.optimizer, OPTIMIZERS)
+    _one_of("precision", config.precision, PRECISIONS)
+    if config.model_fn:
+        load_model_fn(config.model_fn)
+    else:
+        _one_of("model", config.model, MODELS)
+    _positive(config, "epochs", "batch_size", "steps_per_execution", "learning_rate")
+    _not_negative(config, "global_batch_size", "steps_per_epoch", "eval_steps", "seed")
+    if not 0.0 <= config.target_accuracy <= 1.0:
+        raise TrainConfigError(f"target_accuracy {config.target_accuracy} is not in [0, 1]")
+    if config.multi_process:
+        _check_cluster(config)
+
+
+def _check_cluster(config: TrainConfig) -> None:
+    if not 1 <= config.workers <= MAX_LOCAL_WORKERS:
+        raise TrainConfigError(
+            f"workers={config.workers} for strategy {config.strategy!r}: allowed 1 to "
+            f"{MAX_LOCAL_WORKERS} local worker processes")
+    if config.strategy == "parameter_server" and not (
+            1 <= config.parameter_servers <= MAX_LOCAL_PS):
+        raise TrainConfigError(
+            f"parameter_servers={config.parameter_servers}: strategy 'parameter_server' needs "
+            f"1 to {MAX_LOCAL_PS} parameter servers")
+
+
+def check_batch(config: TrainConfig, replicas: int) -> int:
+    """The global batch: per-replica batch x replicas, or an explicit global_batch_size."""
+    if not config.global_batch_size:
+        return config.batch_size * replicas
+    if config.global_batch_size < replicas:
+        raise TrainConfigError(
+            f"global_batch_size={config.global_batch_size} is smaller than the {replicas} "
+            "replicas in sync: every replica needs at least one example per step")
+    if config.global_batch_size % replicas:
+        raise TrainConfigError(
+            f"global_batch_size={config.global_batch_size} does not divide evenly over "
+            f"{replicas} replicas; use a multiple of {replicas}")
+    return config.global_batch_size
+
+
+def load_model_fn(spec: str):
+    """Import ``package.module:function``; the function builds an uncompiled model."""
+    module_name, _, attr = spec.partition(":")
+    if not module_name or not attr:
+        raise TrainConfigError(f"model_fn {spec!r} is not of the form 'package.module:function'")
+    try:
+        module = importlib.import_module(module_name)
+    except Exception as err:  # any import-time failure is the user's module's fault
+        raise TrainConfigError(f"model_fn {spec!r}: cannot import {module_name!r}: "
+                               f"{type(err).__name__}: {err}") from err
+    function = getattr(module, attr, None)
+    if not callable(function):
+        raise TrainConfigError(f"model_fn {spec!r}: module {module_name!r} has no function "
+                               f"{attr!r}")
+    return function
+
+
+def _one_of(field: str, value: Any, allowed) -> None:
+    if value not in allowed:
+        raise TrainConfigError(f"{field} {value!r} is not known; expected one of "
+                               f"{', '.join(allowed)}")
+
+
+def _positive(config: TrainConfig, *fields: str) -> None:
+    for field in fields:
+        if not getattr(config, field) > 0:
+            raise TrainConfigError(f"{field} must be positive, got {getattr(config, field)}")
+
+
+def _not_negative(config: TrainConfig, *fields: str) -> None:
+    for field in fields:
+        if getattr(config, field) < 0:
+            raise TrainConfigError(f"{field} must not be negative, got {getattr(config, field)}")
+
+
+def as_dict(config: TrainConfig) -> Dict[str, Any]:
+    return dataclasses.asdict(config)

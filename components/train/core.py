@@ -1,0 +1,107 @@
+"""train: a sharded Dataset in, a tfkfp SavedModel, metrics and a report out.
+
+In-process strategies (default, one_device, mirrored, tpu) train in this process; the
+multi-process ones (multi_worker_mirrored, parameter_server) run as a local cluster of
+processes (see launcher.py). Everything is checked before any training starts.
+"""
+
+import dataclasses
+import json
+import os
+import tempfile
+import time
+from typing import Any, Dict
+
+from tfkfp.components.common.schema import Schema, SchemaError
+from tfkfp.components.train import launcher, loop, report
+from tfkfp.components.train.config import TrainConfig, TrainConfigError, validate
+
+METRICS = ("eval_accuracy", "eval_loss", "examples_per_second", "mean_step_ms",
+           "input_wait_fraction", "seconds_to_target", "training_seconds", "parameters")
+
+
+@dataclasses.dataclass(frozen=True)
+class TrainResult:
+    model_dir: str
+    config: TrainConfig
+    figures: Dict[str, Any]
+
+    @property
+    def history(self) -> Dict[str, list]:
+        return self.figures["history"]
+
+    def metrics(self) -> Dict[str, float]:
+        """The figures for KFP ``Metrics`` (those measured in this run)."""
+        return {k: float(self.figures[k]) for k in METRICS if self.figures.get(k) is not None}
+
+    def metadata(self) -> Dict[str, Any]:
+        return {"framework": "tensorflow", "model": self.config.model_fn or self.config.model,
+                "strategy": self.config.strategy, "replicas": self.figures["replicas"],
+                "workers": self.figures["workers"],
+                "global_batch_size": self.figures["global_batch_size"],
+                "signatures": ["serving_default", "serving_raw"],
+                "resumed_after_epoch": self.figures["initial_epoch"], **self.metrics()}
+
+    def markdown(self) -> str:
+        return report.markdown(self.figures)
+
+
+def train(data: str, model_dir: str, **options: Any) -> TrainResult:
+    """Train a classifier on a Dataset directory written by shard_tfrecords.
+
+    ``options`` are the fields of :class:`TrainConfig` (strategy, model, epochs, ...).
+    """
+    config = _config(data, model_dir, options)
+    validate(config)
+    _check_schema(config)
+    if config.strategy == "tpu":
+        from tfkfp.components.train.strategies import resolve_tpu
+
+        resolve_tpu(config.tpu)  # fail before any work when there is no TPU
+    started = time.perf_counter()
+    with tempfile.TemporaryDirectory(prefix="tfkfp-train-") as tmp:
+        result_path = os.path.join(tmp, "result.json")
+        if config.multi_process:
+            launcher.run_cluster(config, result_path)
+        else:
+            loop.run(config, result_path)
+        with open(result_path) as f:
+            figures = json.load(f)
+    figures["training_seconds"] = time.perf_counter() - started
+    figures["workers"] = config.workers if config.multi_process else 1
+    return TrainResult(config.model_dir, config, figures)
+
+
+def _config(data: str, model_dir: str, options: Dict[str, Any]) -> TrainConfig:
+    known = {f.name for f in dataclasses.fields(TrainConfig)} - {"data", "model_dir"}
+    unknown = sorted(set(options) - known)
+    if unknown:
+        raise TrainConfigError(f"unknown training option(s) {unknown}; allowed: "
+                               f"{', '.join(sorted(known))}")
+    if isinstance(options.get("hidden_units"), str):
+        options = {**options, "hidden_units": _units(options["hidden_units"])}
+    elif "hidden_units" in options:
+        options = {**options, "hidden_units": tuple(options["hidden_units"])}
+    return TrainConfig(data=data, model_dir=model_dir, **options).with_vertex_dirs()
+
+
+def _units(text: str):
+    try:
+        return tuple(int(u) for u in text.replace(" ", "").split(",") if u)
+    except ValueError as err:
+        raise TrainConfigError(f"hidden_units {text!r} is not a comma-separated list of "
+                               "integers, e.g. '256,128'") from err
+
+
+def _check_schema(config: TrainConfig) -> None:
+    schema = Schema.load(config.data)
+    label = schema.label
+    if label is None:
+        raise SchemaError(f"{config.data}: the schema has no label column, so there is "
+                          f"nothing to train on; columns: {schema.names}. Shard the data with "
+                          "label=<column>")
+    if not label.vocabulary:
+        raise SchemaError(f"{config.data}: label {label.name!r} ({label.dtype}) has no class "
+                          "vocabulary; train fits classifiers over a categorical label")
+    if not schema.features:
+        raise SchemaError(f"{config.data}: the schema has no feature columns")

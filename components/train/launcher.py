@@ -1,0 +1,124 @@
+"""Runs a multi-process strategy on one machine: one process per task on loopback ports, each
+with its ``TF_CONFIG``, their logs streamed with a task prefix. The step fails if any task
+fails, and every task is shut down whatever happens."""
+
+import collections
+import contextlib
+import ctypes
+import os
+import signal
+import subprocess
+import sys
+import tempfile
+import threading
+import time
+from typing import Deque, Dict, TextIO
+
+from tfkfp.components.train.config import TrainConfig
+from tfkfp.components.train.strategies import Task, local_cluster
+
+TAIL_LINES = 40
+
+
+class WorkerFailed(RuntimeError):
+    """A task of the local cluster exited with an error."""
+
+
+def run_cluster(config: TrainConfig, result_path: str, stream: TextIO | None = None) -> None:
+    """Start the cluster, wait for the chief, and stop every process before returning."""
+    stream = stream or sys.stderr
+    cluster = local_cluster(config)
+    with tempfile.TemporaryDirectory(prefix="tfkfp-cluster-") as tmp:
+        config_path = os.path.join(tmp, "config.json")
+        with open(config_path, "w") as f:
+            f.write(config.to_json())
+        processes: Dict[Task, subprocess.Popen] = {}
+        tails: Dict[Task, Deque[str]] = {}
+        threads = []
+        previous = signal.signal(signal.SIGTERM, _raise_on_sigterm) if _main_thread() else None
+        try:
+            for task in cluster.tasks:
+                processes[task] = _start(task, cluster.tf_config(task), config_path, result_path)
+                tails[task] = collections.deque(maxlen=TAIL_LINES)
+                threads.append(_stream(processes[task], task, tails[task], stream))
+            _wait(processes, cluster.chief, tails, servers_linger=config.strategy ==
+                  "parameter_server")
+        finally:
+            _stop(processes.values())
+            for thread in threads:
+                thread.join(timeout=5)
+            if previous is not None:
+                signal.signal(signal.SIGTERM, previous)
+
+
+def _start(task: Task, tf_config: str, config_path: str, result_path: str) -> subprocess.Popen:
+    env = {**os.environ, "TF_CONFIG": tf_config, "PYTHONUNBUFFERED": "1"}
+    return subprocess.Popen(
+        [sys.executable, "-m", "tfkfp.components.train.worker", config_path, result_path],
+        env=env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True,
+        preexec_fn=_die_with_parent)
+
+
+def _die_with_parent() -> None:
+    """Linux: the task gets SIGKILL if the launcher dies, so no orphan keeps a port."""
+    with contextlib.suppress(OSError):
+        ctypes.CDLL("libc.so.6", use_errno=True).prctl(1, signal.SIGKILL)  # PR_SET_PDEATHSIG
+
+
+def _stream(process: subprocess.Popen, task: Task, tail: Deque[str], out: TextIO):
+    def pump():
+        for line in process.stdout:
+            tail.append(line.rstrip("\n"))
+            out.write(f"[{task.name}] {line}")
+            out.flush()
+
+    thread = threading.Thread(target=pump, name=f"log-{task.name}", daemon=True)
+    thread.start()
+    return thread
+
+
+def _wait(processes: Dict[Task, subprocess.Popen], chief: Task, tails, servers_linger: bool):
+    """Return when the chief (and, for multi-worker, every worker) has succeeded; raise as
+    soon as any task fails."""
+    while True:
+        for task, process in processes.items():
+            code = process.poll()
+            if code not in (None, 0):
+                time.sleep(0.5)  # let the log pump drain the failing task's last lines
+                lines = "\n".join(f"  {line}" for line in tails[task])
+                raise WorkerFailed(f"training task {task.name} failed with exit code {code}"
+                                   f"{_signal_name(code)}; its last log lines:\n{lines}")
+        chief_done = processes[chief].poll() == 0
+        if chief_done and (servers_linger or all(p.poll() == 0 for p in processes.values())):
+            return
+        time.sleep(0.2)
+
+
+def _signal_name(code: int) -> str:
+    if code < 0:
+        try:
+            return f" (killed by {signal.Signals(-code).name})"
+        except ValueError:
+            return ""
+    return ""
+
+
+def _stop(processes) -> None:
+    alive = [p for p in processes if p.poll() is None]
+    for process in alive:
+        process.terminate()
+    deadline = time.monotonic() + 10
+    for process in alive:
+        try:
+            process.wait(timeout=max(0.1, deadline - time.monotonic()))
+        except subprocess.TimeoutExpired:
+            process.kill()
+            process.wait()
+
+
+def _raise_on_sigterm(signum, frame):
+    raise SystemExit(f"training stopped by signal {signum}")
+
+
+def _main_thread() -> bool:
+    return threading.current_thread() is threading.main_thread()

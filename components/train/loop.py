@@ -1,0 +1,188 @@
+"""The training run inside one process: the only process of an in-process strategy, or one
+task (chief/coordinator or worker) of a multi-process cluster described by ``TF_CONFIG``.
+
+One way for every strategy: tf_keras ``Model.fit`` over a ``DatasetCreator`` (which the
+parameter-server strategy requires and the others accept), epoch checkpoints through a
+``tf.train.CheckpointManager``, and evaluation of the eval split after every epoch.
+"""
+
+import json
+import logging
+import os
+import shutil
+import tempfile
+from typing import Any, Dict
+
+from tfkfp.components.common import savedmodel, uris
+from tfkfp.components.common.reader import MANIFEST_FILE, make_dataset
+from tfkfp.components.common.schema import Schema
+from tfkfp.components.train import models, strategies
+from tfkfp.components.train.callbacks import (
+    EpochCheckpoint,
+    EpochTimer,
+    Evaluation,
+    NanGuard,
+    StepNanGuard,
+    load_history,
+)
+from tfkfp.components.train.config import TrainConfig, check_batch
+
+log = logging.getLogger("tfkfp")
+HISTORY_FILE = "history.json"
+
+
+def run(config: TrainConfig, result_path: str) -> Dict[str, Any] | None:
+    """Train as this process's task; the chief exports the model and writes the result."""
+    import tf_keras
+
+    task = strategies.current_task()
+    chief = strategies.is_chief(task)
+    if config.precision != "float32":
+        tf_keras.mixed_precision.set_global_policy(config.precision)
+    tf_keras.utils.set_random_seed(config.seed)
+    strategy = strategies.make_strategy(config)
+    schema = Schema.load(config.data)
+    replicas = strategy.num_replicas_in_sync
+    global_batch = check_batch(config, replicas)
+    steps = config.steps_per_epoch or max(1, split_records(config.data, "train") // global_batch)
+    model = _compiled_model(config, schema, strategy)
+    scratch = tempfile.mkdtemp(prefix="tfkfp-train-")
+    try:
+        checkpoint_dir = config.checkpoint_dir or os.path.join(scratch, "checkpoints")
+        manager, epoch_var, initial_epoch = _checkpoints(model, checkpoint_dir, chief, scratch)
+        timer = EpochTimer(steps, global_batch)
+        evaluation = Evaluation(_eval_dataset(config, schema), config.target_accuracy, timer)
+        history_path = uris.join(checkpoint_dir, HISTORY_FILE)
+        history = load_history(history_path, initial_epoch)
+        guard = NanGuard if config.strategy == "parameter_server" else StepNanGuard
+        callbacks = [timer, guard(checkpoint_dir), evaluation,
+                     EpochCheckpoint(manager, epoch_var, history, history_path if chief else None)]
+        if config.tensorboard_dir:
+            logs = config.tensorboard_dir if chief else os.path.join(scratch, "tensorboard")
+            callbacks.append(tf_keras.callbacks.TensorBoard(logs, profile_batch=0))
+        if initial_epoch:
+            log.info("resuming from the checkpoint of epoch %d in %s", initial_epoch,
+                     checkpoint_dir)
+        if initial_epoch < config.epochs:
+            model.fit(_train_input(config, schema, global_batch), epochs=config.epochs,
+                      initial_epoch=initial_epoch, steps_per_epoch=steps, callbacks=callbacks,
+                      verbose=2 if chief else 0)
+        final = evaluation.evaluate() if initial_epoch >= config.epochs else {
+            "val_loss": history["val_loss"][-1], "val_accuracy": history["val_accuracy"][-1]}
+        wait = None if config.multi_process else _input_wait(model, strategy, config, schema,
+                                                              global_batch)
+        result = {
+            "history": history, "initial_epoch": initial_epoch, "epochs": config.epochs,
+            "steps_per_epoch": steps, "global_batch_size": global_batch, "replicas": replicas,
+            "strategy": config.strategy, "parameters": int(model.count_params()),
+            "checkpoint_dir": checkpoint_dir, "eval_loss": final["val_loss"],
+            "eval_accuracy": final["val_accuracy"], "input_wait_fraction": wait,
+            "seconds_to_target": evaluation.seconds_to_target, **timer.figures()}
+        export_dir = config.model_dir if chief else os.path.join(scratch, "model")
+        savedmodel.export_model(model, schema, export_dir, _model_metadata(config, result))
+        if chief:
+            uris.write_text_atomic(result_path, json.dumps(result, indent=2) + "\n")
+            return result
+        return None
+    finally:
+        shutil.rmtree(scratch, ignore_errors=True)
+        tf_keras.mixed_precision.set_global_policy("float32")
+
+
+def split_records(data: str, split: str) -> int:
+    body = json.loads(uris.read_text(uris.join(data, MANIFEST_FILE)))
+    return int(body["splits"][split]["records"])
+
+
+def _compiled_model(config: TrainConfig, schema: Schema, strategy):
+    import tf_keras
+
+    sample = models.sample_features(config.data, schema)
+    with strategy.scope():
+        model = models.build_model(config, schema, sample)
+        optimizer = {"adam": tf_keras.optimizers.Adam, "sgd": tf_keras.optimizers.SGD,
+                     "rmsprop": tf_keras.optimizers.RMSprop}[config.optimizer](
+                         learning_rate=config.learning_rate)
+        model.compile(optimizer=optimizer, loss="sparse_categorical_crossentropy",
+                      metrics=["accuracy"], jit_compile=config.jit_compile,
+                      steps_per_execution=config.steps_per_execution)
+        model.optimizer.build(model.trainable_variables)  # so a checkpoint restores its slots
+    if config.warm_start:
+        model.load_weights(uris.join(config.warm_start, savedmodel.WEIGHTS_PREFIX)
+                           ).expect_partial()
+        log.info("warm start from the weights of %s", config.warm_start)
+    return model
+
+
+def _checkpoints(model, checkpoint_dir: str, chief: bool, scratch: str):
+    """Restore the newest checkpoint; only the chief writes to the shared directory (other
+    workers must still save, so they write to scratch)."""
+    import tensorflow as tf
+
+    epoch = tf.Variable(0, dtype=tf.int64, trainable=False, name="completed_epochs")
+    checkpoint = tf.train.Checkpoint(model=model, optimizer=model.optimizer, epoch=epoch)
+    latest = tf.train.latest_checkpoint(checkpoint_dir)
+    if latest:
+        checkpoint.restore(latest).assert_existing_objects_matched()
+    directory = checkpoint_dir if chief else os.path.join(scratch, "checkpoints")
+    manager = tf.train.CheckpointManager(checkpoint, directory, max_to_keep=3)
+    return manager, epoch, int(epoch.numpy())
+
+
+def _train_input(config: TrainConfig, schema: Schema, global_batch: int):
+    import tf_keras
+
+    def dataset_fn(input_context):
+        return make_dataset(config.data, schema, mode="train", batch_size=global_batch,
+                            repeat=True, cache="memory" if config.cache else None,
+                            shuffle_buffer=config.shuffle_buffer, seed=config.seed or None,
+                            input_context=input_context)
+
+    return tf_keras.utils.experimental.DatasetCreator(dataset_fn)
+
+
+def _eval_dataset(config: TrainConfig, schema: Schema):
+    dataset = make_dataset(config.data, schema, mode="eval", batch_size=256)
+    return dataset.take(config.eval_steps) if config.eval_steps else dataset
+
+
+def _input_wait(model, strategy, config: TrainConfig, schema: Schema, global_batch: int,
+                steps: int = 20) -> float:
+    """Estimated share of step time spent waiting for input: forward and backward passes
+    timed on batches from the real input pipeline, then on one batch held in memory."""
+    import time
+
+    import tensorflow as tf
+
+    dataset = make_dataset(config.data, schema, mode="train", batch_size=global_batch,
+                           repeat=True, shuffle_buffer=config.shuffle_buffer)
+    frozen = [v.numpy() for v in model.non_trainable_variables]
+
+    @tf.function
+    def step(iterator):
+        def grads(features, labels):
+            with tf.GradientTape() as tape:
+                loss = model.compiled_loss(labels, model(features, training=True))
+            return tape.gradient(loss, model.trainable_variables)
+        return strategy.run(grads, args=next(iterator))
+
+    def seconds(ds) -> float:
+        iterator = iter(strategy.experimental_distribute_dataset(ds))
+        step(iterator)
+        start = time.perf_counter()
+        for _ in range(steps):
+            step(iterator)
+        return time.perf_counter() - start
+
+    streamed, held = seconds(dataset), seconds(dataset.take(1).cache().repeat())
+    for variable, value in zip(model.non_trainable_variables, frozen):
+        variable.assign(value)
+    return max(0.0, 1.0 - held / streamed)
+
+
+def _model_metadata(config: TrainConfig, result: Dict[str, Any]) -> Dict[str, Any]:
+    return {"framework": "tensorflow", "model": config.model_fn or config.model,
+            "strategy": config.strategy, "replicas": result["replicas"],
+            "global_batch_size": result["global_batch_size"], "precision": config.precision,
+            "eval_accuracy": result["eval_accuracy"], "eval_loss": result["eval_loss"],
+            "parameters": result["parameters"]}

@@ -1,0 +1,123 @@
+"""The built-in model families, and the user's ``model_fn`` hook.
+
+Every model takes a dict of feature tensors named as the schema's feature columns (images
+decoded to float32 [0, 1]) and returns class probabilities. Preprocessing lives inside the
+model (normalisation from statistics of a sample, string lookups), so the exported SavedModel
+serves raw features. Built with tf_keras: Keras 3 cannot train under the multi-worker and
+parameter-server strategies.
+"""
+
+from typing import Dict, List
+
+import numpy as np
+
+from tfkfp.components.common.schema import Column, Schema
+from tfkfp.components.train.config import TrainConfig, TrainConfigError, load_model_fn
+
+MAX_STRING_TOKENS = 100
+MIN_APPLICATION_SIZE = 32  # keras.applications need at least 32x32 inputs
+
+
+def build_model(config: TrainConfig, schema: Schema, sample: Dict[str, np.ndarray]):
+    """The model the config names, for the schema; ``sample`` feeds normalisation stats."""
+    import tf_keras
+
+    num_classes = len(schema.label.vocabulary)
+    if config.model_fn:
+        model = load_model_fn(config.model_fn)(schema, num_classes)
+        if not isinstance(model, tf_keras.Model):
+            raise TrainConfigError(f"model_fn {config.model_fn!r} returned "
+                                   f"{type(model).__name__}, not a tf_keras.Model")
+        return model
+    inputs = {c.name: tf_keras.Input(shape=_input_shape(c), name=c.name, dtype=_dtype(c))
+              for c in schema.features}
+    images = [c for c in schema.features if c.encoding == "image"]
+    others = [c for c in schema.features if c.encoding != "image"]
+    if config.model == "mlp":
+        x = _tabular(inputs, schema.features, sample)
+    else:
+        if len(images) != 1:
+            raise TrainConfigError(
+                f"model {config.model!r} needs exactly one image feature column; the schema "
+                f"has {[c.name for c in images]}")
+        x = _image_tower(config.model, inputs[images[0].name], images[0])
+        if others:
+            x = tf_keras.layers.Concatenate()([x, _tabular(inputs, others, sample)])
+    for units in config.hidden_units:
+        x = tf_keras.layers.Dense(units, activation="relu")(x)
+    outputs = tf_keras.layers.Dense(num_classes, activation="softmax", dtype="float32",
+                                    name="probabilities")(x)
+    return tf_keras.Model(inputs, outputs, name=config.model)
+
+
+def _input_shape(col: Column):
+    return tuple(col.image_shape) if col.encoding == "image" else tuple(col.shape)
+
+
+def _dtype(col: Column) -> str:
+    return "float32" if col.encoding == "image" else col.dtype
+
+
+def _tabular(inputs, columns: List[Column], sample: Dict[str, np.ndarray]):
+    """Numbers normalised, strings one-hot over the sample's most frequent values, images
+    flattened; all concatenated."""
+    import tensorflow as tf
+    import tf_keras
+
+    parts = []
+    for col in columns:
+        x = inputs[col.name]
+        if col.dtype == "string" and col.encoding != "image":
+            lookup = tf_keras.layers.StringLookup(
+                vocabulary=_top_strings(sample[col.name]), output_mode="one_hot",
+                name=f"{col.name}_lookup")
+            parts.append(tf_keras.layers.Flatten()(lookup(x)))
+            continue
+        x = tf_keras.layers.Flatten()(tf_keras.layers.Lambda(
+            lambda t: tf.cast(t, tf.float32), name=f"{col.name}_float")(x))
+        if col.encoding != "image":
+            values = np.asarray(sample[col.name], np.float64).reshape(len(sample[col.name]), -1)
+            x = tf_keras.layers.Normalization(mean=values.mean(0), variance=values.var(0) + 1e-6,
+                                              name=f"{col.name}_norm")(x)
+        parts.append(x)
+    return parts[0] if len(parts) == 1 else tf_keras.layers.Concatenate()(parts)
+
+
+def _top_strings(values: np.ndarray) -> List[str]:
+    tokens, counts = np.unique(np.asarray(values).reshape(-1), return_counts=True)
+    order = np.argsort(-counts, kind="stable")[:MAX_STRING_TOKENS]
+    return sorted(t.decode() if isinstance(t, bytes) else str(t) for t in tokens[order])
+
+
+def _image_tower(name: str, image, col: Column):
+    import tf_keras
+
+    height, width, channels = col.image_shape
+    if name == "cnn":
+        x = tf_keras.layers.Conv2D(32, 3, padding="same", activation="relu")(image)
+        x = tf_keras.layers.MaxPooling2D()(x)
+        x = tf_keras.layers.Conv2D(64, 3, padding="same", activation="relu")(x)
+        return tf_keras.layers.GlobalAveragePooling2D()(x)
+    size = (max(height, MIN_APPLICATION_SIZE), max(width, MIN_APPLICATION_SIZE))
+    x = tf_keras.layers.Resizing(*size)(image) if size != (height, width) else image
+    application = {"resnet50": tf_keras.applications.ResNet50,
+                   "mobilenet_v2": tf_keras.applications.MobileNetV2}[name]
+    base = application(include_top=False, weights=None, input_shape=(*size, channels),
+                       pooling="avg")
+    return base(x * 2.0 - 1.0)  # both expect inputs centred on zero
+
+
+def sample_features(data: str, schema: Schema, rows: int = 10_000) -> Dict[str, np.ndarray]:
+    """Up to ``rows`` training examples as NumPy arrays, for normalisation statistics."""
+    from tfkfp.components.common.reader import make_dataset
+
+    batches = make_dataset(data, schema, mode="train", batch_size=1024, shuffle=False)
+    columns: Dict[str, list] = {c.name: [] for c in schema.features}
+    seen = 0
+    for features, _ in batches:
+        for name, values in features.items():
+            columns[name].append(values.numpy())
+        seen += len(next(iter(features.values())))
+        if seen >= rows:
+            break
+    return {name: np.concatenate(parts)[:rows] for name, parts in columns.items()}

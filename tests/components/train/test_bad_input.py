@@ -1,0 +1,60 @@
+import os
+import re
+
+import pytest
+
+from conftest import write_csv
+from tfkfp.components.common.schema import SchemaError
+from tfkfp.components.train.callbacks import TrainingDiverged
+from tfkfp.components.train.config import TrainConfigError
+from tfkfp.components.train.core import train
+
+
+@pytest.mark.parametrize("options,message", [
+    ({"strategy": "horovod"}, "strategy 'horovod' is not known; expected one of default"),
+    ({"model": "vgg"}, "model 'vgg' is not known; expected one of mlp, cnn"),
+    ({"model_fn": "no_such_module_xyz:build"}, "cannot import 'no_such_module_xyz'"),
+    ({"model_fn": "json:no_such_function"}, "has no function 'no_such_function'"),
+    ({"model_fn": "just_a_name"}, "not of the form 'package.module:function'"),
+    ({"strategy": "parameter_server", "parameter_servers": 0}, "needs 1 to 4 parameter"),
+    ({"strategy": "multi_worker_mirrored", "workers": 50}, "allowed 1 to 8 local worker"),
+    ({"strategy": "mirrored", "global_batch_size": 1}, "smaller than the 2 replicas"),
+    ({"strategy": "mirrored", "global_batch_size": 33}, "does not divide evenly over 2"),
+    ({"strategy": "tpu"}, "strategy 'tpu' needs a local or Cloud TPU"),
+    ({"batch_size": 0}, "batch_size must be positive"),
+    ({"epochs_typo": 3}, "unknown training option(s) ['epochs_typo']"),
+    ({"hidden_units": "64,x"}, "hidden_units '64,x' is not a comma-separated list"),
+])
+def test_bad_requests_fail_before_training(demo_dataset, tmp_path, options, message):
+    with pytest.raises(TrainConfigError) as err:
+        train(demo_dataset, str(tmp_path / "model"), **options)
+    assert message in str(err.value)
+    assert not os.path.exists(tmp_path / "model")
+
+
+def test_unlabeled_data_is_refused(unlabeled_dataset, tmp_path):
+    with pytest.raises(SchemaError, match="no label column"):
+        train(unlabeled_dataset, str(tmp_path / "model"))
+
+
+def test_nan_loss_stops_with_epoch_and_step_and_keeps_the_last_checkpoint(tmp_path):
+    from tfkfp.components.shard_tfrecords.core import shard_tfrecords
+
+    rows = [[i, float(i % 7), i % 2] for i in range(400)]
+    good = write_csv(tmp_path / "good.csv", ["id", "x", "label"], rows)
+    shard_tfrecords(good, str(tmp_path / "good"), label="label", keys=["id"])
+    checkpoints = str(tmp_path / "ckpt")
+    train(str(tmp_path / "good"), str(tmp_path / "model"), epochs=1,
+          checkpoint_dir=checkpoints)
+    for row in rows[::20]:
+        row[1] = "inf"
+    bad = write_csv(tmp_path / "bad.csv", ["id", "x", "label"], rows)
+    shard_tfrecords(bad, str(tmp_path / "bad"), label="label", keys=["id"])
+    with pytest.raises(TrainingDiverged) as err:
+        train(str(tmp_path / "bad"), str(tmp_path / "model2"), epochs=3,
+              checkpoint_dir=checkpoints)
+    assert re.search(r"became nan at epoch 2, step \d+", str(err.value))
+    assert checkpoints in str(err.value)
+    assert sorted(f for f in os.listdir(checkpoints) if f.endswith(".index")) == [
+        "ckpt-1.index"]
+    assert not os.path.exists(tmp_path / "model2")

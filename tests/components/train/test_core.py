@@ -1,0 +1,97 @@
+import numpy as np
+import pytest
+
+from tfkfp.components.common import savedmodel
+from tfkfp.components.common.reader import make_dataset
+from tfkfp.components.train.core import train
+
+
+def predictions(model_dir, dataset, signature="serving_raw"):
+    import tensorflow as tf
+
+    loaded = tf.saved_model.load(model_dir)
+    out = []
+    for features, _ in make_dataset(dataset, mode="eval", batch_size=200):
+        out.append(loaded.signatures[signature](**features)["probabilities"].numpy())
+    return np.concatenate(out)
+
+
+@pytest.mark.parametrize("strategy,replicas", [("default", 1), ("one_device", 1),
+                                               ("mirrored", 2)])
+def test_in_process_strategies_learn_the_digits(demo_dataset, tmp_path, strategy, replicas):
+    result = train(demo_dataset, str(tmp_path / "model"), strategy=strategy, epochs=4,
+                   batch_size=32, target_accuracy=0.8)
+    assert result.figures["replicas"] == replicas
+    assert result.figures["global_batch_size"] == 32 * replicas
+    assert result.figures["eval_accuracy"] > 0.9
+    assert result.figures["seconds_to_target"] is not None
+    assert len(result.history["val_accuracy"]) == 4
+    assert 0.0 <= result.figures["input_wait_fraction"] <= 1.0
+    assert result.metrics()["examples_per_second"] > 0
+
+
+def test_exported_model_serves_what_training_measured(demo_dataset, tmp_path):
+    result = train(demo_dataset, str(tmp_path / "model"), epochs=3, hidden_units="64")
+    import tensorflow as tf
+
+    labels = np.concatenate([y.numpy() for _, y in make_dataset(demo_dataset, mode="eval")])
+    probs = predictions(result.model_dir, demo_dataset)
+    accuracy = float((probs.argmax(1) == labels).mean())
+    assert accuracy == pytest.approx(result.figures["eval_accuracy"], abs=1e-6)
+    meta = savedmodel.load_metadata(result.model_dir)
+    assert meta["strategy"] == "default" and meta["labels"] == [str(i) for i in range(10)]
+    assert result.metadata()["signatures"] == ["serving_default", "serving_raw"]
+    assert tf.io.gfile.exists(f"{result.model_dir}/assets/labels.txt")
+
+
+def test_warm_start_begins_where_the_earlier_model_ended(demo_dataset, tmp_path):
+    first = train(demo_dataset, str(tmp_path / "first"), epochs=2, seed=1)
+    cold = train(demo_dataset, str(tmp_path / "cold"), epochs=1, seed=2)
+    warm = train(demo_dataset, str(tmp_path / "warm"), epochs=1, seed=2,
+                 warm_start=first.model_dir)
+    assert warm.history["loss"][0] < cold.history["loss"][0]
+    assert warm.figures["eval_accuracy"] >= first.figures["eval_accuracy"] - 0.02
+
+
+def test_user_model_fn_is_trained_and_exported(demo_dataset, tmp_path, monkeypatch):
+    (tmp_path / "my_models.py").write_text(
+        "import tf_keras\n"
+        "def tiny(schema, num_classes):\n"
+        "    inputs = {c.name: tf_keras.Input((), name=c.name, dtype=c.dtype)\n"
+        "              for c in schema.features}\n"
+        "    x = tf_keras.layers.Concatenate()([tf_keras.layers.Reshape((1,))(\n"
+        "        tf_keras.layers.Rescaling(1 / 16)(v)) for v in inputs.values()])\n"
+        "    return tf_keras.Model(inputs, tf_keras.layers.Dense(num_classes,\n"
+        "                          activation='softmax')(x))\n")
+    monkeypatch.syspath_prepend(str(tmp_path))
+    result = train(demo_dataset, str(tmp_path / "model"), model_fn="my_models:tiny", epochs=3,
+                   learning_rate=0.01)
+    assert result.figures["parameters"] == 64 * 10 + 10
+    assert result.figures["eval_accuracy"] > 0.8
+
+
+def test_cnn_learns_from_images(image_dataset, tmp_path):
+    result = train(image_dataset, str(tmp_path / "model"), model="cnn", epochs=10,
+                   hidden_units="64", learning_rate=0.003)
+    assert result.figures["eval_accuracy"] > 0.7
+    assert predictions(result.model_dir, image_dataset).shape[1] == 10
+
+
+@pytest.mark.parametrize("name", ["resnet50", "mobilenet_v2"])
+def test_keras_applications_build_for_small_images(image_dataset, name):
+    from tfkfp.components.common.schema import Schema
+    from tfkfp.components.train.config import TrainConfig
+    from tfkfp.components.train.models import build_model
+
+    config = TrainConfig(image_dataset, "unused", model=name)
+    model = build_model(config, Schema.load(image_dataset), {})
+    assert model.output_shape == (None, 10)
+    assert model.count_params() > 1_000_000
+
+
+def test_performance_knobs_train(demo_dataset, tmp_path):
+    result = train(demo_dataset, str(tmp_path / "model"), epochs=2, precision="mixed_bfloat16",
+                   jit_compile=True, steps_per_execution=5, cache=True, shuffle_buffer=500)
+    probs = predictions(result.model_dir, demo_dataset)
+    assert probs.dtype == np.float32
+    assert result.figures["eval_accuracy"] > 0.8
