@@ -1,7 +1,8 @@
-"""The ``tfkfp`` command: shard data, write the demo data, run the demo job."""
+"""The ``tfkfp`` command: shard data, compile, run and submit pipelines, run the demo job."""
 
 import argparse
 import logging
+import os
 import sys
 from typing import Dict, List
 
@@ -53,6 +54,25 @@ def _parser() -> argparse.ArgumentParser:
     demo_data = commands.add_parser("demo-data", help="write the built-in demo data")
     demo_data.add_argument("directory")
 
+    compile_ = commands.add_parser("compile", help="compile every pipeline to YAML")
+    compile_.add_argument("--out", default=".", help="folder for <pipeline>.yaml (default .)")
+
+    run = commands.add_parser("run", help="run a pipeline on this machine")
+    run.add_argument("name", help="pipeline name")
+    run.add_argument("--local", action="store_true", required=True,
+                     help="with the KFP local runner (the only runner of this command)")
+    run.add_argument("--set", action="append", default=[], metavar="KEY=VALUE",
+                     dest="parameters", help="pipeline parameter (repeatable)")
+    run.add_argument("--pipeline-root", default="tfkfp-runs", help="where outputs go")
+
+    submit = commands.add_parser("submit", help="start a run on a Kubeflow Pipelines server")
+    submit.add_argument("name", help="pipeline name")
+    submit.add_argument("--host", required=True, help="KFP API endpoint, e.g. "
+                        "http://localhost:8080")
+    submit.add_argument("--set", action="append", default=[], metavar="KEY=VALUE",
+                        dest="parameters", help="pipeline parameter (repeatable)")
+    submit.add_argument("--experiment", default="tfkfp", help="experiment name")
+
     demo = commands.add_parser("demo", help="the main job on the built-in demo data")
     demo.add_argument("--out", default="tfkfp-demo", help="working folder (default "
                       "./tfkfp-demo)")
@@ -86,13 +106,38 @@ def _demo(args: argparse.Namespace) -> None:
     run_demo(args.out)
 
 
+def _compile(args: argparse.Namespace) -> None:
+    from tfkfp.pipelines import registry
+
+    os.makedirs(args.out, exist_ok=True)
+    for name in registry.names():
+        print(registry.compile_pipeline(name, os.path.join(args.out, f"{name}.yaml")))
+
+
+def _run(args: argparse.Namespace) -> None:
+    from tfkfp.pipelines import local_run, registry
+
+    parameters = registry.parse_parameters(args.name, args.parameters)
+    task = local_run.run_local(args.name, parameters, args.pipeline_root)
+    print("\n".join(local_run.summary_lines(local_run.outputs_of(task))))
+
+
+def _submit(args: argparse.Namespace) -> None:
+    from tfkfp.pipelines import registry, submit
+
+    parameters = registry.parse_parameters(args.name, args.parameters)
+    run_id = submit.submit(args.name, parameters, args.host, args.experiment)
+    print(f"started run {run_id} of {args.name!r} on {args.host}")
+
+
 def main(argv: List[str] | None = None) -> int:
     args = _parser().parse_args(argv)
     logging.basicConfig(level=logging.INFO, format="%(message)s", stream=sys.stderr)
-    handlers = {"shard": _shard, "demo-data": _demo_data, "demo": _demo}
+    handlers = {"shard": _shard, "demo-data": _demo_data, "demo": _demo, "compile": _compile,
+                "run": _run, "submit": _submit}
     try:
         handlers[args.command](args)
-    except (ValueError, OSError, argparse.ArgumentTypeError) as err:
+    except (ValueError, OSError, RuntimeError, argparse.ArgumentTypeError) as err:
         print(f"tfkfp {args.command}: error: {err}", file=sys.stderr)
         return 1
     return 0

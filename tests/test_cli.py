@@ -51,7 +51,34 @@ def test_demo_data_writes_csv_and_image_folder(tmp_path, capsys):
 
 
 @pytest.mark.slow
-def test_demo_shards_and_reads_back_the_digits(tmp_path, capsys):
+def test_demo_runs_the_training_pipeline_and_reports(tmp_path, capsys):
     assert main(["demo", "--out", str(tmp_path)]) == 0
     out = capsys.readouterr().out
-    assert "read back 1797 rows" in out and "identical" in out
+    accuracy = float(out.split("eval accuracy")[1].split()[0])
+    assert accuracy > 0.9
+    assert "examples/s" in out and "SavedModel" in out
+    assert list((tmp_path / "pipeline_root").rglob("saved_model.pb"))
+
+
+def test_compile_writes_every_pipeline(tmp_path, capsys):
+    from tfkfp.pipelines import registry
+
+    assert main(["compile", "--out", str(tmp_path)]) == 0
+    assert sorted(p.name for p in tmp_path.iterdir()) == [f"{n}.yaml" for n in registry.names()]
+
+
+@pytest.mark.parametrize("args,message", [
+    (["run", "training", "--local", "--set", "epoch=3"],
+     "pipeline 'training' has no parameter 'epoch'; its parameters are batch_size"),
+    (["run", "training", "--local", "--set", "input_uri=x", "--set", "epochs=three"],
+     "--set epochs='three': epochs takes a value of type Integer"),
+    (["run", "training", "--local"], "pipeline 'training' needs input_uri"),
+    (["run", "nope", "--local"], "no pipeline 'nope'; the pipelines are"),
+    (["submit", "training", "--host", "http://127.0.0.1:9", "--set", "input_uri=x"],
+     "could not start 'training' on http://127.0.0.1:9"),
+])
+def test_bad_pipeline_requests_are_refused_before_anything_runs(args, message, capsys,
+                                                                 tmp_path):
+    assert main(args + (["--pipeline-root", str(tmp_path)] if args[0] == "run" else [])) == 1
+    assert message in capsys.readouterr().err
+    assert not any(tmp_path.iterdir())

@@ -1,0 +1,78 @@
+"""Every pipeline of the suite by name, compiling them, and checking parameters against them."""
+
+import importlib
+import json
+import os
+from typing import Any, Callable, Dict, List
+
+PIPELINES = {"training": "tfkfp.pipelines.training"}
+HERE = os.path.dirname(os.path.abspath(__file__))
+
+
+class ParameterError(ValueError):
+    """A pipeline parameter that is unknown, of the wrong type, or missing."""
+
+
+def names() -> List[str]:
+    return sorted(PIPELINES)
+
+
+def load(name: str) -> Callable:
+    if name not in PIPELINES:
+        raise ParameterError(f"no pipeline {name!r}; the pipelines are {', '.join(names())}")
+    return getattr(importlib.import_module(PIPELINES[name]), name)
+
+
+def golden_path(name: str) -> str:
+    """The committed compiled YAML, beside the pipeline's module."""
+    return os.path.join(HERE, f"{name}.yaml")
+
+
+def compile_pipeline(name: str, path: str) -> str:
+    from kfp import compiler
+
+    compiler.Compiler().compile(load(name), path)
+    return path
+
+
+def parse_parameters(name: str, pairs: List[str]) -> Dict[str, Any]:
+    """``key=value`` strings as the pipeline's typed arguments; every required input given."""
+    inputs = load(name).component_spec.inputs or {}
+    values: Dict[str, Any] = {}
+    for pair in pairs:
+        key, sep, text = pair.partition("=")
+        if not sep:
+            raise ParameterError(f"--set {pair!r}: expected KEY=VALUE")
+        if key not in inputs:
+            raise ParameterError(f"pipeline {name!r} has no parameter {key!r}; its parameters "
+                                 f"are {', '.join(sorted(inputs))}")
+        values[key] = _convert(key, text, inputs[key].type)
+    missing = sorted(k for k, spec in inputs.items() if not spec.optional and k not in values)
+    if missing:
+        raise ParameterError(f"pipeline {name!r} needs {', '.join(missing)}: pass "
+                             + " ".join(f"--set {k}=..." for k in missing))
+    return values
+
+
+def _convert(key: str, text: str, kind: str) -> Any:
+    try:
+        if kind == "Integer":
+            return int(text)
+        if kind == "Float":
+            return float(text)
+        if kind == "Boolean":
+            if text.lower() not in ("true", "false", "1", "0", "yes", "no"):
+                raise ValueError(text)
+            return text.lower() in ("true", "1", "yes")
+        if kind in ("List", "Dict"):
+            value = json.loads(text) if text.strip().startswith(("[", "{")) else (
+                [t for t in text.split(",") if t] if kind == "List" else None)
+            if not isinstance(value, list if kind == "List" else dict):
+                raise ValueError(text)
+            return value
+        return text
+    except ValueError as err:
+        example = {"Integer": "8", "Float": "0.5", "Boolean": "true", "List": "a,b or [\"a\"]",
+                   "Dict": "{\"a\": 1}"}.get(kind, "text")
+        raise ParameterError(f"--set {key}={text!r}: {key} takes a value of type {kind}, e.g. "
+                             f"{key}={example}") from err
