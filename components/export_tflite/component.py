@@ -1,0 +1,66 @@
+"""KFP component: export a validated TFLite bundle (see core.export_tflite)."""
+
+from kfp import dsl
+from kfp.dsl import Dataset, Input, Markdown, Metrics, Model, Output
+
+from tfkfp.components._image import IMAGE
+
+
+@dsl.component(base_image=IMAGE, install_kfp_package=False)
+def export_tflite(
+    model: Input[Model],
+    dataset: Input[Dataset],
+    bundle: Output[Model],
+    metrics: Output[Metrics],
+    report: Output[Markdown],
+    quantized_model: Input[Model] = None,
+    mode: str = "",
+    signature: str = "serving_raw",
+    validation_examples: int = 1000,
+    calibration_examples: int = 300,
+    max_accuracy_drop: float = 0.01,
+    min_agreement: float = 0.98,
+    integer_io: bool = False,
+    select_tf_ops: bool = False,
+):
+    """Exports a deployable TFLite bundle, validated against the SavedModel in LiteRT.
+
+    Args:
+        model: SavedModel from train (or imported) with the serving_raw signature.
+        dataset: Sharded Dataset matching the model: validation examples come from its eval
+            split (and int8 calibration examples from its train split).
+        bundle: Output folder: model.tflite, labels.txt, signature.json (input and output
+            names, shapes, dtypes, quantization, normalisation) and validation.json.
+        metrics: Output size, accuracy of both models, accuracy drop, top-1 agreement, max
+            and mean absolute difference.
+        report: Output Markdown summary of the validation and gate.
+        quantized_model: Optional tflite_model from freeze_quantize: export it as chosen
+            there instead of converting here.
+        mode: none, dynamic, float16, int8 or int16x8 when converting here; leave empty
+            with quantized_model.
+        signature: SavedModel signature converted and compared.
+        validation_examples: Held-out eval-split examples compared in LiteRT.
+        calibration_examples: Representative examples when converting int8 or int16x8.
+        max_accuracy_drop: Gate: largest accepted accuracy drop, as a fraction (0.01 is one
+            point); the step fails above it.
+        min_agreement: Gate: smallest accepted share of examples whose top class matches
+            the SavedModel's.
+        integer_io: int8 only: make float inputs and outputs int8 as well.
+        select_tf_ops: Allow TensorFlow (Flex) ops that have no TFLite builtin.
+    """
+    import logging
+
+    from tfkfp.components.export_tflite.core import export_tflite as run
+
+    logging.basicConfig(level=logging.INFO)
+    result = run(model.path, dataset.path, bundle.path, mode=mode,
+                 quantized_dir=quantized_model.path if quantized_model else "",
+                 signature=signature, validation_examples=validation_examples,
+                 calibration_examples=calibration_examples,
+                 max_accuracy_drop=max_accuracy_drop, min_agreement=min_agreement,
+                 integer_io=integer_io, select_tf_ops=select_tf_ops)
+    bundle.metadata.update(result.metadata())
+    for name, value in result.metrics().items():
+        metrics.log_metric(name, value)
+    with open(report.path, "w") as f:
+        f.write(result.markdown())

@@ -1,0 +1,187 @@
+"""Export a tfkfp SavedModel as a deployable TFLite bundle, validated in LiteRT.
+
+The model is converted in an explicit quantization mode, or taken as converted and chosen
+by freeze_quantize (its ``model.tflite`` and ``quantization.json``). It is then run in
+LiteRT, the runtime the app ships, on held-out examples next to the SavedModel in
+TensorFlow: top-1 agreement, max and mean absolute difference of the probabilities and the
+accuracy of both. A gate (``max_accuracy_drop``, ``min_agreement``) fails the export with
+the figures when the model is not good enough; the bundle (``model.tflite``, ``labels.txt``,
+``signature.json``, ``validation.json``) is only written when it passes.
+"""
+
+import dataclasses
+import json
+import logging
+import time
+from typing import Dict, Tuple
+
+from tfkfp.components.common import savedmodel, uris
+from tfkfp.components.export_tflite import bundle
+from tfkfp.components.freeze_quantize import convert as conv
+from tfkfp.components.freeze_quantize import evaluate, inputs
+from tfkfp.components.freeze_quantize.core import QUANTIZATION_FILE, TFLITE_FILE
+from tfkfp.components.freeze_quantize.evaluate import Figures, QualityGateError
+from tfkfp.components.freeze_quantize.inputs import QuantizeInputError
+from tfkfp.components.freeze_quantize.publish import publish_dir
+
+log = logging.getLogger("tfkfp.export_tflite")
+
+
+@dataclasses.dataclass(frozen=True)
+class ExportResult:
+    output_dir: str
+    mode: str
+    source: str  # "converted" here, or the freeze_quantize folder the model came from
+    figures: Figures
+    signature: Dict
+    max_accuracy_drop: float
+    min_agreement: float
+    seconds: float
+
+    def metadata(self) -> Dict:
+        return {"mode": self.mode, "source": self.source, **self.figures.to_dict(),
+                "inputs": sorted(self.signature["inputs"]),
+                "outputs": sorted(self.signature["outputs"]),
+                "gate": {"max_accuracy_drop": self.max_accuracy_drop,
+                         "min_agreement": self.min_agreement}}
+
+    def metrics(self) -> Dict[str, float]:
+        f = self.figures
+        return {"size_bytes": float(f.size_bytes), "accuracy": f.accuracy,
+                "savedmodel_accuracy": f.reference_accuracy, "accuracy_drop": f.accuracy_drop,
+                "agreement": f.agreement, "max_abs_diff": f.max_abs_diff,
+                "mean_abs_diff": f.mean_abs_diff, "examples": float(f.examples)}
+
+    def markdown(self) -> str:
+        f = self.figures
+        rows = [("mode", self.mode), ("size", f"{f.size_bytes:,} bytes"),
+                ("validated on", f"{f.examples} examples, in LiteRT"),
+                ("accuracy (TFLite / SavedModel)",
+                 f"{f.accuracy:.4f} / {f.reference_accuracy:.4f}"),
+                ("accuracy drop", f"{100 * f.accuracy_drop:+.2f} points (max "
+                                  f"{100 * self.max_accuracy_drop:.2f})"),
+                ("top-1 agreement", f"{f.agreement:.4f} (min {self.min_agreement:.4f})"),
+                ("max / mean abs difference", f"{f.max_abs_diff:.2e} / {f.mean_abs_diff:.2e}"),
+                ("inputs", _names(self.signature["inputs"]))]
+        lines = ["## export_tflite: gate passed", "", "| | |", "|---|---|"]
+        lines += [f"| {k} | {v} |" for k, v in rows]
+        return "\n".join(lines) + "\n"
+
+
+def _names(items, shown: int = 8) -> str:
+    names = sorted(items)
+    text = ", ".join(f"`{n}`" for n in names[:shown])
+    return text + (f" and {len(names) - shown} more" if len(names) > shown else "")
+
+
+def export_tflite(
+    model_dir: str,
+    dataset: str,
+    output_dir: str,
+    mode: str = "",
+    quantized_dir: str = "",
+    signature: str = savedmodel.SIGNATURE_RAW,
+    validation_examples: int = 1000,
+    validation_split: str = "eval",
+    calibration_examples: int = 300,
+    max_accuracy_drop: float = 0.01,
+    min_agreement: float = 0.98,
+    integer_io: bool = False,
+    select_tf_ops: bool = False,
+) -> ExportResult:
+    """Convert (or take), validate, gate and write the bundle; see the module docstring.
+
+    Args:
+        model_dir: the tfkfp SavedModel.
+        dataset: a Dataset directory from shard_tfrecords, for validation (and calibration
+            when converting in int8/int16x8).
+        output_dir: the bundle folder to write.
+        mode: none, dynamic, float16, int8 or int16x8; empty to take quantized_dir's.
+        quantized_dir: a tflite folder written by freeze_quantize; empty to convert here.
+        signature: the signature converted (and compared).
+        validation_examples: held-out examples of validation_split to compare on.
+        calibration_examples: representative examples (train split) when converting int8.
+        max_accuracy_drop: largest accepted accuracy drop, as a fraction (0.01: one point).
+        min_agreement: smallest accepted share of examples with the SavedModel's top class.
+        integer_io, select_tf_ops: converter options (see freeze_quantize.convert).
+    """
+    started = time.monotonic()
+    _check_options(mode, quantized_dir, validation_examples, min_agreement)
+    _, fn = inputs.load_signature(model_dir, signature)
+    schema = inputs.dataset_schema(dataset)
+    inputs.check_schema(fn, signature, schema, f"dataset {dataset}")
+    names = sorted(inputs.signature_inputs(fn))
+    if quantized_dir:
+        (content, mode), source = _take(quantized_dir, signature), quantized_dir
+    else:
+        content, source = _convert(model_dir, dataset, signature, mode, names,
+                                   calibration_examples, integer_io, select_tf_ops), "converted"
+    examples = inputs.load_examples(dataset, validation_split, validation_examples, names,
+                                    "validation")
+    reference = inputs.reference_outputs(fn, examples)
+    figures = evaluate.compare(mode, content, signature, examples, reference)
+    _gate(figures, max_accuracy_drop, min_agreement)
+    labels = savedmodel.load_labels(model_dir)
+    sig = bundle.signature_json(content, signature, savedmodel.load_schema(model_dir), labels,
+                                mode)
+    result = ExportResult(output_dir, mode, source, figures, sig, max_accuracy_drop,
+                          min_agreement, time.monotonic() - started)
+    validation = {**result.metadata(), "seconds": round(result.seconds, 2)}
+    publish_dir(bundle.files(content, labels, sig, validation), output_dir)
+    log.info("exported %s (%s, %d bytes): agreement %.4f, accuracy %.4f vs %.4f", output_dir,
+             mode, figures.size_bytes, figures.agreement, figures.accuracy,
+             figures.reference_accuracy)
+    return result
+
+
+def _check_options(mode: str, quantized_dir: str, validation_examples: int,
+                   min_agreement: float) -> None:
+    if mode and quantized_dir:
+        raise QuantizeInputError(f"give either mode ({mode!r}) or quantized_dir "
+                                 f"({quantized_dir}), not both: the quantized model already "
+                                 "has a mode")
+    if not mode and not quantized_dir:
+        raise QuantizeInputError(f"export_tflite needs a mode (one of {', '.join(conv.MODES)}) "
+                                 "or the quantized model chosen by freeze_quantize")
+    if mode and mode not in conv.MODES:
+        raise QuantizeInputError(f"mode {mode!r} is not one of {', '.join(conv.MODES)}")
+    if validation_examples < 1:
+        raise QuantizeInputError(f"validation_examples {validation_examples} is below 1")
+    if not 0.0 <= min_agreement <= 1.0:
+        raise QuantizeInputError(f"min_agreement {min_agreement} is outside [0, 1]")
+
+
+def _take(quantized_dir: str, signature: str) -> Tuple[bytes, str]:
+    """The .tflite bytes and mode of a freeze_quantize output folder."""
+    path = uris.join(quantized_dir, TFLITE_FILE)
+    if not uris.exists(path):
+        raise QuantizeInputError(f"{quantized_dir} has no {TFLITE_FILE}: expected the "
+                                 "tflite_model folder written by freeze_quantize")
+    made_for = json.loads(uris.read_text(uris.join(quantized_dir, QUANTIZATION_FILE)))
+    if made_for.get("signature") != signature:
+        raise QuantizeInputError(f"{quantized_dir} was converted from signature "
+                                 f"{made_for.get('signature')!r}, not {signature!r}")
+    with uris.open_file(path, "rb") as f:
+        return f.read(), made_for["mode"]
+
+
+def _convert(model_dir, dataset, signature, mode, names, calibration_examples, integer_io,
+             select_tf_ops) -> bytes:
+    representative = None
+    if mode in conv.CALIBRATED:
+        calibration = inputs.load_examples(dataset, "train", calibration_examples, names,
+                                           "calibration")
+        representative = conv.representative_dataset(calibration.features)
+    return conv.convert(model_dir, signature, mode, representative, integer_io=integer_io,
+                        select_tf_ops=select_tf_ops)
+
+
+def _gate(figures: Figures, max_accuracy_drop: float, min_agreement: float) -> None:
+    evaluate.check_drop(figures, max_accuracy_drop, f"export gate ({figures.mode})")
+    if figures.agreement < min_agreement:
+        raise QualityGateError(
+            f"export gate ({figures.mode}): top-1 agreement with the SavedModel "
+            f"{figures.agreement:.4f} on {figures.examples} examples is below min_agreement "
+            f"{min_agreement:.4f} (accuracy {figures.accuracy:.4f} vs "
+            f"{figures.reference_accuracy:.4f}, max abs diff {figures.max_abs_diff:.2e}, "
+            f"mean {figures.mean_abs_diff:.2e})")

@@ -1,0 +1,67 @@
+"""KFP component: freeze a SavedModel and quantize it to TFLite (see core.freeze_quantize)."""
+
+from kfp import dsl
+from kfp.dsl import Dataset, Input, Markdown, Metrics, Model, Output
+
+from tfkfp.components._image import IMAGE
+
+
+@dsl.component(base_image=IMAGE, install_kfp_package=False)
+def freeze_quantize(
+    model: Input[Model],
+    dataset: Input[Dataset],
+    tflite_model: Output[Model],
+    frozen_graph: Output[Model],
+    metrics: Output[Metrics],
+    report: Output[Markdown],
+    mode: str = "auto",
+    max_accuracy_drop: float = 0.01,
+    signature: str = "serving_raw",
+    calibration_examples: int = 300,
+    eval_examples: int = 1000,
+    integer_io: bool = False,
+    select_tf_ops: bool = False,
+    latency_batch_size: int = 256,
+    latency_runs: int = 20,
+):
+    """Freezes a SavedModel into an inference graph and quantizes it to TFLite, measuring each mode.
+
+    Args:
+        model: SavedModel from train (or imported) with the serving_raw signature.
+        dataset: Sharded Dataset whose features match the model: calibration examples come
+            from its train split, measurements from its eval split.
+        tflite_model: Output folder: model.tflite in the chosen mode and quantization.json
+            (mode and figures), also in the artifact metadata.
+        frozen_graph: Output folder: frozen_graph.pb (variables as constants, Grappler
+            optimised) and frozen_graph.json (tensor names, node counts, op histograms).
+        metrics: Output size, accuracy, accuracy drop, agreement and LiteRT latency per mode.
+        report: Output Markdown table of every mode tried and of the freezing.
+        mode: none, dynamic, float16, int8, int16x8, or auto (tries every mode, keeps the
+            smallest within max_accuracy_drop).
+        max_accuracy_drop: Largest accepted eval accuracy drop vs the SavedModel, as a
+            fraction (0.01 is one point); the step fails above it.
+        signature: SavedModel signature to freeze and convert.
+        calibration_examples: Representative examples for int8 and int16x8 (100-500).
+        eval_examples: Eval-split examples each mode is measured on.
+        integer_io: int8 only: make float inputs and outputs int8 as well.
+        select_tf_ops: Allow TensorFlow (Flex) ops that have no TFLite builtin.
+        latency_batch_size: Batch size of the per-batch latency figure.
+        latency_runs: Timed calls per latency figure (the median is reported).
+    """
+    import logging
+
+    from tfkfp.components.freeze_quantize.core import freeze_quantize as run
+    from tfkfp.components.freeze_quantize.evaluate import Timing
+
+    logging.basicConfig(level=logging.INFO)
+    result = run(model.path, dataset.path, tflite_model.path, frozen_graph.path, mode=mode,
+                 max_accuracy_drop=max_accuracy_drop, signature=signature,
+                 calibration_examples=calibration_examples, eval_examples=eval_examples,
+                 integer_io=integer_io, select_tf_ops=select_tf_ops,
+                 timing=Timing(latency_batch_size, latency_runs))
+    tflite_model.metadata.update(result.metadata())
+    frozen_graph.metadata.update(result.frozen_metadata())
+    for name, value in result.metrics().items():
+        metrics.log_metric(name, value)
+    with open(report.path, "w") as f:
+        f.write(result.markdown())

@@ -1,0 +1,125 @@
+"""Freeze a SavedModel signature into an inference GraphDef and check it still agrees.
+
+Variables become constants and function calls are inlined
+(``convert_variables_to_constants_v2``); training-only and debug nodes are stripped and
+Grappler folds constants, simplifies arithmetic (folding inference batch norms into the
+preceding multiply/add) and prunes what the outputs do not need. The frozen graph is loaded
+back into TensorFlow and run on the evaluation examples next to the SavedModel.
+"""
+
+import collections
+import dataclasses
+import json
+from typing import Dict
+
+import numpy as np
+
+from tfkfp.components.freeze_quantize.inputs import Examples
+
+GRAPH_FILE = "frozen_graph.pb"
+SPEC_FILE = "frozen_graph.json"
+OPTIMIZERS = ("pruning", "debug_stripper", "constfold", "shape", "arithmetic", "dependency",
+              "constfold")
+
+
+@dataclasses.dataclass(frozen=True)
+class FrozenGraph:
+    graph_def: object  # tf.compat.v1.GraphDef
+    inputs: Dict[str, str]  # signature input name -> tensor name
+    outputs: Dict[str, str]
+    nodes_before: int
+    nodes_after: int
+    bytes_before: int
+    ops_before: Dict[str, int]
+    ops_after: Dict[str, int]
+
+    @property
+    def bytes_after(self) -> int:
+        return self.graph_def.ByteSize()
+
+    def spec(self) -> Dict:
+        return {"inputs": self.inputs, "outputs": self.outputs,
+                "nodes": {"before": self.nodes_before, "after": self.nodes_after},
+                "bytes": {"before": self.bytes_before, "after": self.bytes_after},
+                "ops": {"before": self.ops_before, "after": self.ops_after}}
+
+    def files(self) -> Dict[str, bytes]:
+        return {GRAPH_FILE: self.graph_def.SerializeToString(),
+                SPEC_FILE: (json.dumps(self.spec(), indent=2) + "\n").encode()}
+
+
+def freeze(loaded, fn) -> FrozenGraph:
+    """Freeze and optimise a concrete signature function of a loaded SavedModel."""
+    import tensorflow as tf
+    from tensorflow.python.framework import convert_to_constants
+
+    before = fn.graph.as_graph_def()
+    nodes_before = list(before.node) + [n for f in before.library.function
+                                        for n in f.node_def]
+    variables = sum(int(np.prod(v.shape)) * v.dtype.size for v in fn.variables)
+    frozen = convert_to_constants.convert_variables_to_constants_v2(fn)
+    names = sorted(fn.structured_input_signature[1])
+    inputs = {n: t.name for n, t in zip(names, frozen.inputs)}
+    outputs = {n: t.name for n, t in zip(sorted(fn.structured_outputs), frozen.outputs)}
+    graph_def = tf.compat.v1.graph_util.remove_training_nodes(
+        frozen.graph.as_graph_def(), protected_nodes=_node_names(outputs))
+    graph_def = _optimize(graph_def, frozen.graph, list(inputs.values()) + list(outputs.values()))
+    return FrozenGraph(graph_def, inputs, outputs, len(nodes_before), len(graph_def.node),
+                       before.ByteSize() + variables, _histogram(nodes_before),
+                       _histogram(graph_def.node))
+
+
+def _node_names(tensors: Dict[str, str]):
+    return [t.split(":")[0] for t in tensors.values()]
+
+
+def _optimize(graph_def, graph, fetches):
+    from tensorflow.core.protobuf import config_pb2, meta_graph_pb2
+    from tensorflow.python.framework import importer, ops
+    from tensorflow.python.grappler import tf_optimizer
+    from tensorflow.python.training import saver
+
+    with ops.Graph().as_default() as g:
+        importer.import_graph_def(graph_def, name="")
+        meta_graph = saver.export_meta_graph(graph_def=g.as_graph_def(add_shapes=True),
+                                             graph=g)
+    fetch = meta_graph_pb2.CollectionDef()
+    fetch.node_list.value.extend(fetches)
+    meta_graph.collection_def["train_op"].CopyFrom(fetch)
+    config = config_pb2.ConfigProto()
+    rewrite = config.graph_options.rewrite_options
+    rewrite.optimizers.extend(OPTIMIZERS)
+    rewrite.min_graph_nodes = -1  # optimise even small graphs
+    return tf_optimizer.OptimizeGraph(config, meta_graph)
+
+
+def _histogram(nodes) -> Dict[str, int]:
+    return dict(collections.Counter(n.op for n in nodes).most_common())
+
+
+def run_graph(graph_def, inputs: Dict[str, str], outputs: Dict[str, str],
+              examples: Examples) -> Dict[str, np.ndarray]:
+    """Run a frozen GraphDef in TensorFlow on the examples."""
+    import tensorflow as tf
+
+    def load():
+        tf.compat.v1.import_graph_def(graph_def, name="")
+
+    wrapped = tf.compat.v1.wrap_function(load, [])
+    names = sorted(inputs)
+    pruned = wrapped.prune([wrapped.graph.get_tensor_by_name(inputs[n]) for n in names],
+                           {k: wrapped.graph.get_tensor_by_name(v) for k, v in outputs.items()})
+    result = pruned(*[tf.constant(examples.features[n]) for n in names])
+    return {k: v.numpy() for k, v in result.items()}
+
+
+def load_graph_def(path: str):
+    """Read a frozen_graph.pb back (for checks and for consumers of the artifact)."""
+    import tensorflow as tf
+
+    from tfkfp.components.common import uris
+
+    graph_def = tf.compat.v1.GraphDef()
+    with uris.open_file(path, "rb") as f:
+        graph_def.ParseFromString(f.read())
+    return graph_def

@@ -1,0 +1,40 @@
+"""The Markdown report freeze_quantize shows in the KFP UI."""
+
+from typing import Dict, List
+
+from tfkfp.components.freeze_quantize.evaluate import Figures
+
+
+def mode_table(figures: List[Figures], chosen: str, float_size: int | None) -> str:
+    rows = ["| mode | size | vs float32 | accuracy | drop (points) | agreement | "
+            "max abs diff | ms/example | ms/batch |",
+            "|---|---:|---:|---:|---:|---:|---:|---:|---:|"]
+    for f in figures:
+        ratio = f"{f.size_bytes / float_size:.2f}x" if float_size else ""
+        name = f"**{f.mode}** (chosen)" if f.mode == chosen else f.mode
+        batch = (f"{f.latency_batch_ms:.2f} (x{f.batch_size})"
+                 if f.latency_batch_ms is not None else "")
+        example = f"{f.latency_example_ms:.3f}" if f.latency_example_ms is not None else ""
+        rows.append(f"| {name} | {_size(f.size_bytes)} | {ratio} | {f.accuracy:.4f} | "
+                    f"{100 * f.accuracy_drop:+.2f} | {f.agreement:.4f} | "
+                    f"{f.max_abs_diff:.2e} | {example} | {batch} |")
+    return "\n".join(rows)
+
+
+def freeze_table(spec: Dict, max_abs_diff: float, agreement: float) -> str:
+    ops_before, ops_after = spec["ops"]["before"], spec["ops"]["after"]
+    top = sorted(set(ops_before) | set(ops_after),
+                 key=lambda op: -max(ops_before.get(op, 0), ops_after.get(op, 0)))[:12]
+    lines = ["| | SavedModel signature | frozen graph |", "|---|---:|---:|",
+             f"| nodes | {spec['nodes']['before']} | {spec['nodes']['after']} |",
+             f"| size (graph + variables) | {_size(spec['bytes']['before'])} | "
+             f"{_size(spec['bytes']['after'])} |"]
+    lines += [f"| `{op}` | {ops_before.get(op, 0)} | {ops_after.get(op, 0)} |" for op in top]
+    lines.append("")
+    lines.append(f"Frozen graph vs SavedModel: top-1 agreement {agreement:.4f}, max abs "
+                 f"probability difference {max_abs_diff:.2e}.")
+    return "\n".join(lines)
+
+
+def _size(n: int) -> str:
+    return f"{n / (1 << 20):.2f} MiB" if n >= 1 << 20 else f"{n / 1024:.1f} KiB"

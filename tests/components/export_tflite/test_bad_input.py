@@ -1,0 +1,55 @@
+import os
+
+import pytest
+
+from tfkfp.components.export_tflite.core import export_tflite
+from tfkfp.components.freeze_quantize.evaluate import QualityGateError
+from tfkfp.components.freeze_quantize.inputs import QuantizeInputError
+
+
+def test_needs_a_mode_or_a_quantized_model(demo_model, demo_dataset, tmp_path):
+    with pytest.raises(QuantizeInputError, match="needs a mode .* or the quantized model"):
+        export_tflite(demo_model, demo_dataset, str(tmp_path / "b"))
+    with pytest.raises(QuantizeInputError, match="either mode .* not both"):
+        export_tflite(demo_model, demo_dataset, str(tmp_path / "b"), mode="int8",
+                      quantized_dir=str(tmp_path))
+    assert not os.listdir(tmp_path)
+
+
+def test_an_unknown_mode(demo_model, demo_dataset, tmp_path):
+    with pytest.raises(QuantizeInputError, match="mode 'auto' is not one of none, dynamic"):
+        export_tflite(demo_model, demo_dataset, str(tmp_path / "b"), mode="auto")
+
+
+def test_a_folder_that_is_not_a_savedmodel(demo_dataset, tmp_path):
+    with pytest.raises(QuantizeInputError, match="is not a SavedModel"):
+        export_tflite(str(tmp_path), demo_dataset, str(tmp_path / "b"), mode="none")
+
+
+def test_a_quantized_folder_without_a_tflite_model(demo_model, demo_dataset, tmp_path):
+    with pytest.raises(QuantizeInputError, match="has no model.tflite: expected the "
+                                                 "tflite_model folder"):
+        export_tflite(demo_model, demo_dataset, str(tmp_path / "b"),
+                      quantized_dir=str(tmp_path))
+
+
+def test_a_signature_that_does_not_exist(demo_model, demo_dataset, tmp_path):
+    with pytest.raises(QuantizeInputError, match="no signature 'predict'"):
+        export_tflite(demo_model, demo_dataset, str(tmp_path / "b"), mode="none",
+                      signature="predict")
+
+
+def test_min_agreement_outside_zero_to_one(demo_model, demo_dataset, tmp_path):
+    with pytest.raises(QuantizeInputError, match=r"min_agreement 1.5 is outside \[0, 1\]"):
+        export_tflite(demo_model, demo_dataset, str(tmp_path / "b"), mode="none",
+                      min_agreement=1.5)
+
+
+@pytest.mark.slow
+def test_the_gate_fails_when_set_impossibly_tight_and_writes_nothing(
+        dynamic_dir, demo_model, demo_dataset, tmp_path):
+    with pytest.raises(QualityGateError, match=r"export gate \(dynamic\): accuracy 0\.\d+ vs "
+                                               r"0\.\d+ .* above max_accuracy_drop -50\.00"):
+        export_tflite(demo_model, demo_dataset, str(tmp_path / "b"), quantized_dir=dynamic_dir,
+                      max_accuracy_drop=-0.5)
+    assert not os.listdir(tmp_path)

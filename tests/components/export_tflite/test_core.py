@@ -1,0 +1,70 @@
+import json
+import os
+
+import numpy as np
+import pytest
+
+from tfkfp.components.common import litert
+from tfkfp.components.export_tflite.core import export_tflite
+from tfkfp.components.freeze_quantize import inputs
+
+pytestmark = pytest.mark.slow
+
+
+@pytest.fixture(scope="module")
+def float16_bundle(demo_model, demo_dataset, tmp_path_factory):
+    out = str(tmp_path_factory.mktemp("f16") / "bundle")
+    return export_tflite(demo_model, demo_dataset, out, mode="float16")
+
+
+def test_the_bundle_holds_what_an_app_needs(float16_bundle):
+    out = float16_bundle.output_dir
+    assert sorted(os.listdir(out)) == ["labels.txt", "model.tflite", "signature.json",
+                                       "validation.json"]
+    assert open(os.path.join(out, "labels.txt")).read().split() == [str(i) for i in range(10)]
+    sig = json.load(open(os.path.join(out, "signature.json")))
+    assert sig["signature"] == "serving_raw" and sig["quantization"] == "float16"
+    assert sorted(sig["inputs"]) == sorted(f"pixel_{i}" for i in range(64))
+    assert sig["inputs"]["pixel_0"]["dtype"] == "int64"
+    assert sig["inputs"]["pixel_0"]["shape"] == [-1]
+    assert "raw values" in sig["inputs"]["pixel_0"]["normalization"]
+    assert sig["outputs"]["probabilities"] == {"dtype": "float32", "shape": [-1, 10]}
+    assert sig["outputs"]["classes"]["dtype"] == "string"
+    validation = json.load(open(os.path.join(out, "validation.json")))
+    assert validation["agreement"] == float16_bundle.figures.agreement
+
+
+def test_float16_agrees_with_the_savedmodel_in_litert(float16_bundle, demo_model,
+                                                      demo_dataset):
+    f = float16_bundle.figures
+    assert f.agreement == 1.0 and f.max_abs_diff < 5e-3 and f.mean_abs_diff < 1e-3
+    assert f.accuracy == f.reference_accuracy > 0.9
+    # the bundle's model, run again here, gives the SavedModel's classes
+    _, fn = inputs.load_signature(demo_model, "serving_raw")
+    names = sorted(inputs.signature_inputs(fn))
+    examples = inputs.load_examples(demo_dataset, "eval", 64, names, "test")
+    runner = litert.signature_runner(litert.load_interpreter(
+        os.path.join(float16_bundle.output_dir, "model.tflite")), "serving_raw")
+    got = litert.run(runner, examples.features, batch_size=16)
+    want = inputs.reference_outputs(fn, examples)
+    np.testing.assert_array_equal(got["classes"], want["classes"])
+    np.testing.assert_allclose(got["probabilities"], want["probabilities"], atol=5e-3)
+
+
+def test_metrics_and_report(float16_bundle):
+    metrics = float16_bundle.metrics()
+    assert set(metrics) >= {"accuracy", "savedmodel_accuracy", "agreement", "max_abs_diff",
+                            "mean_abs_diff", "size_bytes"}
+    assert "| top-1 agreement | 1.0000 (min 0.9800) |" in float16_bundle.markdown()
+    assert float16_bundle.metadata()["gate"] == {"max_accuracy_drop": 0.01,
+                                                 "min_agreement": 0.98}
+
+
+def test_exports_the_model_chosen_by_freeze_quantize(dynamic_dir, demo_model, demo_dataset,
+                                                     tmp_path):
+    result = export_tflite(demo_model, demo_dataset, str(tmp_path / "b"),
+                           quantized_dir=dynamic_dir, validation_examples=100)
+    assert result.mode == "dynamic" and result.source == dynamic_dir
+    assert open(tmp_path / "b" / "model.tflite", "rb").read() == open(
+        os.path.join(dynamic_dir, "model.tflite"), "rb").read()
+    assert result.figures.examples == 100
