@@ -32,7 +32,7 @@ def dataset_files(data: str, split: str) -> Tuple[List[str], str]:
         if split not in body["splits"]:
             raise SchemaError(f"{manifest} has no split {split!r}; it has "
                               f"{sorted(body['splits'])}")
-        files = [uris.join(data, s["file"]) for s in body["splits"][split]["shards"]]
+        files = [uris.resolve(data, s["file"]) for s in body["splits"][split]["shards"]]
         return files, "GZIP" if body.get("compression") == "gzip" else ""
     files = uris.glob(data)
     if not files:

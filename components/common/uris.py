@@ -37,6 +37,13 @@ def join(base: str, *parts: str) -> str:
     return os.path.join(local_path(base), *parts)
 
 
+def resolve(base: str, path: str) -> str:
+    """``path`` if it is absolute or a URI, else ``path`` inside ``base``."""
+    if is_remote(path) or os.path.isabs(local_path(path)):
+        return path
+    return join(base, path)
+
+
 def exists(uri: str) -> bool:
     return _gfile().exists(uri) if is_remote(uri) else os.path.exists(local_path(uri))
 

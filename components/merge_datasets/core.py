@@ -1,0 +1,84 @@
+"""merge_datasets: several Datasets from fanned-out shard_tfrecords tasks as one.
+
+The shards stay where they are; the merged Dataset is a manifest that lists them by their
+full URIs, with one schema whose label vocabulary is the union of the parts' (labels are
+stored as values in the records, so class indices follow the merged vocabulary).
+"""
+
+import dataclasses
+import json
+from typing import Dict, List, Sequence
+
+from tfkfp.components.common import uris
+from tfkfp.components.common.reader import MANIFEST_FILE
+from tfkfp.components.common.schema import Schema, SchemaError
+
+
+@dataclasses.dataclass(frozen=True)
+class MergeResult:
+    output_dir: str
+    schema: Schema
+    records: Dict[str, int]
+    num_shards: Dict[str, int]
+    parts: int
+
+    def metadata(self) -> Dict:
+        return {"records": self.records, "num_shards": self.num_shards, "parts": self.parts,
+                "schema": self.schema.summary()}
+
+
+def merge_datasets(inputs: Sequence[str], output_dir: str) -> MergeResult:
+    """Write ``output_dir`` with a schema and a manifest covering every input Dataset."""
+    if not inputs:
+        raise SchemaError("merge_datasets needs at least one Dataset to merge")
+    manifests = [_manifest(d) for d in inputs]
+    schemas = [Schema.load(d) for d in inputs]
+    schema = merged_schema(schemas, inputs)
+    compressions = {m.get("compression", "none") for m in manifests}
+    if len(compressions) > 1:
+        raise SchemaError(f"the Datasets mix compressions {sorted(compressions)}; shard them "
+                          "all with the same compression")
+    splits: Dict[str, Dict] = {}
+    for directory, manifest in zip(inputs, manifests):
+        for split, body in manifest["splits"].items():
+            merged = splits.setdefault(split, {"records": 0, "bytes": 0, "shards": []})
+            merged["records"] += body["records"]
+            merged["bytes"] += body["bytes"]
+            merged["shards"] += [{**s, "file": uris.resolve(directory, s["file"])}
+                                 for s in body["shards"]]
+    uris.makedirs(output_dir)
+    schema.save(output_dir)
+    body = {"version": 1, "compression": compressions.pop(), "schema": "schema.json",
+            "splits": splits, "merged_from": list(inputs)}
+    uris.write_text_atomic(uris.join(output_dir, MANIFEST_FILE), json.dumps(body, indent=2))
+    return MergeResult(output_dir, schema, {s: b["records"] for s, b in splits.items()},
+                       {s: len(b["shards"]) for s, b in splits.items()}, len(inputs))
+
+
+def merged_schema(schemas: List[Schema], names: Sequence[str]) -> Schema:
+    """The common schema; the columns must agree except for the label's vocabulary."""
+    first = schemas[0]
+    for schema, name in zip(schemas[1:], names[1:]):
+        if _without_vocabulary(schema) != _without_vocabulary(first):
+            raise SchemaError(f"{name} has columns {schema.to_json()} but {names[0]} has "
+                              f"{first.to_json()}; only Datasets of one table can be merged")
+    label = first.label
+    if label is None or label.vocabulary is None:
+        return first
+    vocabulary = set()
+    for schema in schemas:
+        vocabulary.update(schema.label.vocabulary or ())
+    merged = dataclasses.replace(label, vocabulary=tuple(sorted(vocabulary)))
+    return Schema(tuple(merged if c.role == "label" else c for c in first.columns))
+
+
+def _without_vocabulary(schema: Schema) -> Schema:
+    return Schema(tuple(dataclasses.replace(c, vocabulary=None) for c in schema.columns))
+
+
+def _manifest(directory: str) -> Dict:
+    path = uris.join(directory, MANIFEST_FILE)
+    if not uris.exists(path):
+        raise SchemaError(f"{directory} has no {MANIFEST_FILE}: it is not a complete Dataset "
+                          "written by shard_tfrecords")
+    return json.loads(uris.read_text(path))

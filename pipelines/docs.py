@@ -1,0 +1,93 @@
+"""The parameter tables in the README, generated from the components' and pipelines'
+docstrings (which KFP also copies into the compiled YAML and the UI).
+
+``python -m tfkfp.pipelines.docs --write README.md`` rewrites the tables in place.
+"""
+
+import argparse
+import importlib
+import re
+import sys
+from typing import List
+
+from tfkfp.pipelines import registry
+
+COMPONENTS = ("shard_tfrecords", "train", "freeze_quantize", "export_tflite", "batch_predict",
+              "diagnose_bottleneck")
+BEGIN, END = "<!-- parameters:begin -->", "<!-- parameters:end -->"
+
+
+def available_components() -> List[str]:
+    found = []
+    for name in COMPONENTS:
+        try:
+            importlib.import_module(f"tfkfp.components.{name}.component")
+        except ModuleNotFoundError:
+            continue
+        found.append(name)
+    return found
+
+
+def table(function) -> List[str]:
+    """Inputs and outputs of a component or pipeline, described by its docstring."""
+    import docstring_parser
+
+    spec = function.component_spec
+    doc = {p.arg_name: " ".join((p.description or "").split())
+           for p in docstring_parser.parse(_docstring(function)).params}
+    lines = ["| parameter | type | default | meaning |", "|---|---|---|---|"]
+    for name, param in (spec.inputs or {}).items():
+        default = f"`{param.default!r}`" if param.optional else "required"
+        lines.append(f"| `{name}` | {_kind(param.type)} | {default} | {_cell(doc.get(name))} |")
+    for name, param in (spec.outputs or {}).items():
+        lines.append(f"| `{name}` | {_kind(param.type)} output | | {_cell(doc.get(name))} |")
+    return lines
+
+
+def _docstring(function) -> str:
+    python_func = getattr(function, "python_func", None) or getattr(function, "pipeline_func",
+                                                                     None)
+    return (python_func.__doc__ if python_func else function.description) or ""
+
+
+def _kind(text: str) -> str:
+    return text.split("@")[0].replace("system.", "").replace("typing.", "")
+
+
+def _cell(text: str | None) -> str:
+    return (text or "").replace("|", "\\|")
+
+
+def generated() -> str:
+    parts = [BEGIN]
+    for name in available_components():
+        component = getattr(importlib.import_module(f"tfkfp.components.{name}.component"), name)
+        parts += ["", f"### Component `{name}`", "", *table(component)]
+    for name in registry.names():
+        parts += ["", f"### Pipeline `{name}`", "", *table(registry.load(name))]
+    return "\n".join(parts + ["", END])
+
+
+def rewrite(readme: str) -> str:
+    pattern = re.compile(re.escape(BEGIN) + ".*?" + re.escape(END), re.S)
+    if not pattern.search(readme):
+        raise ValueError(f"the README has no {BEGIN} ... {END} section")
+    return pattern.sub(lambda _: generated(), readme)
+
+
+def main(argv=None) -> int:
+    parser = argparse.ArgumentParser(prog="python -m tfkfp.pipelines.docs")
+    parser.add_argument("--write", metavar="README", help="rewrite the tables in this file")
+    args = parser.parse_args(argv)
+    if not args.write:
+        print(generated())
+        return 0
+    with open(args.write) as f:
+        text = rewrite(f.read())
+    with open(args.write, "w") as f:
+        f.write(text)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,55 @@
+import numpy as np
+import pytest
+
+from conftest import write_csv
+from tfkfp.components.common.reader import make_dataset
+from tfkfp.components.common.schema import Schema, SchemaError
+from tfkfp.components.merge_datasets.core import merge_datasets
+from tfkfp.components.shard_tfrecords.core import shard_tfrecords
+
+
+@pytest.fixture
+def two_groups(tmp_path):
+    """One table in two files whose label sets differ, sharded as two file groups."""
+    folder = tmp_path / "input"
+    folder.mkdir()
+    write_csv(folder / "a.csv", ["id", "x", "animal"], [[i, i * 0.5, ["cat", "dog"][i % 2]]
+                                                        for i in range(300)])
+    write_csv(folder / "b.csv", ["id", "x", "animal"], [[i, i * 0.5, ["dog", "emu"][i % 2]]
+                                                        for i in range(300, 500)])
+    parts = []
+    for group in range(2):
+        out = str(tmp_path / f"part{group}")
+        shard_tfrecords(str(folder), out, label="animal", keys=["id"], file_group=group,
+                        num_file_groups=2)
+        parts.append(out)
+    return parts
+
+
+def test_merged_dataset_reads_every_record_with_the_union_vocabulary(two_groups, tmp_path):
+    result = merge_datasets(two_groups, str(tmp_path / "merged"))
+    assert result.schema.label.vocabulary == ("cat", "dog", "emu")
+    assert sum(result.records.values()) == 500
+    ids, labels = [], []
+    for split in ("train", "eval"):
+        for _features, label in make_dataset(str(tmp_path / "merged"), mode="eval",
+                                            split=split):
+            labels.append(label.numpy())
+        for _, keys in make_dataset(str(tmp_path / "merged"), mode="predict", split=split):
+            ids.append(keys["id"].numpy())
+    assert sorted(np.concatenate(ids).tolist()) == list(range(500))
+    counts = np.bincount(np.concatenate(labels), minlength=3)
+    assert counts.tolist() == [150, 250, 100]  # cat, dog, emu
+    assert Schema.load(str(tmp_path / "merged")) == result.schema
+
+
+def test_datasets_of_different_tables_are_refused(two_groups, tmp_path):
+    other = write_csv(tmp_path / "other.csv", ["id", "y", "animal"], [[1, 2.0, "cat"]] * 20)
+    shard_tfrecords(other, str(tmp_path / "other"), label="animal", keys=["id"])
+    with pytest.raises(SchemaError, match="only Datasets of one table can be merged"):
+        merge_datasets([two_groups[0], str(tmp_path / "other")], str(tmp_path / "merged"))
+
+
+def test_an_incomplete_dataset_is_refused(two_groups, tmp_path):
+    with pytest.raises(SchemaError, match="has no manifest.json"):
+        merge_datasets([two_groups[0], str(tmp_path)], str(tmp_path / "merged"))
