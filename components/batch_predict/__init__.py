@@ -1,0 +1,1 @@
+"""Batch prediction with a tfkfp SavedModel or TFLite model over TFRecord, CSV or JSON Lines."""

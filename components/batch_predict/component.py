@@ -1,0 +1,90 @@
+"""KFP components: batch prediction over one group of shards, and the merge of the groups."""
+
+from typing import List
+
+from kfp import dsl
+from kfp.dsl import Dataset, Input, Markdown, Metrics, Model, Output
+
+from tfkfp.components._image import IMAGE
+
+
+@dsl.component(base_image=IMAGE, install_kfp_package=False)
+def batch_predict(
+    model: Input[Model],
+    data: Input[Dataset],
+    predictions: Output[Dataset],
+    metrics: Output[Metrics],
+    output_format: str = "jsonl",
+    keys: List[str] = [],  # noqa: B006 - KFP reads defaults from the signature
+    top_k: int = 1,
+    batch_size: int = 4096,
+    split: str = "all",
+    schema_uri: str = "",
+    input_format: str = "auto",
+    shard_group: int = 0,
+    num_shard_groups: int = 1,
+    labels_uri: str = "",
+):
+    """Predicts every record of a sharded Dataset (or CSV / JSON Lines) with a tfkfp model.
+
+    Args:
+        model: A tfkfp SavedModel directory, a TFLite bundle directory (model.tflite and
+            labels.txt) or a .tflite file.
+        data: A Dataset directory from shard_tfrecords, a TFRecord file pattern, or CSV /
+            JSON Lines files.
+        predictions: Output directory: predictions-SSSSS-of-NNNNN.<ext> (key columns,
+            class, class_id, score, top-k), errors-SSSSS-of-NNNNN.<ext> (records that could
+            not be read, parsed or predicted, with the reason) and a group summary.
+        metrics: Output counts (inputs, predictions, errors) and records per second.
+        output_format: jsonl, csv or tfrecord.
+        keys: Passthrough columns carried into the predictions; empty: the schema's keys.
+        top_k: How many best classes and scores each row lists.
+        batch_size: Records per model call.
+        split: all, or one split of a Dataset directory (train, eval).
+        schema_uri: schema.json for TFRecord patterns or text files (default: beside the
+            data, else the model's own).
+        input_format: auto, tfrecord, csv or jsonl.
+        shard_group: Which group of input files this task predicts (for fan-out).
+        num_shard_groups: How many groups the input files are dealt into.
+        labels_uri: Class names (one per line) for a bare .tflite file.
+    """
+    import logging
+
+    from tfkfp.components.batch_predict.core import batch_predict as predict
+
+    logging.basicConfig(level=logging.INFO)
+    result = predict(
+        model.path, data.path, predictions.path, output_format=output_format,
+        keys=keys or None, top_k=top_k, batch_size=batch_size, split=split,
+        schema_uri=schema_uri, input_format=input_format, shard_group=shard_group,
+        num_shard_groups=num_shard_groups, labels_uri=labels_uri)
+    predictions.metadata.update(result.metadata())
+    for name in ("inputs", "predictions", "errors", "records_per_second"):
+        metrics.log_metric(name, result.metadata()[name])
+
+
+@dsl.component(base_image=IMAGE, install_kfp_package=False)
+def merge_predictions(
+    predictions: Input[List[Dataset]],
+    summary: Output[Markdown],
+    metrics: Output[Metrics],
+) -> dict:
+    """Merges the counts of fanned-out batch_predict tasks into one summary.
+
+    Args:
+        predictions: The predictions directories of every batch_predict task.
+        summary: Output Markdown table of the shards, counts and throughput.
+        metrics: Output totals: inputs, predictions, errors, records per second.
+
+    Returns:
+        The merged counts, with every shard's prediction and error file.
+    """
+    from tfkfp.components.batch_predict.merge import markdown
+    from tfkfp.components.batch_predict.merge import merge_predictions as merge
+
+    merged = merge([p.path for p in predictions])
+    with open(summary.path, "w") as f:
+        f.write(markdown(merged))
+    for name in ("inputs", "predictions", "errors", "records_per_second"):
+        metrics.log_metric(name, merged[name])
+    return merged

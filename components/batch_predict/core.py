@@ -1,0 +1,269 @@
+"""Batch prediction: a tfkfp SavedModel or TFLite model over sharded TFRecords, CSV or JSONL.
+
+Every input file k of N becomes ``predictions-k-of-N.<ext>`` (one row per record that was
+predicted, with its key columns, class, class id and scores) and ``errors-k-of-N.<ext>``
+(every record that could not be read, parsed or predicted, with the reason). A task handles
+one group of files (``shard_group`` of ``num_shard_groups``) so a pipeline can fan out; the
+summary of a group goes to ``summary-group-G-of-M.json``.
+
+Per file, three stages overlap: a reader thread reads and parses batches (TensorFlow ops
+release the GIL), the calling thread runs the model, and a writer thread formats and writes
+the previous batch. Each output file is written under a temporary name and renamed when
+complete; a rerun overwrites it. Options, the model and the data's schema are checked
+before anything is written, so a model/data mismatch leaves no output behind.
+"""
+
+import concurrent.futures
+import dataclasses
+import json
+import time
+from typing import Dict, List, Sequence
+
+import numpy as np
+
+from tfkfp.components.batch_predict import sources, text, writers
+from tfkfp.components.batch_predict.errors import PredictInputError
+from tfkfp.components.batch_predict.merge import SUMMARY_PREFIX, merge_predictions  # noqa: F401
+from tfkfp.components.batch_predict.models import Predictor, load_predictor
+from tfkfp.components.batch_predict.records import Chunk, ErrorRow, prefetch, split_failures
+from tfkfp.components.common import uris
+from tfkfp.components.common.progress import Progress, log
+
+
+@dataclasses.dataclass(frozen=True)
+class ShardCounts:
+    input: str
+    predictions_file: str
+    errors_file: str
+    inputs: int
+    predictions: int
+    errors: int
+
+
+@dataclasses.dataclass(frozen=True)
+class PredictResult:
+    output_dir: str
+    output_format: str
+    model: Dict
+    shards: List[ShardCounts]
+    num_shards: int  # input files in all groups
+    shard_group: int
+    num_shard_groups: int
+    seconds: float
+
+    @property
+    def inputs(self) -> int:
+        return sum(s.inputs for s in self.shards)
+
+    @property
+    def predictions(self) -> int:
+        return sum(s.predictions for s in self.shards)
+
+    @property
+    def errors(self) -> int:
+        return sum(s.errors for s in self.shards)
+
+    @property
+    def records_per_second(self) -> float:
+        return self.inputs / max(self.seconds, 1e-9)
+
+    def metadata(self) -> Dict:
+        return {"inputs": self.inputs, "predictions": self.predictions, "errors": self.errors,
+                "output_format": self.output_format, "num_shards": self.num_shards,
+                "shard_group": self.shard_group, "num_shard_groups": self.num_shard_groups,
+                "shards_done": len(self.shards), "model": self.model,
+                "records_per_second": round(self.records_per_second, 1),
+                "seconds": round(self.seconds, 3)}
+
+    def summary(self) -> Dict:
+        return {**self.metadata(), "shards": [dataclasses.asdict(s) for s in self.shards]}
+
+
+def batch_predict(
+    model_uri: str,
+    data_uri: str,
+    output_dir: str,
+    output_format: str = "jsonl",
+    keys: Sequence[str] | None = None,
+    top_k: int = 1,
+    batch_size: int = 4096,
+    split: str = "all",
+    schema_uri: str = "",
+    input_format: str = "auto",
+    shard_group: int = 0,
+    num_shard_groups: int = 1,
+    labels_uri: str = "",
+    threads: int = 0,
+    predictor: Predictor | None = None,
+    progress_stream=None,
+) -> PredictResult:
+    """Predict every record of this task's input files; see the module docstring.
+
+    Args:
+        model_uri: a tfkfp SavedModel directory, a TFLite bundle directory (model.tflite and
+            labels.txt) or a .tflite file.
+        data_uri: a Dataset directory from shard_tfrecords, a TFRecord file pattern, or CSV /
+            JSON Lines files (a file, folder or glob pattern).
+        output_dir: where the prediction, error and summary files go (created if missing).
+        output_format: ``jsonl``, ``csv`` or ``tfrecord``.
+        keys: passthrough columns carried into every prediction row (None: the schema's
+            key columns).
+        top_k: how many best classes (and their scores) each row lists.
+        batch_size: records per model call.
+        split: for a Dataset directory, ``all`` or one split (``train``, ``eval``).
+        schema_uri: schema.json for TFRecord patterns or text files (default: beside the
+            data, else the model's own schema).
+        input_format: ``auto`` (from the extensions), ``tfrecord``, ``csv`` or ``jsonl``.
+        shard_group, num_shard_groups: predict only every num_shard_groups-th input file,
+            starting at shard_group (a fan-out over groups of shards).
+        labels_uri: class names for a bare .tflite file (default: labels.txt beside it).
+        threads: LiteRT interpreter threads (0: one per core).
+        predictor: an already loaded model (tests, benchmarks); model_uri is then a label.
+    """
+    started = time.monotonic()
+    _check_options(output_format, top_k, batch_size)
+    predictor = predictor or load_predictor(model_uri, labels_uri, threads)
+    plan = sources.resolve_input(data_uri, split, schema_uri, input_format, predictor.schema)
+    features, key_columns = sources.plan_columns(predictor, plan.schema, keys, data_uri)
+    if top_k > len(predictor.labels):
+        raise PredictInputError(f"top_k {top_k} is more than the model's "
+                                f"{len(predictor.labels)} classes")
+    chosen = sources.select_group(len(plan.files), shard_group, num_shard_groups)
+    read = _reader(plan, [plan.files[i] for i in chosen], features, key_columns, batch_size)
+    uris.makedirs(output_dir)
+    total = sum(plan.expected[i] for i in chosen) if None not in plan.expected else None
+    progress = Progress("predicting", total=total, stream=progress_stream)
+    log.info("predicting %d of %d %s file(s) with %s into %s", len(chosen), len(plan.files),
+             plan.fmt, predictor.kind, output_dir)
+    task = _Task(predictor, key_columns, top_k, output_format, output_dir, progress)
+    shards = [task.shard(plan, i, read) for i in chosen]
+    progress.finish()
+    result = PredictResult(output_dir, output_format, predictor.describe(), shards,
+                           len(plan.files), shard_group, num_shard_groups,
+                           time.monotonic() - started)
+    _finish(result)
+    log.info("predicted %d records (%d errors) in %.1fs (%.0f records/s)", result.inputs,
+             result.errors, result.seconds, result.records_per_second)
+    return result
+
+
+def _check_options(output_format: str, top_k: int, batch_size: int) -> None:
+    if output_format not in writers.OUTPUT_FORMATS:
+        raise PredictInputError(f"output_format {output_format!r} is not one of "
+                                f"{writers.OUTPUT_FORMATS}")
+    if top_k < 1:
+        raise PredictInputError(f"top_k {top_k} is below 1")
+    if batch_size < 1:
+        raise PredictInputError(f"batch_size {batch_size} is below 1")
+
+
+def _reader(plan: sources.InputPlan, files: List[str], features, key_columns, batch_size: int):
+    """``read(path) -> Iterator[Chunk]`` for the plan's format (text headers checked now)."""
+    if plan.fmt == "tfrecord":
+        from tfkfp.components.batch_predict.tfrecords import make_parser, read_tfrecords
+
+        parse = make_parser(features, key_columns)
+        return lambda path: read_tfrecords(path, plan.compression, parse, batch_size)
+    for path in files:
+        text.check_columns(path, plan.fmt, features + key_columns)
+    return lambda path: text.read_text(path, plan.fmt, features, key_columns, batch_size)
+
+
+class _Task:
+    """Predicts one input file after another into their output shards."""
+
+    def __init__(self, predictor: Predictor, key_columns, top_k: int, fmt: str,
+                 output_dir: str, progress: Progress):
+        self.predictor, self.key_columns, self.top_k = predictor, key_columns, top_k
+        self.fmt, self.output_dir, self.progress = fmt, output_dir, progress
+
+    def shard(self, plan: sources.InputPlan, index: int, read) -> ShardCounts:
+        path = plan.files[index]
+        names = writers.shard_names(index, len(plan.files), self.fmt)
+        out = writers.ShardWriter(uris.join(self.output_dir, names["predictions"]), self.fmt)
+        errors: List[ErrorRow] = []
+        inputs = rows = 0
+        try:
+            with concurrent.futures.ThreadPoolExecutor(1) as pool:
+                pending = None
+                for chunk in prefetch(read(path), ahead=2):
+                    preds, failed = self.predict(chunk, path)
+                    errors += chunk.errors + failed
+                    inputs, rows = inputs + chunk.inputs, rows + len(preds.top_ids)
+                    if pending is not None:
+                        pending.result()
+                    pending = pool.submit(out.write, preds) if len(preds.top_ids) else None
+                    self.progress.update(chunk.inputs)
+                if pending is not None:
+                    pending.result()
+            out.commit(self.empty())
+        except BaseException:
+            out.abort()
+            raise
+        writers.write_errors(uris.join(self.output_dir, names["errors"]), self.fmt, errors)
+        if inputs != rows + len(errors):
+            raise AssertionError(f"{path}: {inputs} records in but {rows} predictions and "
+                                 f"{len(errors)} errors out")
+        return ShardCounts(path, names["predictions"], names["errors"], inputs, rows,
+                           len(errors))
+
+    def predict(self, chunk: Chunk, path: str):
+        """Top-k predictions for the chunk's rows; rows the model fails on become errors."""
+        def attempt(lo: int, hi: int):
+            return self.predictor.predict({n: v[lo:hi] for n, v in chunk.features.items()})
+
+        good, bad = split_failures(attempt, chunk.rows)
+        errors = [ErrorRow(path, int(chunk.records[i]), -1, f"prediction failed: {err}")
+                  for i, err in bad]
+        if bad:
+            keep = np.setdiff1d(np.arange(chunk.rows), [i for i, _ in bad])
+            keys = {n: v[keep] for n, v in chunk.keys.items()}
+        else:
+            keys = chunk.keys
+        if not good:
+            return self.empty(), errors
+        probs = np.concatenate([np.asarray(p) for _, _, p in good]) if len(good) > 1 \
+            else np.asarray(good[0][2])
+        self._check_classes(probs)
+        ids, scores = top_k_of(probs, self.top_k)
+        keys = {c.name: keys[c.name] for c in self.key_columns}
+        return writers.Predictions(keys, self.key_columns, ids, scores, self.predictor.labels,
+                                   self.top_k), errors
+
+    def _check_classes(self, probs: np.ndarray) -> None:
+        if probs.ndim != 2 or probs.shape[1] != len(self.predictor.labels):
+            raise PredictInputError(
+                f"model {self.predictor.uri} returned probabilities of shape "
+                f"{list(probs.shape)}, but it has {len(self.predictor.labels)} labels")
+
+    def empty(self) -> writers.Predictions:
+        keys = {c.name: np.zeros(0, dtype=object if c.dtype == "string" else c.dtype)
+                for c in self.key_columns}
+        return writers.Predictions(keys, self.key_columns, np.zeros((0, self.top_k), np.int64),
+                                   np.zeros((0, self.top_k), np.float32),
+                                   self.predictor.labels, self.top_k)
+
+
+def top_k_of(probs: np.ndarray, k: int):
+    """The k best class ids per row (ties: the lower id first) and their scores."""
+    if k == 1:
+        ids = np.argmax(probs, axis=1)[:, None]
+    else:
+        ids = np.argsort(-probs, axis=1, kind="stable")[:, :k]
+    return ids.astype(np.int64), np.take_along_axis(probs, ids, axis=1).astype(np.float32)
+
+
+def _finish(result: PredictResult) -> None:
+    """Drop output of another layout or format from earlier runs; write the summary."""
+    keep = set()
+    for index in range(result.num_shards):
+        keep.update(writers.shard_names(index, result.num_shards, result.output_format).values())
+    for name in uris.listdir(result.output_dir):
+        stale_shard = name.startswith(("predictions-", "errors-")) and name not in keep
+        stale_summary = name.startswith(SUMMARY_PREFIX) and \
+            not name.endswith(f"-of-{result.num_shard_groups:05d}.json")
+        if stale_shard or stale_summary:
+            uris.remove(uris.join(result.output_dir, name))
+    name = f"{SUMMARY_PREFIX}{result.shard_group:05d}-of-{result.num_shard_groups:05d}.json"
+    uris.write_text_atomic(uris.join(result.output_dir, name),
+                           json.dumps(result.summary(), indent=2) + "\n")

@@ -1,0 +1,161 @@
+"""The model side of batch prediction: a tfkfp SavedModel or a TFLite model behind one API.
+
+Both are called on raw feature columns (the ``serving_raw`` signature, which is also what
+the TFLite model was converted from): records are parsed once by the reader, so key columns
+can be carried through and a bad record can be told apart from its batch. The model is
+injected into the core as a ``Predictor``, so tests and benchmarks can hand it a small real
+one.
+"""
+
+import dataclasses
+import os
+from typing import Callable, Dict, List, Tuple
+
+import numpy as np
+
+from tfkfp.components.batch_predict.errors import PredictInputError
+from tfkfp.components.common import savedmodel, uris
+from tfkfp.components.common.schema import Schema
+
+TFLITE_FILE = "model.tflite"
+_NUMPY_DTYPES = {np.dtype(np.float32): "float32", np.dtype(np.int64): "int64",
+                 np.dtype(np.bytes_): "string", np.dtype(np.object_): "string"}
+
+
+@dataclasses.dataclass(frozen=True)
+class InputSpec:
+    dtype: str  # float32 | int64 | string
+    shape: Tuple[int, ...]  # per example
+
+
+@dataclasses.dataclass
+class Predictor:
+    """A loaded model: ``predict({input: array}) -> probabilities [rows, classes]``."""
+
+    kind: str  # savedmodel | tflite
+    uri: str
+    inputs: Dict[str, InputSpec]
+    labels: List[str]
+    predict: Callable[[Dict[str, np.ndarray]], np.ndarray]
+    schema: Schema | None = None  # the schema it was trained on, when the model carries it
+    handle: object = None  # the loaded model or interpreter, kept alive with the predictor
+
+    def describe(self) -> Dict:
+        return {"kind": self.kind, "uri": self.uri, "classes": len(self.labels),
+                "inputs": len(self.inputs)}
+
+
+def load_predictor(model_uri: str, labels_uri: str = "", threads: int = 0) -> Predictor:
+    """Load a tfkfp SavedModel directory, a TFLite bundle directory or a ``.tflite`` file.
+
+    Args:
+        model_uri: SavedModel directory (with ``saved_model.pb``), a directory holding
+            ``model.tflite`` (labels from ``labels.txt`` beside it), or a ``.tflite`` path.
+        labels_uri: labels file (one class name per line) for a bare ``.tflite`` path.
+        threads: LiteRT interpreter threads (0: one per core).
+    """
+    if not uris.exists(model_uri):
+        raise PredictInputError(f"model {model_uri} does not exist")
+    if savedmodel.is_savedmodel(model_uri):
+        return _load_savedmodel(model_uri)
+    if uris.isdir(model_uri):
+        tflite = uris.join(model_uri, TFLITE_FILE)
+        if not uris.exists(tflite):
+            raise PredictInputError(
+                f"model directory {model_uri} holds neither saved_model.pb (a SavedModel) nor "
+                f"{TFLITE_FILE} (a TFLite bundle); it has {uris.listdir(model_uri)[:10]}")
+        return _load_tflite(tflite, labels_uri or uris.join(model_uri, savedmodel.LABELS_FILE),
+                            threads)
+    if model_uri.endswith(".tflite"):
+        head = model_uri.rpartition("/")[0] or "."
+        return _load_tflite(model_uri, labels_uri or uris.join(head, savedmodel.LABELS_FILE),
+                            threads)
+    raise PredictInputError(f"model {model_uri} is not a SavedModel directory, a TFLite bundle "
+                            "directory or a .tflite file")
+
+
+def _load_savedmodel(model_dir: str) -> Predictor:
+    import tensorflow as tf
+
+    loaded = tf.saved_model.load(model_dir)
+    signatures = sorted(loaded.signatures.keys())
+    if savedmodel.SIGNATURE_RAW not in signatures:
+        raise PredictInputError(
+            f"SavedModel {model_dir} has signatures {signatures}; batch_predict needs the "
+            f"tfkfp {savedmodel.SIGNATURE_RAW!r} signature (one input per feature column), as "
+            "written by common.savedmodel.export_model")
+    fn = loaded.signatures[savedmodel.SIGNATURE_RAW]
+    specs = fn.structured_input_signature[1]
+    inputs = {name: InputSpec(spec.dtype.name if spec.dtype != tf.string else "string",
+                              tuple(spec.shape[1:].as_list())) for name, spec in specs.items()}
+
+    def predict(features: Dict[str, np.ndarray]) -> np.ndarray:
+        out = fn(**{name: tf.constant(features[name]) for name in inputs})
+        return out["probabilities"].numpy()
+
+    return Predictor("savedmodel", model_dir, inputs, savedmodel.load_labels(model_dir),
+                     predict, savedmodel.load_schema(model_dir), handle=loaded)
+
+
+def _load_tflite(path: str, labels_uri: str, threads: int) -> Predictor:
+    from ai_edge_litert.interpreter import Interpreter
+
+    if not uris.exists(labels_uri):
+        raise PredictInputError(f"TFLite model {path} needs its class names: no labels file "
+                                f"at {labels_uri} (one class per line)")
+    labels = [line for line in uris.read_text(labels_uri).splitlines() if line]
+    with uris.open_file(path) as f:
+        content = f.read()
+    interpreter = Interpreter(model_content=content, num_threads=threads or _cores())
+    signatures = interpreter.get_signature_list()
+    if savedmodel.SIGNATURE_RAW not in signatures:
+        raise PredictInputError(f"TFLite model {path} has signatures {sorted(signatures)}; "
+                                f"expected {savedmodel.SIGNATURE_RAW!r} (converted from the "
+                                "SavedModel's raw-feature signature)")
+    runner = interpreter.get_signature_runner(savedmodel.SIGNATURE_RAW)
+    details = runner.get_input_details()
+    inputs = {name: _tflite_input(d) for name, d in details.items()}
+    output = runner.get_output_details()["probabilities"]
+
+    def predict(features: Dict[str, np.ndarray]) -> np.ndarray:
+        out = runner(**{name: _quantize(features[name], details[name]) for name in inputs})
+        return _dequantize(out["probabilities"], output)
+
+    return Predictor("tflite", path, inputs, labels, predict, handle=interpreter)
+
+
+def _cores() -> int:
+    try:
+        return len(os.sched_getaffinity(0))
+    except AttributeError:
+        return os.cpu_count() or 1
+
+
+def _scale(detail: Dict) -> Tuple[float, int]:
+    scale, zero = detail.get("quantization", (0.0, 0))
+    return float(scale), int(zero)
+
+
+def _tflite_input(detail: Dict) -> InputSpec:
+    """What the data must hold: quantized inputs take the real (float32) values."""
+    dtype = np.dtype(detail["dtype"])
+    shape = tuple(int(x) for x in detail["shape_signature"][1:])
+    if _scale(detail)[0] and dtype.kind in "iu":
+        return InputSpec("float32", shape)
+    return InputSpec(_NUMPY_DTYPES.get(dtype, str(dtype)), shape)
+
+
+def _quantize(values: np.ndarray, detail: Dict) -> np.ndarray:
+    scale, zero = _scale(detail)
+    dtype = np.dtype(detail["dtype"])
+    if scale and dtype.kind in "iu":
+        info = np.iinfo(dtype)
+        return np.clip(np.round(values / scale + zero), info.min, info.max).astype(dtype)
+    return values.astype(dtype) if values.dtype != dtype and dtype.kind in "fiu" else values
+
+
+def _dequantize(values: np.ndarray, detail: Dict) -> np.ndarray:
+    scale, zero = _scale(detail)
+    if scale and values.dtype.kind in "iu":
+        return (values.astype(np.float32) - zero) * scale
+    return values

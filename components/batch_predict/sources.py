@@ -1,0 +1,160 @@
+"""Where batch prediction's input comes from, and whether it fits the model.
+
+The input is a Dataset directory written by shard_tfrecords (shards listed in its
+manifest, ``schema.json`` beside them), a TFRecord file pattern with a schema, or CSV /
+JSON Lines files read with a schema. Everything here runs before any output is written,
+so a model/data mismatch fails without leaving files behind.
+"""
+
+import dataclasses
+import json
+import os
+from typing import Dict, List, Sequence, Tuple
+
+from tfkfp.components.batch_predict.errors import PredictInputError
+from tfkfp.components.batch_predict.models import Predictor
+from tfkfp.components.common import uris
+from tfkfp.components.common.reader import MANIFEST_FILE, dataset_files
+from tfkfp.components.common.savedmodel import raw_dtype, raw_shape
+from tfkfp.components.common.schema import Column, Schema, SchemaError
+
+PREDICTION_COLUMNS = ("class", "class_id", "score", "top_classes", "top_scores")
+INPUT_FORMATS = ("auto", "tfrecord", "csv", "jsonl")
+_EXTENSIONS = {".tfrecord": "tfrecord", ".tfrecords": "tfrecord", ".csv": "csv",
+               ".jsonl": "jsonl", ".json": "jsonl", ".ndjson": "jsonl"}
+
+
+@dataclasses.dataclass(frozen=True)
+class InputPlan:
+    fmt: str  # tfrecord | csv | jsonl
+    files: Tuple[str, ...]  # every input file, in order: shard k of the output is file k
+    compression: str  # 'GZIP' or '' (TFRecords)
+    schema: Schema  # the columns the data has
+    expected: Tuple[int | None, ...]  # records per file where a manifest says
+
+
+def resolve_input(data_uri: str, split: str = "all", schema_uri: str = "",
+                  input_format: str = "auto", model_schema: Schema | None = None) -> InputPlan:
+    """Find the input files, their format and the data's schema."""
+    if input_format not in INPUT_FORMATS:
+        raise PredictInputError(f"input_format {input_format!r} is not one of {INPUT_FORMATS}")
+    if uris.isdir(data_uri) and uris.exists(uris.join(data_uri, MANIFEST_FILE)):
+        return _dataset_dir(data_uri, split, schema_uri)
+    files = _files(data_uri)
+    fmt = input_format if input_format != "auto" else _format_of(files)
+    schema = _schema(schema_uri, model_schema, data_uri, fmt)
+    if fmt == "tfrecord":
+        gz = {f.endswith(".gz") for f in files}
+        if len(gz) > 1:
+            raise PredictInputError(f"{data_uri} matches both .gz and uncompressed TFRecords")
+        return InputPlan(fmt, tuple(files), "GZIP" if gz.pop() else "", schema,
+                         (None,) * len(files))
+    return InputPlan(fmt, tuple(files), "", schema, (None,) * len(files))
+
+
+def _dataset_dir(data_uri: str, split: str, schema_uri: str) -> InputPlan:
+    body = json.loads(uris.read_text(uris.join(data_uri, MANIFEST_FILE)))
+    splits = list(body["splits"]) if split == "all" else [split]
+    if split != "all" and split not in body["splits"]:
+        raise PredictInputError(f"{data_uri} has no split {split!r}; it has "
+                                f"{list(body['splits'])} (or use 'all')")
+    files, expected, compression = [], [], ""
+    for name in splits:
+        found, compression = dataset_files(data_uri, name)
+        files += found
+        expected += [s["records"] for s in body["splits"][name]["shards"]]
+    schema = Schema.load(schema_uri or data_uri)
+    return InputPlan("tfrecord", tuple(files), compression, schema, tuple(expected))
+
+
+def _files(data_uri: str) -> List[str]:
+    if any(ch in data_uri for ch in "*?["):
+        files = [f for f in uris.glob(data_uri) if not uris.isdir(f)]
+    elif uris.isdir(data_uri):
+        files = [uris.join(data_uri, n) for n in uris.listdir(data_uri)
+                 if not n.startswith((".", "_")) and n != "schema.json"
+                 and not uris.isdir(uris.join(data_uri, n))]
+    elif uris.exists(data_uri):
+        files = [data_uri]
+    else:
+        raise PredictInputError(f"input {data_uri} does not exist")
+    if not files:
+        raise PredictInputError(f"no input files found at {data_uri}")
+    return files
+
+
+def _format_of(files: Sequence[str]) -> str:
+    found = {_EXTENSIONS.get(os.path.splitext(f.removesuffix(".gz"))[1].lower()) for f in files}
+    if None in found or len(found) != 1:
+        kinds = sorted({os.path.splitext(f)[1] or "(none)" for f in files})
+        raise PredictInputError(f"cannot tell the input format from the extensions {kinds}; "
+                                f"expected one of {sorted(_EXTENSIONS)} or set input_format")
+    return found.pop()
+
+
+def _schema(schema_uri: str, model_schema: Schema | None, data_uri: str, fmt: str) -> Schema:
+    if schema_uri:
+        return Schema.load(schema_uri)
+    if fmt == "tfrecord":
+        head = data_uri.rstrip("/").rpartition("/")[0] if not uris.isdir(data_uri) else data_uri
+        for folder in (head, head.rpartition("/")[0]):
+            if folder and uris.exists(uris.join(folder, "schema.json")):
+                return Schema.load(folder)
+    if model_schema is not None:
+        return model_schema
+    raise PredictInputError(f"no schema for {data_uri}: pass schema_uri (a schema.json), or use "
+                            "a model that carries its schema")
+
+
+def select_group(count: int, group: int, num_groups: int) -> List[int]:
+    """Indices of the files this task predicts: every num_groups-th, starting at group."""
+    if num_groups < 1 or not 0 <= group < num_groups:
+        raise PredictInputError(f"shard group {group} of {num_groups} is not valid; expected "
+                                "num_shard_groups >= 1 and 0 <= shard_group < num_shard_groups")
+    return list(range(group, count, num_groups))
+
+
+def plan_columns(predictor: Predictor, schema: Schema, keys: Sequence[str] | None,
+                 where: str) -> Tuple[List[Column], List[Column]]:
+    """The feature columns to parse for the model and the key columns to carry.
+
+    Raises PredictInputError naming the input when the data lacks a model input or holds it
+    with another type or shape: this is the model/data mismatch check.
+    """
+    features = []
+    for name, spec in predictor.inputs.items():
+        try:
+            col = schema.column(name)
+        except SchemaError:
+            raise PredictInputError(
+                f"model {predictor.uri} needs input {name!r} ({spec.dtype}"
+                f"{list(spec.shape)}), which the data {where} does not have; its columns are "
+                f"{schema.names}") from None
+        dtype = "string" if col.dtype == "string" and not col.encoding else raw_dtype(col).name
+        have = (dtype, tuple(raw_shape(col)))
+        if have != (spec.dtype, spec.shape):
+            raise PredictInputError(
+                f"model {predictor.uri} input {name!r} expects {spec.dtype}{list(spec.shape)}, "
+                f"but the data {where} has {have[0]}{list(have[1])} for that column")
+        features.append(col)
+    names = [c.name for c in schema.keys] if keys is None else list(keys)
+    return features, [_key_column(schema, n, where) for n in names]
+
+
+def _key_column(schema: Schema, name: str, where: str) -> Column:
+    if name in PREDICTION_COLUMNS:
+        raise PredictInputError(f"key column {name!r} would clash with the prediction column "
+                                f"of that name; the prediction columns are {PREDICTION_COLUMNS}")
+    if name in schema.names:
+        col = schema.column(name)
+        if col.shape or col.encoding:
+            raise PredictInputError(f"key column {name!r} is {col.dtype}{list(col.shape)}"
+                                    f"{' ' + col.encoding if col.encoding else ''}; keys must "
+                                    "be scalar int64, float32 or string columns")
+        return col
+    raise PredictInputError(f"key column {name!r} is not in the data {where}; its columns "
+                            f"are {schema.names}")
+
+
+def column_types(columns: Sequence[Column]) -> Dict[str, str]:
+    return {c.name: c.dtype for c in columns}

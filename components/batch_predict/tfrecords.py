@@ -1,0 +1,121 @@
+"""Reading one TFRecord shard for prediction, record-exact even when the shard is bad.
+
+The fast path is the shared reader's pattern: ``TFRecordDataset(file).batch(B)`` with a
+large read buffer and prefetch, and one ``tf.io.parse_example`` per batch. Two things can
+go wrong, and neither aborts the run:
+
+- a batch does not parse (a record that is not an Example, or does not match the schema):
+  the batch is split down to its bad records (``records.split_failures``), which go to the
+  errors file with TensorFlow's reason;
+- the file itself is corrupt or truncated: reading stops with a DataLossError. The records
+  of the batch in progress are read again one by one up to the failure, and the shard is
+  reported with its file name, the record index and the byte offset where reading failed.
+"""
+
+import re
+from typing import Iterator, List
+
+import numpy as np
+
+from tfkfp.components.batch_predict.errors import clean_tf_message
+from tfkfp.components.batch_predict.records import (
+    Chunk,
+    ErrorRow,
+    concat_columns,
+    split_failures,
+)
+from tfkfp.components.common.reader import decode_column, feature_spec
+from tfkfp.components.common.schema import Column
+
+_AT = re.compile(r"record at (\d+)")
+_FRAME = 16  # length (8) + length CRC (4) + data CRC (4) around every TFRecord
+
+
+def make_parser(features: List[Column], keys: List[Column]):
+    """A compiled ``serialized[B] -> (features, keys)`` for the feature and key columns."""
+    import tensorflow as tf
+
+    columns = features + [k for k in keys if k.name not in {c.name for c in features}]
+    spec = feature_spec(None, columns)
+
+    @tf.function(input_signature=[tf.TensorSpec([None], tf.string)])
+    def parse(serialized):
+        parsed = tf.io.parse_example(serialized, spec)
+        return ({c.name: decode_column(c, parsed[c.name]) for c in features},
+                {k.name: parsed[k.name] for k in keys})
+
+    return parse
+
+
+def read_tfrecords(path: str, compression: str, parse, batch_size: int) -> Iterator[Chunk]:
+    """Parsed chunks of one shard, then (if it is corrupt) one chunk naming where it broke."""
+    import tensorflow as tf
+
+    raw = tf.data.TFRecordDataset(path, compression_type=compression, buffer_size=1 << 20)
+    batches = iter(raw.batch(batch_size).prefetch(2))
+    done, offset = 0, 0
+    while True:
+        try:
+            serialized = next(batches)
+        except StopIteration:
+            return
+        except tf.errors.OpError as err:
+            yield from _after_corruption(path, compression, parse, done, offset, err)
+            return
+        lengths = tf.strings.length(serialized).numpy().astype(np.int64)
+        offsets = offset + np.concatenate([[0], np.cumsum(lengths + _FRAME)[:-1]])
+        yield parse_chunk(path, parse, serialized, done, offsets if not compression else None)
+        done += len(lengths)
+        offset += int(lengths.sum()) + _FRAME * len(lengths)
+
+
+def parse_chunk(path: str, parse, serialized, first: int, offsets) -> Chunk:
+    """Parse a batch; on failure find the bad records by halving (see split_failures)."""
+    count = int(serialized.shape[0])
+
+    def attempt(lo: int, hi: int):
+        features, keys = parse(serialized[lo:hi])
+        return ({n: v.numpy() for n, v in features.items()},
+                {n: v.numpy() for n, v in keys.items()})
+
+    good, bad = split_failures(attempt, count)
+    errors = [ErrorRow(path, first + i, int(offsets[i]) if offsets is not None else -1,
+                       f"record does not parse with the schema: {clean_tf_message(err)}")
+              for i, err in bad]
+    return _chunk(good, errors, first)
+
+
+def _chunk(good, errors: List[ErrorRow], first: int) -> Chunk:
+    if not good:
+        return Chunk({}, {}, np.zeros(0, np.int64), errors)
+    features = concat_columns([g[2][0] for g in good], list(good[0][2][0]))
+    keys = concat_columns([g[2][1] for g in good], list(good[0][2][1]))
+    records = np.concatenate([np.arange(lo, hi, dtype=np.int64) for lo, hi, _ in good]) + first
+    return Chunk(features, keys, records, errors)
+
+
+def _after_corruption(path: str, compression: str, parse, done: int, offset: int,
+                      err) -> Iterator[Chunk]:
+    """Re-read the records after ``done`` one at a time up to the failure; report it."""
+    import tensorflow as tf
+
+    tail: List[bytes] = []
+    failure = err
+    try:
+        for record in tf.data.TFRecordDataset(path, compression_type=compression).skip(done):
+            tail.append(record.numpy())
+    except tf.errors.OpError as again:
+        failure = again
+    lengths = np.array([len(r) for r in tail], dtype=np.int64)
+    offsets = offset + np.concatenate([[0], np.cumsum(lengths + _FRAME)]).astype(np.int64)
+    if tail:
+        yield parse_chunk(path, parse, tf.constant(tail), done,
+                          offsets[:-1] if not compression else None)
+    message = clean_tf_message(failure)
+    found = _AT.search(message)
+    at = int(found.group(1)) if found else (int(offsets[-1]) if not compression else -1)
+    where = f"byte offset {at}" if at >= 0 else "an unknown offset (compressed)"
+    yield Chunk({}, {}, np.zeros(0, np.int64), [ErrorRow(
+        path, done + len(tail), at,
+        f"corrupt TFRecord shard {path}: reading failed at record {done + len(tail)}, "
+        f"{where} ({message}); the rest of the shard was not read")])

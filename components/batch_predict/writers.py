@@ -1,0 +1,212 @@
+"""Prediction and error files in JSON Lines, CSV or TFRecord, formatted a batch at a time.
+
+Rows are never formatted one by one in Python: JSON Lines are assembled with Arrow's
+vectorised string kernels, CSV by Arrow's CSV writer, TFRecords by the vectorised Example
+encoder. Every file is written under a hidden temporary name beside its target and renamed
+into place when complete, so a reader sees a whole shard or none.
+
+A prediction row holds the key columns, ``class`` (the label), ``class_id``, ``score``
+(its probability) and, when top_k > 1, the k best classes and scores: ``top_classes`` and
+``top_scores`` lists (JSON Lines, TFRecord) or ``class_1..k`` / ``score_1..k`` (CSV).
+"""
+
+import csv
+import dataclasses
+import io
+import json
+from typing import Dict, List
+
+import numpy as np
+
+from tfkfp.components.batch_predict.records import ErrorRow
+from tfkfp.components.common import uris
+from tfkfp.components.common.schema import Column
+
+OUTPUT_FORMATS = ("jsonl", "csv", "tfrecord")
+EXTENSIONS = {"jsonl": "jsonl", "csv": "csv", "tfrecord": "tfrecord"}
+ERROR_FIELDS = ("file", "record", "offset", "reason")
+
+
+@dataclasses.dataclass
+class Predictions:
+    keys: Dict[str, np.ndarray]  # key column -> values, in output order
+    key_columns: List[Column]
+    top_ids: np.ndarray  # int64 [rows, k], best first
+    top_scores: np.ndarray  # float32 [rows, k]
+    labels: List[str]
+    top_k: int
+
+    def class_names(self, column: int):
+        import pyarrow as pa
+
+        ids = np.ascontiguousarray(self.top_ids[:, column])
+        return pa.array(self.labels, pa.string()).take(pa.array(ids))
+
+
+def shard_names(index: int, count: int, fmt: str) -> Dict[str, str]:
+    ext = EXTENSIONS[fmt]
+    return {"predictions": f"predictions-{index:05d}-of-{count:05d}.{ext}",
+            "errors": f"errors-{index:05d}-of-{count:05d}.{ext}"}
+
+
+class ShardWriter:
+    """Appends prediction batches to a temporary file; ``commit`` renames it into place."""
+
+    def __init__(self, path: str, fmt: str):
+        self.path, self.fmt, self.temp = path, fmt, uris.sibling_temp(path)
+        self.header_done = False
+        if fmt == "tfrecord":
+            import tensorflow as tf
+
+            self.file = tf.io.TFRecordWriter(self.temp)
+        else:
+            self.file = uris.open_file(self.temp, "wb")
+
+    def write(self, preds: Predictions) -> None:
+        if self.fmt == "jsonl":
+            self.file.write(jsonl_bytes(preds))
+        elif self.fmt == "csv":
+            self.file.write(csv_bytes(preds, header=not self.header_done))
+            self.header_done = True
+        else:
+            from tfkfp.components.common.examples import split_rows
+
+            for record in split_rows(example_rows(preds)):
+                self.file.write(record)
+
+    def commit(self, empty: Predictions) -> None:
+        if self.fmt == "csv" and not self.header_done:
+            self.write(empty)
+        self.file.close()
+        uris.rename(self.temp, self.path)
+
+    def abort(self) -> None:
+        self.file.close()
+        if uris.exists(self.temp):
+            uris.remove(self.temp)
+
+
+def _json_literals(values: np.ndarray, dtype: str):
+    """Each value as a JSON literal (an Arrow string array)."""
+    import pyarrow as pa
+    import pyarrow.compute as pc
+
+    if dtype == "string":
+        text = pa.array([v if isinstance(v, bytes) else str(v).encode() for v in values],
+                        pa.binary()).cast(pa.string())
+        return _quoted(text)
+    array = pa.array(np.ascontiguousarray(values))
+    text = pc.cast(array, pa.string())
+    if dtype == "float32":
+        text = pc.if_else(pc.is_finite(array), text, "null")
+    return text
+
+
+def _quoted(text):
+    import pyarrow.compute as pc
+
+    for old, new in (("\\", "\\\\"), ('"', '\\"'), ("\n", "\\n"), ("\r", "\\r"), ("\t", "\\t")):
+        text = pc.replace_substring(text, old, new)
+    return pc.binary_join_element_wise('"', text, '"', "")
+
+
+def jsonl_bytes(preds: Predictions) -> bytes:
+    import pyarrow as pa
+    import pyarrow.compute as pc
+
+    if not len(preds.top_ids):
+        return b""
+    pieces: list = []
+    fields = [(c.name, _json_literals(preds.keys[c.name], c.dtype)) for c in preds.key_columns]
+    fields += [("class", _quoted(preds.class_names(0))),
+               ("class_id", _json_literals(preds.top_ids[:, 0], "int64")),
+               ("score", _json_literals(preds.top_scores[:, 0], "float32"))]
+    if preds.top_k > 1:
+        fields += [("top_classes", _json_list([_quoted(preds.class_names(j))
+                                               for j in range(preds.top_k)])),
+                   ("top_scores", _json_list([_json_literals(preds.top_scores[:, j], "float32")
+                                              for j in range(preds.top_k)]))]
+    for i, (name, values) in enumerate(fields):
+        pieces += [("{" if i == 0 else ", ") + json.dumps(name) + ": ", values]
+    lines = pc.binary_join_element_wise(*pieces, "}\n", "")
+    whole = pc.binary_join(pa.ListArray.from_arrays([0, len(lines)], lines), "")
+    return whole[0].as_py().encode("utf-8")
+
+
+def _json_list(columns):
+    import pyarrow.compute as pc
+
+    return pc.binary_join_element_wise("[", pc.binary_join_element_wise(*columns, ", "), "]", "")
+
+
+def csv_bytes(preds: Predictions, header: bool) -> bytes:
+    import pyarrow as pa
+    import pyarrow.csv as pcsv
+
+    columns = {}
+    for c in preds.key_columns:
+        values = preds.keys[c.name]
+        columns[c.name] = (pa.array([v if isinstance(v, bytes) else str(v).encode()
+                                     for v in values], pa.binary()).cast(pa.string())
+                           if c.dtype == "string" else pa.array(np.ascontiguousarray(values)))
+    columns["class"] = preds.class_names(0)
+    columns["class_id"] = pa.array(np.ascontiguousarray(preds.top_ids[:, 0]))
+    columns["score"] = pa.array(np.ascontiguousarray(preds.top_scores[:, 0]))
+    for j in range(preds.top_k if preds.top_k > 1 else 0):
+        columns[f"class_{j + 1}"] = preds.class_names(j)
+        columns[f"score_{j + 1}"] = pa.array(np.ascontiguousarray(preds.top_scores[:, j]))
+    sink = io.BytesIO()
+    pcsv.write_csv(pa.table(columns), sink, pcsv.WriteOptions(include_header=header))
+    return sink.getvalue()
+
+
+def example_rows(preds: Predictions):
+    from tfkfp.components.common.examples import encode_examples
+
+    names = np.asarray([s.encode() for s in preds.labels], dtype=object)
+    columns = {c.name: (c.dtype, preds.keys[c.name]) for c in preds.key_columns}
+    columns["class"] = ("string", names[preds.top_ids[:, 0]])
+    columns["class_id"] = ("int64", preds.top_ids[:, 0].astype(np.int64))
+    columns["score"] = ("float32", preds.top_scores[:, 0].astype(np.float32))
+    if preds.top_k > 1:
+        columns["top_classes"] = ("string", names[preds.top_ids])
+        columns["top_scores"] = ("float32", preds.top_scores.astype(np.float32))
+    return encode_examples(columns)
+
+
+def write_errors(path: str, fmt: str, errors: List[ErrorRow]) -> None:
+    """The errors file of one shard (empty when there were none), written atomically."""
+    temp = uris.sibling_temp(path)
+    rows = [dataclasses.asdict(e) for e in errors]
+    if fmt == "tfrecord":
+        import tensorflow as tf
+
+        with tf.io.TFRecordWriter(temp) as writer:
+            for row in rows:
+                writer.write(_error_example(row))
+    else:
+        with uris.open_file(temp, "wb") as f:
+            f.write(_error_text(rows, fmt).encode("utf-8"))
+    uris.rename(temp, path)
+
+
+def _error_text(rows: List[Dict], fmt: str) -> str:
+    if fmt == "jsonl":
+        return "".join(json.dumps(row) + "\n" for row in rows)
+    out = io.StringIO()
+    writer = csv.DictWriter(out, fieldnames=ERROR_FIELDS, lineterminator="\n")
+    writer.writeheader()
+    writer.writerows(rows)
+    return out.getvalue()
+
+
+def _error_example(row: Dict) -> bytes:
+    import tensorflow as tf
+
+    def feature(value):
+        if isinstance(value, int):
+            return tf.train.Feature(int64_list=tf.train.Int64List(value=[value]))
+        return tf.train.Feature(bytes_list=tf.train.BytesList(value=[str(value).encode()]))
+
+    return tf.train.Example(features=tf.train.Features(
+        feature={k: feature(v) for k, v in row.items()})).SerializeToString()
