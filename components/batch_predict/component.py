@@ -3,7 +3,7 @@
 from typing import List
 
 from kfp import dsl
-from kfp.dsl import Dataset, Input, Markdown, Metrics, Model, Output
+from kfp.dsl import Artifact, Dataset, Input, Markdown, Metrics, Model, Output
 
 from tfkfp.components._image import IMAGE
 
@@ -88,3 +88,60 @@ def merge_predictions(
     for name in ("inputs", "predictions", "errors", "records_per_second"):
         metrics.log_metric(name, merged[name])
     return merged
+
+
+@dsl.component(base_image=IMAGE, install_kfp_package=False)
+def vertex_batch_predict(
+    model: Input[Model],
+    project: str,
+    region: str,
+    input_uris: List[str],
+    output_uri_prefix: str,
+    job: Output[Artifact],
+    instances_format: str = "tf-record",
+    predictions_format: str = "jsonl",
+    machine_type: str = "n1-standard-4",
+    starting_replica_count: int = 1,
+    max_replica_count: int = 4,
+    batch_size: int = 0,
+    accelerator_type: str = "",
+    accelerator_count: int = 0,
+    serving_image: str = "",
+):
+    """Runs batch prediction as a managed Vertex AI BatchPredictionJob.
+
+    Uploads the tfkfp SavedModel to the Vertex Model Registry with a TensorFlow serving
+    image, then creates the job and waits for it to finish.
+
+    Args:
+        model: A tfkfp SavedModel in Cloud Storage (gs://).
+        project: Google Cloud project.
+        region: Vertex AI region, e.g. us-central1.
+        input_uris: gs:// TFRecord shards (or patterns) to predict.
+        output_uri_prefix: gs:// folder Vertex writes the predictions under.
+        job: Output with the uploaded model's and the job's resource names.
+        instances_format: tf-record, tf-record-gzip, jsonl, csv or file-list.
+        predictions_format: jsonl, csv or bigquery.
+        machine_type: Machine type of every replica, e.g. n1-highmem-8.
+        starting_replica_count: Replicas the job starts with.
+        max_replica_count: Replicas it may scale up to.
+        batch_size: Records per request to the model (0: Vertex's default).
+        accelerator_type: e.g. NVIDIA_TESLA_T4; empty for CPU only.
+        accelerator_count: Accelerators per replica.
+        serving_image: Serving container image (default: Vertex's prebuilt TF CPU image).
+    """
+    import json
+
+    from tfkfp.components.batch_predict.vertex import SERVING_IMAGE, VertexJob, submit
+
+    spec = VertexJob(
+        project=project, region=region, model_uri=model.uri, input_uris=input_uris,
+        output_uri_prefix=output_uri_prefix, instances_format=instances_format,
+        predictions_format=predictions_format, machine_type=machine_type,
+        starting_replica_count=starting_replica_count, max_replica_count=max_replica_count,
+        batch_size=batch_size, accelerator_type=accelerator_type,
+        accelerator_count=accelerator_count, serving_image=serving_image or SERVING_IMAGE)
+    result = submit(spec)
+    job.metadata.update(result)
+    with open(job.path, "w") as f:
+        json.dump(result, f)

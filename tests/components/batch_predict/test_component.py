@@ -6,11 +6,15 @@ import os
 import pytest
 from kfp import compiler, dsl, local
 
-from tfkfp.components.batch_predict.component import batch_predict, merge_predictions
+from tfkfp.components.batch_predict.component import (
+    batch_predict,
+    merge_predictions,
+    vertex_batch_predict,
+)
 
 
 def test_both_components_compile(tmp_path):
-    for component in (batch_predict, merge_predictions):
+    for component in (batch_predict, merge_predictions, vertex_batch_predict):
         out = tmp_path / f"{component.name}.yaml"
         compiler.Compiler().compile(component, str(out))
         assert "from tfkfp.components.batch_predict" in out.read_text()
