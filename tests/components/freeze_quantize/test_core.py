@@ -4,9 +4,7 @@ import os
 import numpy as np
 import pytest
 
-from tfkfp.components.common import litert
 from tfkfp.components.freeze_quantize import convert, freeze, inputs
-from tfkfp.components.freeze_quantize.core import MODES, freeze_quantize
 
 pytestmark = pytest.mark.slow
 
@@ -77,16 +75,3 @@ def test_metrics_and_report_cover_every_mode(auto_result):
     assert text.count("\n| int8 |") + text.count("**int8**") == 1
     assert "### Frozen graph" in text
     assert auto_result.metadata()["modes"]["none"]["size_bytes"] > 0
-
-
-def test_int8_with_integer_io_runs_in_litert(demo_model, demo_dataset, tmp_path):
-    result = freeze_quantize(demo_model, demo_dataset, str(tmp_path / "t"), str(tmp_path / "f"),
-                             mode="int8", integer_io=True, calibration_examples=50,
-                             eval_examples=200)
-    assert result.mode == "int8" and result.chosen.agreement >= 0.97
-    runner = litert.signature_runner(
-        litert.load_interpreter(str(tmp_path / "t" / "model.tflite")), "serving_raw")
-    details = litert.io_details(runner)
-    assert details["outputs"]["probabilities"]["dtype"] == "int8"
-    assert "quantization" in details["outputs"]["probabilities"]
-    assert "auto" in MODES

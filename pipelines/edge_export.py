@@ -1,0 +1,54 @@
+"""The edge export pipeline: freeze and quantize a trained model, then export a TFLite bundle.
+
+The SavedModel and the Dataset it was trained on come in by URI through ``dsl.importer``.
+freeze_quantize measures each quantization mode in LiteRT and keeps the smallest model within
+the accuracy budget (or the mode asked for); export_tflite takes that model, checks it against
+the SavedModel on held-out examples and writes the bundle an app ships, or fails the run.
+"""
+
+from kfp import dsl
+
+from tfkfp.components.export_tflite.component import export_tflite
+from tfkfp.components.freeze_quantize.component import freeze_quantize
+
+
+@dsl.pipeline(name="tfkfp-edge-export",
+              description="Freeze, quantize and export a tfkfp model to TFLite, gated on "
+                          "accuracy in LiteRT.")
+def edge_export(
+    model_uri: str,
+    dataset_uri: str,
+    mode: str = "auto",
+    max_accuracy_drop: float = 0.01,
+    min_agreement: float = 0.98,
+    calibration_examples: int = 300,
+    eval_examples: int = 1000,
+    integer_io: bool = False,
+    select_tf_ops: bool = False,
+) -> dsl.Model:
+    """Freezes and quantizes a tfkfp SavedModel, then exports a validated TFLite bundle.
+
+    Args:
+        model_uri: A tfkfp SavedModel directory (gs:// on a cluster), e.g. from train.
+        dataset_uri: The sharded Dataset directory the model was trained on (calibration
+            from its train split, measurement and validation from its eval split).
+        mode: none, dynamic, float16, int8, int16x8 or auto (smallest within the budget).
+        max_accuracy_drop: Largest accepted accuracy drop vs the SavedModel (0.01: a point).
+        min_agreement: Smallest accepted top-1 agreement with the SavedModel at export.
+        calibration_examples: Representative examples for int8 and int16x8.
+        eval_examples: Eval examples each mode is measured and the export validated on.
+        integer_io: int8 only: float inputs and outputs become int8 too.
+        select_tf_ops: Allow TensorFlow (Flex) ops that have no TFLite builtin.
+    """
+    model = dsl.importer(artifact_uri=model_uri, artifact_class=dsl.Model, reimport=False)
+    data = dsl.importer(artifact_uri=dataset_uri, artifact_class=dsl.Dataset, reimport=False)
+    quantized = freeze_quantize(model=model.output, dataset=data.output, mode=mode,
+                                max_accuracy_drop=max_accuracy_drop,
+                                calibration_examples=calibration_examples,
+                                eval_examples=eval_examples, integer_io=integer_io,
+                                select_tf_ops=select_tf_ops)
+    exported = export_tflite(model=model.output, dataset=data.output,
+                             quantized_model=quantized.outputs["tflite_model"],
+                             validation_examples=eval_examples,
+                             max_accuracy_drop=max_accuracy_drop, min_agreement=min_agreement)
+    return exported.outputs["bundle"]
