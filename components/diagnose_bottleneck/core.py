@@ -1,0 +1,142 @@
+"""diagnose_bottleneck: is training bound by its input, its compute or its memory?
+
+On the same machine and data, with the model, batch, strategy and precision train would use,
+it measures the input pipeline alone (raw records read cold, then train's own parsing
+pipeline), the training step alone on batches held in memory, and both together; it sets
+the step's memory need (parameters, gradients, optimizer slots, activations from the layers'
+output shapes, the input batch, a cache) against the budget. The verdict comes with the
+numbers behind it and remedies ranked by what they address, naming the tfkfp knob to set.
+"""
+
+import dataclasses
+import json
+import time
+from typing import Any, Dict, Sequence, Tuple
+
+from tfkfp.components.common import uris
+from tfkfp.components.common.reader import MANIFEST_FILE
+from tfkfp.components.common.schema import Schema, SchemaError
+from tfkfp.components.diagnose_bottleneck import probe, report, verdict
+from tfkfp.components.train.config import TrainConfig, TrainConfigError, validate
+
+IN_PROCESS = ("default", "one_device", "mirrored", "tpu")
+METRICS = ("input_records_per_second", "input_mb_per_second", "read_records_per_second",
+           "read_mb_per_second", "compute_records_per_second", "combined_records_per_second",
+           "input_wait_fraction", "step_ms", "parameters", "parameter_mb", "activation_mb",
+           "step_memory_mb", "memory_budget_mb", "peak_rss_mb", "largest_fitting_batch",
+           "diagnosis_seconds")
+
+
+@dataclasses.dataclass(frozen=True)
+class BottleneckResult:
+    verdict: str  # one of verdict.VERDICTS
+    summary: str  # the numbers that justify the verdict, in one sentence
+    remedies: Tuple[verdict.Remedy, ...]  # most effective first
+    figures: Dict[str, Any]
+    config: TrainConfig
+
+    def metrics(self) -> Dict[str, float]:
+        """The figures for KFP ``Metrics`` (those measured in this run)."""
+        return {k: float(self.figures[k]) for k in METRICS if self.figures.get(k) is not None}
+
+    def metadata(self) -> Dict[str, Any]:
+        return {"verdict": self.verdict, "summary": self.summary,
+                "remedies": [r.text() for r in self.remedies],
+                "model": self.figures["model"], "strategy": self.config.strategy,
+                "batch_size": self.config.batch_size, "precision": self.config.precision,
+                "cache": self.config.cache, **self.metrics()}
+
+    def markdown(self) -> str:
+        return report.markdown(self.verdict, self.summary,
+                               [r.text() for r in self.remedies], self.figures)
+
+
+def diagnose_bottleneck(
+    data: str,
+    model: str = "mlp",
+    model_fn: str = "",
+    hidden_units: Sequence[int] | str = (256, 128),
+    batch_size: int = 64,
+    strategy: str = "default",
+    precision: str = "float32",
+    cache: bool = False,
+    memory_limit_mb: int = 0,
+    seconds: float = 3.0,
+) -> BottleneckResult:
+    """Diagnose what bounds training on a Dataset directory written by shard_tfrecords.
+
+    Args:
+        data: the Dataset directory (its train split is measured).
+        model, model_fn, hidden_units, batch_size, strategy, precision, cache: as in train;
+            batch_size is per replica; strategy must run in one process (default,
+            one_device, mirrored or tpu).
+        memory_limit_mb: the memory training may use, in MB; 0 is what the host has
+            available (the pod's cgroup limit where lower).
+        seconds: wall time for each measurement (each runs at least a few steps).
+    """
+    started = time.perf_counter()
+    config = _config(data, model, model_fn, hidden_units, batch_size, strategy, precision,
+                     cache)
+    _check(config, memory_limit_mb, seconds)
+    schema = _check_dataset(data)
+    records = _train_records(data)
+    figures = probe.run(config, schema, records, memory_limit_mb, seconds)
+    figures.update(model=config.model_fn or config.model, strategy=strategy,
+                   batch_size=batch_size, precision=precision, cache=cache,
+                   diagnosis_seconds=time.perf_counter() - started)
+    found, summary = verdict.decide(figures)
+    return BottleneckResult(found, summary, tuple(verdict.remedies(found, figures)), figures,
+                            config)
+
+
+def _config(data, model, model_fn, hidden_units, batch_size, strategy, precision,
+            cache) -> TrainConfig:
+    if isinstance(hidden_units, str):
+        try:
+            hidden_units = [int(u) for u in hidden_units.replace(" ", "").split(",") if u]
+        except ValueError as err:
+            raise TrainConfigError(f"hidden_units {hidden_units!r} is not a comma-separated "
+                                   "list of integers, e.g. '256,128'") from err
+    return TrainConfig(data=data, model_dir="", model=model, model_fn=model_fn,
+                       hidden_units=tuple(hidden_units), batch_size=batch_size,
+                       strategy=strategy, precision=precision, cache=cache)
+
+
+def _check(config: TrainConfig, memory_limit_mb: int, seconds: float) -> None:
+    validate(config)
+    if config.strategy not in IN_PROCESS:
+        raise TrainConfigError(
+            f"strategy {config.strategy!r} runs as several processes, which diagnose_bottleneck "
+            f"does not start; expected one of {', '.join(IN_PROCESS)} (diagnose one worker's "
+            "step with 'default' or 'mirrored')")
+    if config.strategy == "tpu":
+        from tfkfp.components.train.strategies import resolve_tpu
+
+        resolve_tpu("")
+    if memory_limit_mb < 0:
+        raise TrainConfigError(f"memory_limit_mb must be 0 (what the host has) or positive, "
+                               f"got {memory_limit_mb}")
+    if not seconds > 0:
+        raise TrainConfigError(f"seconds must be positive, got {seconds}")
+
+
+def _check_dataset(data: str) -> Schema:
+    if not uris.exists(uris.join(data, MANIFEST_FILE)):
+        raise SchemaError(f"{data} has no {MANIFEST_FILE}: expected a Dataset directory "
+                          "written by shard_tfrecords")
+    schema = Schema.load(data)
+    if schema.label is None or not schema.label.vocabulary:
+        raise SchemaError(f"{data}: the schema has no categorical label column, so there is no "
+                          f"training step to diagnose; columns: {schema.names}. Shard the "
+                          "data with label=<column>")
+    if not schema.features:
+        raise SchemaError(f"{data}: the schema has no feature columns")
+    return schema
+
+
+def _train_records(data: str) -> int:
+    body = json.loads(uris.read_text(uris.join(data, MANIFEST_FILE)))
+    records = int(body["splits"]["train"]["records"])
+    if records < 1:
+        raise SchemaError(f"{data}: the train split has no records")
+    return records

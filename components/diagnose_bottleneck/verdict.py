@@ -1,0 +1,168 @@
+"""The verdict (input-, compute- or memory-bound) with the numbers behind it, and remedies
+ranked by how much of the bound they address, naming the tfkfp knob and value to set."""
+
+import dataclasses
+import math
+import os
+from typing import Any, Dict, List, Tuple
+
+INPUT, COMPUTE, MEMORY = "input-bound", "compute-bound", "memory-bound"
+VERDICTS = (INPUT, COMPUTE, MEMORY)
+SMALL_SHARD_MB = 1.0  # shards smaller than this cost more to open than to read
+PARALLEL_READS = 8  # the reader interleaves up to this many files
+TARGET_SHARD_MB = 128.0  # shard_tfrecords' default shard size
+FAST_STEP_MS = 5.0  # steps shorter than this are dominated by per-step dispatch
+
+
+@dataclasses.dataclass(frozen=True)
+class Remedy:
+    action: str  # what to do
+    knob: str  # the tfkfp parameter and value that does it, or "" where none applies
+    why: str  # the figures that make it apply
+
+    def text(self) -> str:
+        knob = f" (`{self.knob}`)" if self.knob else ""
+        return f"{self.action}{knob}: {self.why}"
+
+
+def decide(f: Dict[str, Any]) -> Tuple[str, str]:
+    """The verdict and one sentence of numbers that justify it."""
+    if not f["memory_fits"] or f.get("out_of_memory"):
+        what = (f"ran out of memory ({f['out_of_memory']})" if f.get("out_of_memory") else
+                f"needs about {f['step_memory_mb']:,.0f} MB")
+        return MEMORY, (
+            f"a training step at batch_size={f['batch_size']} {what}: parameters, gradients "
+            f"and optimizer slots {f['parameter_mb']:,.1f} MB, activations "
+            f"{f['activation_mb']:,.1f} MB, input batch {f['input_batch_mb']:,.1f} MB, cache "
+            f"{f['cache_mb']:,.1f} MB; the budget ({f['memory_budget_source']}) is "
+            f"{f['memory_budget_mb']:,.0f} MB, of which {0.9:.0%} may go to training")
+    fed, step = f["input_records_per_second"], f["compute_records_per_second"]
+    wait = f"the step waits for input {f['input_wait_fraction']:.0%} of the time"
+    if fed < step:
+        return INPUT, (f"{wait}; input delivers {fed:,.0f} records/s, the model consumes "
+                       f"{step:,.0f} records/s ({step / max(fed, 1e-9):.1f}x more)")
+    return COMPUTE, (f"the model consumes {step:,.0f} records/s, input delivers {fed:,.0f} "
+                     f"records/s ({fed / max(step, 1e-9):.1f}x more); {wait}")
+
+
+def remedies(verdict: str, f: Dict[str, Any]) -> List[Remedy]:
+    ranked = {INPUT: _input, COMPUTE: _compute, MEMORY: _memory}[verdict](f)
+    return [r for _, r in sorted(ranked, key=lambda pair: -pair[0])]
+
+
+def _input(f: Dict[str, Any]) -> List[Tuple[float, Remedy]]:
+    """Reading (storage, decompression) or parsing: whichever takes more of the input time
+    ranks its remedies first."""
+    read_share = min(1.0, f["input_records_per_second"] / max(f["read_records_per_second"], 1))
+    out = []
+    mean_shard = f["shards_mb"] / max(f["num_shards"], 1)
+    if f["compression"] == "gzip":
+        out.append((read_share + 0.2, Remedy(
+            "store the shards uncompressed", "shard_tfrecords compression='none'",
+            f"reading and decompressing the GZIP shards runs at only "
+            f"{f['read_records_per_second']:,.0f} records/s "
+            f"({f['read_mb_per_second']:,.1f} MB/s), before any parsing")))
+    if f["num_shards"] > PARALLEL_READS and mean_shard < SMALL_SHARD_MB:
+        count = max(2, math.ceil(f["shards_mb"] / TARGET_SHARD_MB))
+        out.append((read_share + 0.1, Remedy(
+            "write fewer, larger shards", f"shard_tfrecords num_shards={count}",
+            f"{f['num_shards']} shards of {mean_shard * 1024:,.0f} KB on average: opening "
+            "each file costs more than reading it")))
+    elif f["num_shards"] < PARALLEL_READS and f["shards_mb"] > PARALLEL_READS * 16:
+        out.append((read_share, Remedy(
+            "write more shards so several are read in parallel",
+            f"shard_tfrecords num_shards={PARALLEL_READS}",
+            f"{f['num_shards']} shard(s) of {mean_shard:,.0f} MB: the reader interleaves up to "
+            f"{PARALLEL_READS} files")))
+    if not f["cache"] and f["train_payload_mb"] < 0.5 * f["host_available_mb"]:
+        out.append((read_share, Remedy(
+            "cache the serialized records in memory after the first epoch", "train cache=True",
+            f"the train split is {f['train_payload_mb']:,.1f} MB serialized and "
+            f"{f['host_available_mb']:,.0f} MB are available; this skips reading and "
+            "decompressing, not parsing")))
+    out += _parse_remedies(f, 1.0 - read_share)
+    return out
+
+
+def _parse_remedies(f: Dict[str, Any], parse_share: float) -> List[Tuple[float, Remedy]]:
+    out = []
+    if f["largest_fitting_batch"] >= 4 * f["batch_size"]:
+        out.append((parse_share + 0.05, Remedy(
+            "parse larger batches", f"train batch_size={4 * f['batch_size']}",
+            f"parsing is {parse_share:.0%} of the input time and runs per batch "
+            f"(tf.io.parse_example); a 4x batch still fits memory (up to "
+            f"{f['largest_fitting_batch']:,} per replica)")))
+    out.append((parse_share, Remedy(
+        "give the input pipeline more CPU cores", "",
+        f"tf.data parses on the host's {os.cpu_count()} core(s), which the step also uses; "
+        "raise the pod's CPU request, or move parsing off the host (tf.data service)")))
+    return out
+
+
+def _compute(f: Dict[str, Any]) -> List[Tuple[float, Remedy]]:
+    out = []
+    if f.get("larger_batch_records_per_second"):
+        gain = f["larger_batch_records_per_second"] / f["compute_records_per_second"] - 1
+        if gain > 0.1:
+            out.append((1.0 + gain, Remedy(
+                "use a larger per-replica batch", f"train batch_size={f['larger_batch_size']}",
+                f"measured: {f['larger_batch_records_per_second']:,.0f} records/s at "
+                f"{f['larger_batch_size']} against {f['compute_records_per_second']:,.0f} at "
+                f"{f['batch_size']} (+{gain:.0%}), and it fits memory")))
+    if f["precision"] == "float32":
+        mode = "mixed_float16" if f["gpus"] else "mixed_bfloat16"
+        out.append((0.9, Remedy(
+            "compute in half precision", f"train precision='{mode}'",
+            "halves activation memory and runs matrix units at their fast rate on GPUs, TPUs "
+            "and CPUs with bfloat16 support (AMX/AVX512-BF16)")))
+    if f["step_ms"] < FAST_STEP_MS:
+        out.append((0.8, Remedy(
+            "run several steps per call", "train steps_per_execution=8",
+            f"a step takes only {f['step_ms']:.2f} ms, so per-step dispatch is a large share")))
+    out.append((0.7, Remedy(
+        "compile the step with XLA", "train jit_compile=True",
+        f"fuses the {f['parameters']:,}-parameter model's ops into fewer kernels")))
+    out.append((0.6, _device_remedy(f)))
+    return out
+
+
+def _device_remedy(f: Dict[str, Any]) -> Remedy:
+    if f["gpus"] > 1 and f["strategy"] != "mirrored":
+        return Remedy("train on every GPU", "train strategy='mirrored'",
+                      f"{f['gpus']} GPUs are visible, the strategy {f['strategy']!r} uses one")
+    return Remedy("use a faster device or more machines",
+                  "train strategy='multi_worker_mirrored', workers=N",
+                  f"one step consumes {f['compute_records_per_second']:,.0f} records/s on "
+                  f"{'a GPU' if f['gpus'] else f'{os.cpu_count()} CPU core(s)'}; a GPU or TPU, "
+                  "or N workers each with its share of the batch, raise that")
+
+
+def _memory(f: Dict[str, Any]) -> List[Tuple[float, Remedy]]:
+    out = []
+    fits = f["largest_fitting_batch"]
+    if fits >= 1:
+        batch = 2 ** int(math.log2(fits))
+        out.append((1.0, Remedy(
+            "use a smaller per-replica batch", f"train batch_size={batch}",
+            f"the largest batch that fits the {f['memory_budget_mb']:,.0f} MB budget is "
+            f"about {fits:,}")))
+    half = f["largest_fitting_batch_half_precision"]
+    if f["precision"] == "float32" and half >= f["batch_size"]:
+        mode = "mixed_float16" if f["gpus"] else "mixed_bfloat16"
+        out.append((0.9, Remedy(
+            "keep activations in half precision", f"train precision='{mode}'",
+            f"activations take {f['activation_mb']:,.1f} MB; at half the size batch_size="
+            f"{f['batch_size']} fits (up to about {half:,})")))
+    if f["cache"] and f["cache_mb"] > 0.25 * f["memory_budget_mb"]:
+        out.append((0.8, Remedy(
+            "do not cache the dataset in memory", "train cache=False",
+            f"the cache holds {f['cache_mb']:,.1f} MB of the {f['memory_budget_mb']:,.0f} MB")))
+    if f["parameter_mb"] > 0.5 * f["step_memory_mb"] or fits < 1:
+        out.append((0.7, Remedy(
+            "use a smaller model", "train hidden_units=... or model_name=...",
+            f"{f['parameters']:,} parameters take {f['parameter_mb']:,.1f} MB with gradients "
+            "and Adam's two slots")))
+    out.append((0.5, Remedy(
+        "run on a device or pod with more memory", "",
+        f"the budget is {f['memory_budget_mb']:,.0f} MB ({f['memory_budget_source']})")))
+    return out

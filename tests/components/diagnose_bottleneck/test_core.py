@@ -1,0 +1,135 @@
+"""diagnose_bottleneck on cases built to be each kind of bound, on the demo digits.
+
+The verdicts compare figures measured within one run, and the cases are extreme (a margin of
+several times between the rates), so they hold on a loaded machine; no absolute timings."""
+
+import pytest
+
+from tfkfp.components.common.schema import SchemaError
+from tfkfp.components.diagnose_bottleneck import memory, report
+from tfkfp.components.diagnose_bottleneck.core import diagnose_bottleneck
+from tfkfp.components.diagnose_bottleneck.verdict import COMPUTE, INPUT, MEMORY
+from tfkfp.components.train.config import TrainConfigError
+
+SECONDS = 0.5
+
+
+def knobs(result):
+    return [r.knob for r in result.remedies]
+
+
+@pytest.mark.slow
+def test_tiny_model_on_many_gzip_shards_is_input_bound(gzip_many_shards):
+    result = diagnose_bottleneck(gzip_many_shards, hidden_units=(), batch_size=2048,
+                                 seconds=SECONDS)
+    f = result.figures
+    assert result.verdict == INPUT, result.summary
+    assert f["input_records_per_second"] < f["compute_records_per_second"]
+    assert f["compression"] == "gzip" and f["num_shards"] == 64
+    assert "waits for input" in result.summary and "records/s" in result.summary
+    assert "shard_tfrecords compression='none'" in knobs(result)
+    assert any(k.startswith("shard_tfrecords num_shards=") for k in knobs(result))
+    assert "train cache=True" in knobs(result)
+    assert 0.0 <= f["input_wait_fraction"] <= 1.0
+    assert f["read_records_per_second"] > 0 and f["read_mb_per_second"] > 0
+
+
+@pytest.mark.slow
+def test_large_model_on_cached_data_is_compute_bound(demo_dataset):
+    result = diagnose_bottleneck(demo_dataset, hidden_units=(1024, 1024, 1024), cache=True,
+                                 seconds=SECONDS)
+    f = result.figures
+    assert result.verdict == COMPUTE, result.summary
+    assert f["input_records_per_second"] > f["compute_records_per_second"]
+    assert f["parameters"] > 2_000_000 and f["cache_mb"] > 0
+    assert "train precision='mixed_bfloat16'" in knobs(result)
+    assert "train jit_compile=True" in knobs(result)
+    text = result.markdown()
+    assert text.startswith("# Bottleneck diagnosis") and "data:image/svg+xml;base64," in text
+    assert set(result.metrics()) >= {"input_records_per_second", "compute_records_per_second",
+                                     "combined_records_per_second", "input_wait_fraction"}
+
+
+@pytest.fixture(scope="module")
+def over_the_limit(demo_dataset):
+    """A 1.1M-parameter MLP at batch 4096: about 90 MB a step, over a 64 MB limit."""
+    return diagnose_bottleneck(demo_dataset, hidden_units=(1024, 1024), batch_size=4096,
+                               memory_limit_mb=64, seconds=SECONDS)
+
+
+def test_batch_over_the_memory_limit_is_memory_bound(over_the_limit):
+    result = over_the_limit
+    f = result.figures
+    assert result.verdict == MEMORY, result.summary
+    assert f["step_memory_mb"] > 0.9 * 64 and f["memory_budget_mb"] == 64
+    assert "compute_records_per_second" not in f, "a step that does not fit must not run"
+    fits = f["largest_fitting_batch"]
+    assert 64 <= fits < 4096
+    first = result.remedies[0]
+    assert first.knob.startswith("train batch_size=")
+    assert int(first.knob.split("=")[1]) <= fits
+    assert "64 MB" in result.summary
+
+
+def test_mirrored_replicas_multiply_the_memory_need(demo_dataset, over_the_limit):
+    one = over_the_limit
+    two = diagnose_bottleneck(demo_dataset, hidden_units=(1024, 1024), batch_size=4096,
+                              memory_limit_mb=64, strategy="mirrored", seconds=SECONDS)
+    assert two.figures["replicas"] == 2 and two.figures["global_batch_size"] == 8192
+    assert two.figures["step_memory_mb"] > 1.9 * one.figures["step_memory_mb"] - 1
+    assert two.figures["largest_fitting_batch"] < one.figures["largest_fitting_batch"]
+
+
+def test_footprint_of_a_known_model():
+    import tf_keras
+
+    inputs = tf_keras.Input(shape=(4,), name="x")
+    hidden = tf_keras.layers.Dense(8)(inputs)
+    model = tf_keras.Model(inputs, tf_keras.layers.Dense(3)(hidden))
+    f = memory.model_footprint(model)
+    assert f.parameters == 4 * 8 + 8 + 8 * 3 + 3
+    assert f.parameter_bytes == f.parameters * 4 * 4  # weights, gradients, two Adam slots
+    assert f.activation_bytes_per_example == 2 * (8 + 3) * 4
+    assert f.input_bytes_per_example == 4 * 4
+    assert f.step_bytes(10) == f.parameter_bytes + 10 * (88 + 16)
+    assert f.largest_batch(budget=f.step_bytes(100) * 2, replicas=1) >= 100
+
+
+def test_host_memory_is_read():
+    host = memory.host_memory()
+    assert host.total >= host.available > 0
+    assert host.peak_rss >= host.rss > 0
+
+
+def test_svg_chart_is_well_formed():
+    import xml.etree.ElementTree as ET
+
+    svg = report.svg({"input_records_per_second": 5.0, "compute_records_per_second": 10.0,
+                      "combined_records_per_second": 4.0})
+    root = ET.fromstring(svg)
+    assert len([e for e in root if e.tag.endswith("rect")]) == 4  # background + three bars
+
+
+@pytest.mark.parametrize("options,match", [
+    ({"model": "vgg"}, "model 'vgg' is not known; expected one of mlp, cnn"),
+    ({"strategy": "horovod"}, "strategy 'horovod' is not known"),
+    ({"strategy": "parameter_server"}, "expected one of default, one_device, mirrored"),
+    ({"batch_size": 0}, "batch_size must be positive, got 0"),
+    ({"precision": "int8"}, "precision 'int8' is not known; expected one of float32"),
+    ({"memory_limit_mb": -1}, "memory_limit_mb must be 0"),
+    ({"hidden_units": "256;128"}, "hidden_units '256;128' is not a comma-separated list"),
+    ({"model_fn": "nowhere"}, "is not of the form 'package.module:function'"),
+])
+def test_bad_options_are_refused_with_the_allowed_values(demo_dataset, options, match):
+    with pytest.raises(TrainConfigError, match=match):
+        diagnose_bottleneck(demo_dataset, **options)
+
+
+def test_dataset_without_a_label_is_refused(unlabeled_demo):
+    with pytest.raises(SchemaError, match="no categorical label column.*label=<column>"):
+        diagnose_bottleneck(unlabeled_demo)
+
+
+def test_folder_that_is_not_a_dataset_is_refused(tmp_path):
+    with pytest.raises(SchemaError, match="has no manifest.json"):
+        diagnose_bottleneck(str(tmp_path))
