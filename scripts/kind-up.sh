@@ -1,0 +1,84 @@
+#!/usr/bin/env bash
+# A local Kubeflow cluster for tfkfp on kind, for a machine with Docker and internet access:
+#   1. creates the kind cluster of manifests/kind/cluster.yaml (skipped when it exists);
+#   2. installs pinned upstream Kubeflow Pipelines (standalone, platform-agnostic) and the
+#      Kubeflow Training Operator (v1, which runs TFJobs) with `kubectl apply -k` of their
+#      GitHub refs, and waits for them;
+#   3. builds the suite's CPU image (scripts/build-image.sh) and `kind load`s it;
+#   4. applies manifests/overlays/kind and waits for the image check Job;
+#   5. compiles every pipeline (`tfkfp compile`), port-forwards the KFP API, and starts a run of
+#      `training` (`tfkfp submit`) when INPUT_URI names data the cluster can read (gs://...).
+# Needs: docker, kind (v0.27 or newer), kubectl (1.28 or newer), and tfkfp installed in the
+# active Python environment (pip install -e .). Rerunning it is safe.
+#   scripts/kind-up.sh                                   # cluster, KFP, operator, image
+#   INPUT_URI=gs://bucket/digits.csv scripts/kind-up.sh  # ... and a training run
+# Remove everything with: kind delete cluster --name tfkfp
+set -euo pipefail
+ROOT=$(cd "$(dirname "$0")/.." && pwd)
+CLUSTER=${CLUSTER:-tfkfp}
+KFP_VERSION=${KFP_VERSION:-2.14.3}
+TRAINING_OPERATOR_VERSION=${TRAINING_OPERATOR_VERSION:-v1.8.1}
+KFP_PORT=${KFP_PORT:-8080}
+INPUT_URI=${INPUT_URI:-}
+OUT=${OUT:-$ROOT/build/kind}
+
+say() { printf '\n==> %s\n' "$*"; }
+for cmd in docker kind kubectl tfkfp; do
+  command -v "$cmd" >/dev/null || { echo "kind-up.sh: $cmd is not installed" >&2; exit 1; }
+done
+
+say "kind cluster $CLUSTER"
+if kind get clusters | grep -qx "$CLUSTER"; then
+  echo "exists"
+else
+  kind create cluster --name "$CLUSTER" --config "$ROOT/manifests/kind/cluster.yaml" --wait 120s
+fi
+kubectl config use-context "kind-$CLUSTER"
+
+say "Kubeflow Pipelines $KFP_VERSION (standalone)"
+kubectl apply -k \
+  "github.com/kubeflow/pipelines/manifests/kustomize/cluster-scoped-resources?ref=$KFP_VERSION"
+kubectl wait --for condition=established --timeout=120s crd/applications.app.k8s.io
+kubectl apply -k \
+  "github.com/kubeflow/pipelines/manifests/kustomize/env/platform-agnostic?ref=$KFP_VERSION"
+
+say "Kubeflow Training Operator $TRAINING_OPERATOR_VERSION"
+kubectl apply --server-side -k \
+  "github.com/kubeflow/training-operator.git/manifests/overlays/standalone?ref=$TRAINING_OPERATOR_VERSION"
+kubectl wait --for condition=established --timeout=120s crd/tfjobs.kubeflow.org
+
+say "waiting for Kubeflow (a first install pulls images for several minutes)"
+kubectl -n kubeflow wait --for condition=Available --timeout=30m deployment --all
+
+say "the suite image"
+IMAGE=$("$ROOT/scripts/build-image.sh" cpu)
+kind load docker-image "$IMAGE" --name "$CLUSTER"
+
+say "tfkfp manifests (overlay kind)"
+kubectl -n kubeflow delete job tfkfp-image-check --ignore-not-found
+kubectl apply -k "$ROOT/manifests/overlays/kind"
+kubectl -n kubeflow wait --for condition=Complete --timeout=10m job/tfkfp-image-check
+kubectl -n kubeflow logs job/tfkfp-image-check
+
+say "compile the pipelines into $OUT"
+tfkfp compile --out "$OUT"
+
+if [[ -z $INPUT_URI ]]; then
+  say "done: set INPUT_URI to data the cluster can read to start a training run"
+  echo "KFP UI: kubectl -n kubeflow port-forward svc/ml-pipeline-ui $KFP_PORT:80"
+  echo "upload: $OUT/training.yaml"
+  exit 0
+fi
+
+say "start a training run on $INPUT_URI"
+kubectl -n kubeflow port-forward svc/ml-pipeline-ui "$KFP_PORT:80" >/dev/null 2>&1 &
+FORWARD=$!
+trap 'kill "$FORWARD" 2>/dev/null || true' EXIT
+for _ in $(seq 1 60); do
+  curl -fsS "http://localhost:$KFP_PORT/apis/v2beta1/healthz" >/dev/null 2>&1 && break
+  sleep 1
+done
+tfkfp submit training --host "http://localhost:$KFP_PORT" --set "input_uri=$INPUT_URI" \
+  --set epochs=2
+echo "follow it: kubectl -n kubeflow port-forward svc/ml-pipeline-ui $KFP_PORT:80, then" \
+  "http://localhost:$KFP_PORT"

@@ -1,0 +1,280 @@
+"""The kustomize manifests: they render, agree with the suite image, validate against the
+Kubernetes versions each overlay targets and against a real API server, and follow the
+security rules (non-root, no privilege escalation, read-only root, resources, least-privilege
+RBAC, no Secret with values)."""
+
+import os
+import pathlib
+import re
+import subprocess
+
+import pytest
+import yaml
+
+from tfkfp.components._image import IMAGE, IMAGE_NAME, __version__
+
+ROOT = pathlib.Path(__file__).resolve().parents[2]
+MANIFESTS = ROOT / "manifests"
+OVERLAYS = ("gke", "onprem", "kind")
+TARGETS = yaml.safe_load((MANIFESTS / "targets.yaml").read_text())
+WORKLOAD_KINDS = {"Pod", "Deployment", "StatefulSet", "DaemonSet", "ReplicaSet", "Job",
+                  "CronJob"}
+# What the train launcher does on the cluster, and nothing more (issue #7).
+ALLOWED_RULES = {("kubeflow.org", "tfjobs"): {"create", "get", "list", "watch", "delete"},
+                 ("", "pods"): {"get", "list", "watch"},
+                 ("", "pods/log"): {"get"}}
+# Service accounts bound by the overlays that Kubeflow Pipelines itself creates.
+EXTERNAL_SERVICE_ACCOUNTS = {("kubeflow", "pipeline-runner")}
+
+
+def of_kind(docs, kind):
+    return [d for d in docs if d["kind"] == kind]
+
+
+def one(docs, kind, name):
+    found = [d for d in docs if d["kind"] == kind and d["metadata"]["name"] == name]
+    assert len(found) == 1, f"expected one {kind} {name!r}, found {len(found)}"
+    return found[0]
+
+
+def pod_specs(docs):
+    for doc in docs:
+        if doc["kind"] not in WORKLOAD_KINDS:
+            continue
+        spec = doc["spec"]
+        if doc["kind"] == "CronJob":
+            spec = spec["jobTemplate"]["spec"]
+        if doc["kind"] != "Pod":
+            spec = spec["template"]["spec"]
+        yield f"{doc['kind']}/{doc['metadata']['name']}", spec
+
+
+def containers(docs):
+    for name, spec in pod_specs(docs):
+        for container in spec.get("initContainers", []) + spec["containers"]:
+            yield f"{name}/{container['name']}", spec, container
+
+
+# --- image references ---------------------------------------------------------------------
+
+@pytest.mark.parametrize("kustomization", sorted(MANIFESTS.glob("**/kustomization.yaml")),
+                         ids=lambda p: str(p.relative_to(MANIFESTS)))
+def test_every_kustomization_pins_the_suite_image_tag(kustomization):
+    images = yaml.safe_load(kustomization.read_text()).get("images", [])
+    ours = [i for i in images if i["name"] == IMAGE_NAME]
+    if kustomization.parent.name == "base" or ours:
+        assert ours, f"{kustomization}: no `images:` entry for {IMAGE_NAME}"
+        assert ours[0]["newTag"] == __version__, (
+            f"{kustomization}: images newTag {ours[0]['newTag']!r}, but components/_image.py "
+            f"__version__ is {__version__!r}")
+
+
+def test_every_rendered_container_runs_the_suite_image(rendered):
+    for overlay, (_, docs) in rendered.items():
+        images = {name: c["image"] for name, _, c in containers(docs)}
+        assert images, f"{overlay}: no workload uses the suite image"
+        for name, image in images.items():
+            assert image == IMAGE, f"{overlay}: {name} runs {image!r}, expected {IMAGE!r}"
+        config = one(docs, "ConfigMap", "tfkfp-config")["data"]
+        assert config["image"] == IMAGE, f"{overlay}: tfkfp-config image {config['image']!r}"
+
+
+def test_every_image_reference_in_the_manifest_sources_matches():
+    pattern = re.compile(rf"{re.escape(IMAGE_NAME)}:([\w.\-]+)")
+    for path in sorted(MANIFESTS.rglob("*.yaml")):
+        for tag in pattern.findall(path.read_text()):
+            assert tag == __version__, f"{path.relative_to(ROOT)} names {IMAGE_NAME}:{tag}"
+
+
+# --- rendering and validation -------------------------------------------------------------
+
+def test_every_overlay_renders_the_expected_objects(rendered):
+    for overlay, (_, docs) in rendered.items():
+        kinds = {d["kind"] for d in docs}
+        assert {"ServiceAccount", "Role", "RoleBinding", "ConfigMap", "LimitRange",
+                "Job"} <= kinds, f"{overlay} renders only {sorted(kinds)}"
+        namespaces = {d["metadata"].get("namespace") for d in docs if d["kind"] != "Namespace"}
+        assert len(namespaces) == 1 and None not in namespaces, (
+            f"{overlay}: objects spread over namespaces {namespaces}")
+        own = of_kind(docs, "Namespace")
+        if overlay == "kind":  # standalone KFP owns `kubeflow`
+            assert not own and namespaces == {"kubeflow"}
+        else:
+            assert [n["metadata"]["name"] for n in own] == list(namespaces)
+
+
+def test_targets_cover_every_overlay_and_kind_matches_its_node_image():
+    assert set(TARGETS) == set(OVERLAYS)
+    cluster = yaml.safe_load((MANIFESTS / "kind" / "cluster.yaml").read_text())
+    images = {n["image"] for n in cluster["nodes"]}
+    minors = {re.match(r"kindest/node:v(\d+\.\d+)\.\d+", i).group(1) for i in images}
+    assert minors == set(TARGETS["kind"]), (
+        f"manifests/kind/cluster.yaml runs {sorted(images)}, targets.yaml says "
+        f"kind: {TARGETS['kind']}")
+
+
+@pytest.mark.parametrize("overlay", OVERLAYS)
+def test_overlay_validates_strictly_at_its_target_versions(overlay, rendered, tools):
+    validate = tools.tool("kubernetes-validate")
+    path, docs = rendered[overlay]
+    for version in TARGETS[overlay]:
+        out = tools.run([validate, "--strict", "--kubernetes-version", version, path]).stdout
+        passed = set(re.findall(rf"passed for resource (\S+) against version {version}", out))
+        expected = {f"{d['kind'].lower()}/{d['metadata']['name']}" for d in docs}
+        assert passed == expected, f"{overlay} at Kubernetes {version}:\n{out}"
+
+
+def test_kubernetes_validate_rejects_an_unknown_field(tools, tmp_path):
+    """The gate bites: --strict reports a misspelt field."""
+    bad = tmp_path / "bad.yaml"
+    bad.write_text("apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: x\n  labelz: {}\n")
+    result = subprocess.run([tools.tool("kubernetes-validate"), "--strict", bad],
+                            capture_output=True, text=True)
+    assert result.returncode != 0 and "labelz" in result.stdout + result.stderr
+
+
+@pytest.mark.slow
+def test_real_api_server_accepts_every_overlay(rendered, tools, tmp_path):
+    """`kubectl apply --dry-run=server` against kube-apiserver 1.20 built from Debian's source
+    (scripts/k8s/apiserver-validate.sh; .ci/install-cluster-tools builds and caches it)."""
+    for name in ("kubectl", "etcd", "openssl"):
+        tools.tool(name)
+    apiserver = tools.cache / "bin" / "kube-apiserver"
+    if not apiserver.exists():
+        tools.missing(f"no kube-apiserver in {apiserver.parent}")
+    paths = [rendered[o][0] for o in OVERLAYS]
+    result = tools.run(
+        ["bash", ROOT / "scripts" / "k8s" / "apiserver-validate.sh", *paths],
+        env={**os.environ, "K8S_BIN": str(apiserver.parent),
+             "K8S_WORK": str(tmp_path / "k8s"), "CREATE_NAMESPACES": "kubeflow tfkfp"},
+        timeout=300)
+    for overlay in OVERLAYS:
+        for doc in rendered[overlay][1]:
+            kind, name = doc["kind"].lower(), doc["metadata"]["name"]
+            assert re.search(rf"^{kind}[\w./]*/{name} (created|configured|unchanged)"
+                             rf" \(server dry run\)", result.stdout, re.M | re.I), (
+                f"{overlay}: the API server did not accept {kind}/{name}:\n{result.stdout}")
+
+
+# --- security -----------------------------------------------------------------------------
+
+def test_workloads_run_as_non_root_without_escalation_on_a_read_only_root(rendered):
+    for overlay, (_, docs) in rendered.items():
+        for name, spec, container in containers(docs):
+            where = f"{overlay}: {name}"
+            pod_sc, sc = spec.get("securityContext", {}), container.get("securityContext", {})
+            assert sc.get("runAsNonRoot", pod_sc.get("runAsNonRoot")) is True, where
+            assert sc.get("runAsUser", pod_sc.get("runAsUser", 1)) != 0, where
+            assert sc.get("allowPrivilegeEscalation") is False, where
+            assert sc.get("readOnlyRootFilesystem") is True, where
+            assert not sc.get("privileged"), where
+            assert "ALL" in sc.get("capabilities", {}).get("drop", []), where
+            assert not sc.get("capabilities", {}).get("add"), where
+            seccomp = sc.get("seccompProfile", pod_sc.get("seccompProfile", {}))
+            assert seccomp.get("type") in ("RuntimeDefault", "Localhost"), where
+            for flag in ("hostNetwork", "hostPID", "hostIPC"):
+                assert not spec.get(flag), f"{where}: {flag}"
+            assert not any("hostPath" in v for v in spec.get("volumes", [])), where
+
+
+def test_workloads_request_and_limit_cpu_and_memory(rendered):
+    for overlay, (_, docs) in rendered.items():
+        for name, _, container in containers(docs):
+            resources = container.get("resources", {})
+            for kind in ("requests", "limits"):
+                assert {"cpu", "memory"} <= set(resources.get(kind, {})), (
+                    f"{overlay}: {name} has no {kind} for cpu and memory: {resources}")
+
+
+def test_limit_range_gives_defaults_and_a_ceiling(rendered):
+    for overlay, (_, docs) in rendered.items():
+        (limit_range,) = of_kind(docs, "LimitRange")
+        (limits,) = [x for x in limit_range["spec"]["limits"] if x["type"] == "Container"]
+        for key in ("defaultRequest", "default", "max"):
+            assert {"cpu", "memory"} <= set(limits.get(key, {})), f"{overlay}: {key}"
+
+
+def test_rbac_is_namespaced_least_privilege_without_wildcards(rendered):
+    for overlay, (_, docs) in rendered.items():
+        assert not of_kind(docs, "ClusterRole") and not of_kind(docs, "ClusterRoleBinding"), (
+            f"{overlay}: tfkfp needs no cluster-wide permissions")
+        for role in of_kind(docs, "Role"):
+            for rule in role["rules"]:
+                for field in ("apiGroups", "resources", "verbs"):
+                    assert "*" not in rule.get(field, []), f"{overlay}: wildcard {field}: {rule}"
+                for group in rule["apiGroups"]:
+                    for resource in rule["resources"]:
+                        allowed = ALLOWED_RULES.get((group, resource))
+                        assert allowed is not None, (
+                            f"{overlay}: {role['metadata']['name']} grants {group}/{resource}")
+                        extra = set(rule["verbs"]) - allowed
+                        assert not extra, f"{overlay}: {group}/{resource} grants {sorted(extra)}"
+        granted = {(g, r): set(rule["verbs"]) for role in of_kind(docs, "Role")
+                   for rule in role["rules"] for g in rule["apiGroups"] for r in rule["resources"]}
+        assert granted == ALLOWED_RULES, f"{overlay}: the launcher needs exactly {ALLOWED_RULES}"
+
+
+def test_role_bindings_bind_known_service_accounts(rendered):
+    for overlay, (_, docs) in rendered.items():
+        accounts = {(d["metadata"]["namespace"], d["metadata"]["name"])
+                    for d in of_kind(docs, "ServiceAccount")}
+        roles = {d["metadata"]["name"] for d in of_kind(docs, "Role")}
+        for binding in of_kind(docs, "RoleBinding"):
+            assert binding["roleRef"]["kind"] == "Role" and binding["roleRef"]["name"] in roles
+            for subject in binding["subjects"]:
+                assert subject["kind"] == "ServiceAccount", f"{overlay}: {subject}"
+                key = (subject["namespace"], subject["name"])
+                assert key in accounts | EXTERNAL_SERVICE_ACCOUNTS, (
+                    f"{overlay}: {binding['metadata']['name']} binds unknown {key}")
+        for name, spec in pod_specs(docs):
+            account = spec.get("serviceAccountName")
+            assert account in {a for _, a in accounts}, f"{overlay}: {name} runs as {account!r}"
+
+
+def yaml_documents_in_repo():
+    skip = {".git", ".venv", ".ci-venv", "build", "node_modules", "tfkfp-demo"}
+    for path in sorted(ROOT.rglob("*.y*ml")):
+        if skip & set(path.relative_to(ROOT).parts) or path.suffix not in (".yaml", ".yml"):
+            continue
+        try:
+            docs = list(yaml.safe_load_all(path.read_text()))
+        except yaml.YAMLError:
+            continue
+        for doc in docs:
+            if isinstance(doc, dict):
+                yield path, doc
+
+
+def test_no_secret_with_values_anywhere_in_the_repo():
+    for path, doc in yaml_documents_in_repo():
+        if doc.get("kind") == "Secret":
+            assert not doc.get("data") and not doc.get("stringData"), (
+                f"{path.relative_to(ROOT)} holds a Secret with values; reference one instead")
+    assert "secretGenerator" not in "".join(
+        p.read_text() for p in MANIFESTS.rglob("kustomization.yaml"))
+
+
+def test_object_store_credentials_are_references(rendered):
+    """GCS with Workload Identity on GKE; an S3-compatible store with a Secret reference
+    on-prem and on kind. KFP's launcher reads both from the kfp-launcher ConfigMap."""
+    for overlay, (_, docs) in rendered.items():
+        assert not of_kind(docs, "Secret"), f"{overlay} renders a Secret"
+        launcher = one(docs, "ConfigMap", "kfp-launcher")["data"]
+        config = one(docs, "ConfigMap", "tfkfp-config")["data"]
+        root = launcher["defaultPipelineRoot"]
+        assert root and config["pipelineRoot"] == root, f"{overlay}: pipeline roots differ"
+        providers = yaml.safe_load(launcher["providers"])
+        if overlay == "gke":
+            assert root.startswith("gs://")
+            assert providers["gs"]["default"]["credentials"] == {"fromEnv": True}
+            account = one(docs, "ServiceAccount", "tfkfp-runner")
+            email = account["metadata"]["annotations"]["iam.gke.io/gcp-service-account"]
+            assert email.endswith(".iam.gserviceaccount.com"), email
+        else:
+            scheme = root.split("://")[0]
+            assert scheme in ("s3", "minio"), root
+            credentials = providers[scheme]["default"]["credentials"]
+            ref = credentials["secretRef"]
+            assert credentials["fromEnv"] is False
+            assert ref["secretName"] == config["objectStoreSecret"]
+            assert ref["accessKeyKey"] and ref["secretKeyKey"]
