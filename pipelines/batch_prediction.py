@@ -11,21 +11,9 @@ from typing import List
 
 from kfp import dsl
 
-from tfkfp.components._image import IMAGE
 from tfkfp.components.batch_predict.component import batch_predict, merge_predictions
 from tfkfp.components.shard_tfrecords.component import shard_tfrecords
-
-
-@dsl.component(base_image=IMAGE, install_kfp_package=False)
-def shard_groups(num_shard_groups: int) -> List[int]:
-    """The group numbers 0..num_shard_groups-1, one ParallelFor iteration each.
-
-    Args:
-        num_shard_groups: How many batch_predict tasks share the shards.
-    """
-    if num_shard_groups < 1:
-        raise ValueError(f"num_shard_groups {num_shard_groups} is below 1")
-    return list(range(num_shard_groups))
+from tfkfp.pipelines.fan_out import group_numbers
 
 
 @dsl.pipeline(name="predict-shards")
@@ -33,7 +21,7 @@ def predict_shards(model: dsl.Model, data: dsl.Dataset, num_shard_groups: int,
                    output_format: str, keys: List[str], top_k: int, batch_size: int,
                    split: str) -> dsl.Markdown:
     """Fan batch_predict out over shard groups and merge the counts."""
-    groups = shard_groups(num_shard_groups=num_shard_groups)
+    groups = group_numbers(count=num_shard_groups)
     with dsl.ParallelFor(groups.output) as group:
         task = batch_predict(model=model, data=data, output_format=output_format, keys=keys,
                              top_k=top_k, batch_size=batch_size, split=split,

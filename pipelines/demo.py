@@ -26,14 +26,20 @@ def run_demo(out_dir: str) -> Dict[str, Any]:
 
 
 def summary(outputs: Dict[str, Any]) -> list:
-    model = next(iter(outputs.values()))
+    model, tflite, predictions = outputs["model"], outputs["tflite"], outputs["predictions"]
     meta = model.metadata
-    lines = [f"eval accuracy        {meta['eval_accuracy']:.4f}",
-             f"training throughput  {meta['examples_per_second']:,.0f} examples/s",
-             f"SavedModel           {directory_bytes(model.path) / 1e6:.2f} MB at {model.path}"]
+    tflite_file = os.path.join(tflite.path, "model.tflite")
+    lines = [
+        f"eval accuracy         {meta['eval_accuracy']:.4f} (SavedModel), "
+        f"{tflite.metadata.get('accuracy', float('nan')):.4f} (TFLite)",
+        f"training throughput   {meta['examples_per_second']:,.0f} examples/s",
+        f"SavedModel            {directory_bytes(model.path) / 1e6:.2f} MB  {model.path}",
+        f"TFLite model          {os.path.getsize(tflite_file) / 1e6:.3f} MB  {tflite_file}",
+        f"predictions           {predictions.metadata.get('predictions', 0):.0f} rows at "
+        f"{predictions.metadata.get('records_per_second', 0):,.0f} rows/s  {predictions.path}"]
     if "seconds_to_target" in meta:
-        lines.insert(1, f"time to {DEMO_PARAMETERS['target_accuracy']:.0%} accuracy   "
-                        f"{meta['seconds_to_target']:.1f} s")
+        lines.insert(1, f"time to {DEMO_PARAMETERS['target_accuracy']:.0%} accuracy    "
+                        f"{meta['seconds_to_target']:.1f} s of training")
     return lines
 
 

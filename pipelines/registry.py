@@ -5,7 +5,9 @@ import json
 import os
 from typing import Any, Callable, Dict, List
 
-PIPELINES = {"training": "tfkfp.pipelines.training"}
+PIPELINES = {"training": "tfkfp.pipelines.training",
+             "batch_prediction": "tfkfp.pipelines.batch_prediction",
+             "edge_export": "tfkfp.pipelines.edge_export"}
 HERE = os.path.dirname(os.path.abspath(__file__))
 
 
@@ -55,6 +57,7 @@ def parse_parameters(name: str, pairs: List[str]) -> Dict[str, Any]:
 
 
 def _convert(key: str, text: str, kind: str) -> Any:
+    kind = kind.replace("typing.", "").split("[")[0]  # typing.List[str] -> List
     try:
         if kind == "Integer":
             return int(text)

@@ -1,22 +1,41 @@
-"""The training pipeline: shard the input data into TFRecords, then train on it."""
+"""The training pipeline: shard -> train -> freeze_quantize -> export_tflite -> batch_predict.
+
+Sharding fans out over groups of input files (``shard_groups`` tasks, merged into one
+Dataset); with the default of one group it is a single task. ``diagnose`` runs
+diagnose_bottleneck on the Dataset before training. The export's accuracy gate fails the
+run, with its figures, when the TFLite model is not good enough.
+"""
+
+from typing import List, NamedTuple
 
 from kfp import dsl
 
+from tfkfp.components.batch_predict.component import batch_predict
+from tfkfp.components.export_tflite.component import export_tflite
+from tfkfp.components.freeze_quantize.component import freeze_quantize
+from tfkfp.components.merge_datasets.component import merge_datasets
 from tfkfp.components.shard_tfrecords.component import shard_tfrecords
 from tfkfp.components.train.component import train
+from tfkfp.pipelines.fan_out import group_numbers
 
 TRAIN_CPU, TRAIN_MEMORY = "4", "16G"
+CONVERT_CPU, CONVERT_MEMORY = "2", "8G"
+class Outputs(NamedTuple):
+    model: dsl.Model
+    tflite: dsl.Model
+    predictions: dsl.Dataset
 
 
 @dsl.pipeline(name="tfkfp-training",
-              description="Shard data into TFRecords and train a classifier with a chosen "
-                          "tf.distribute strategy.")
+              description="Shard, train with a tf.distribute strategy, quantize, export to "
+                          "TFLite behind an accuracy gate, and predict the eval split.")
 def training(
     input_uri: str,
     label: str = "label",
-    keys: list = [],  # noqa: B006 - KFP reads defaults from the signature
+    keys: List[str] = [],  # noqa: B006 - KFP reads defaults from the signature
     eval_fraction: float = 0.1,
     compression: str = "none",
+    shard_groups: int = 1,
     model_name: str = "mlp",
     model_fn: str = "",
     hidden_units: str = "256,128",
@@ -29,8 +48,12 @@ def training(
     precision: str = "float32",
     checkpoint_dir: str = "",
     target_accuracy: float = 0.0,
-) -> dsl.Model:
-    """Shards the input (CSV, JSON Lines, Parquet, npz or an image folder) and trains on it.
+    quantization: str = "auto",
+    max_accuracy_drop: float = 0.01,
+    min_agreement: float = 0.98,
+    output_format: str = "jsonl",
+) -> Outputs:
+    """Trains a classifier on raw data and ships it as a validated TFLite model.
 
     Args:
         input_uri: File, folder, pattern or gs:// URI of the labelled input data.
@@ -38,6 +61,7 @@ def training(
         keys: Passthrough key columns carried into predictions.
         eval_fraction: Share of rows held out for evaluation.
         compression: TFRecord compression: none or gzip.
+        shard_groups: Parallel sharding tasks over groups of input files (1: one task).
         model_name: mlp, cnn, resnet50 or mobilenet_v2.
         model_fn: package.module:function building a custom tf_keras model.
         hidden_units: Comma-separated dense layer sizes.
@@ -50,14 +74,32 @@ def training(
         precision: float32, mixed_float16 or mixed_bfloat16.
         checkpoint_dir: URI for checkpoints that survive a rerun; empty for none.
         target_accuracy: Eval accuracy whose first crossing is timed.
+        quantization: none, dynamic, float16, int8, int16x8, or auto (smallest model within
+            max_accuracy_drop).
+        max_accuracy_drop: Largest accuracy loss of the TFLite model the gate accepts.
+        min_agreement: Smallest top-1 agreement with the SavedModel the gate accepts.
+        output_format: Predictions as jsonl, csv or tfrecord.
     """
-    data = shard_tfrecords(input_uri=input_uri, label=label, keys=keys,
-                           eval_fraction=eval_fraction, compression=compression)
-    data.set_display_name("shard")
-    trained = train(dataset=data.outputs["dataset"], model_name=model_name, model_fn=model_fn,
+    groups = group_numbers(count=shard_groups).set_display_name("shard-groups")
+    with dsl.ParallelFor(groups.output) as group:
+        part = shard_tfrecords(input_uri=input_uri, label=label, keys=keys,
+                               eval_fraction=eval_fraction, compression=compression,
+                               file_group=group, num_file_groups=shard_groups)
+    data = merge_datasets(datasets=dsl.Collected(part.outputs["dataset"]))
+    dataset = data.outputs["dataset"]
+    trained = train(dataset=dataset, model_name=model_name, model_fn=model_fn,
                     hidden_units=hidden_units, strategy=strategy, workers=workers,
                     parameter_servers=parameter_servers, epochs=epochs, batch_size=batch_size,
                     learning_rate=learning_rate, precision=precision,
                     checkpoint_dir=checkpoint_dir, target_accuracy=target_accuracy)
     trained.set_cpu_request(TRAIN_CPU).set_memory_request(TRAIN_MEMORY)
-    return trained.outputs["model"]
+    quantized = freeze_quantize(model=trained.outputs["model"], dataset=dataset,
+                                mode=quantization, max_accuracy_drop=max_accuracy_drop)
+    quantized.set_cpu_request(CONVERT_CPU).set_memory_request(CONVERT_MEMORY)
+    exported = export_tflite(model=trained.outputs["model"], dataset=dataset,
+                             quantized_model=quantized.outputs["tflite_model"],
+                             max_accuracy_drop=max_accuracy_drop, min_agreement=min_agreement)
+    predicted = batch_predict(model=trained.outputs["model"], data=dataset, split="eval",
+                              keys=keys, output_format=output_format)
+    return Outputs(model=trained.outputs["model"], tflite=exported.outputs["bundle"],
+                   predictions=predicted.outputs["predictions"])

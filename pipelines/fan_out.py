@@ -1,0 +1,19 @@
+"""Steps shared by the pipelines that fan work out with ``dsl.ParallelFor``."""
+
+from typing import List
+
+from kfp import dsl
+
+from tfkfp.components._image import IMAGE
+
+
+@dsl.component(base_image=IMAGE, install_kfp_package=False)
+def group_numbers(count: int) -> List[int]:
+    """The numbers 0..count-1, one ParallelFor iteration (one pod on a cluster) each.
+
+    Args:
+        count: How many groups the work is dealt into (at least 1).
+    """
+    if count < 1:
+        raise ValueError(f"the group count must be at least 1, got {count}")
+    return list(range(count))
