@@ -15,6 +15,7 @@ from tfkfp.components.common import uris
 MB = 1 << 20
 MIN_STEPS = 3
 READ_BATCH = 1024
+WARMUP_SHARE = 0.25  # untimed share of each measurement: tracing, autotuning, allocation
 
 
 @dataclasses.dataclass(frozen=True)
@@ -66,7 +67,7 @@ def read_raw(files: List[str], compression: str, seconds: float) -> Rate:
     counts = records.batch(READ_BATCH).map(
         lambda b: (tf.size(b), tf.reduce_sum(tf.strings.length(b)))).repeat()
     iterator = iter(counts)
-    next(iterator)
+    next(iterator)  # the pipeline's start; the rest of the first pass is still cold
     start, count, payload = time.perf_counter(), 0, 0
     while time.perf_counter() - start < seconds:
         n, size = next(iterator)
@@ -76,10 +77,11 @@ def read_raw(files: List[str], compression: str, seconds: float) -> Rate:
 
 def pipeline_rate(dataset, seconds: float, skip_batches: int = 1) -> Rate:
     """Records/s of a ``(features, labels)`` dataset, after ``skip_batches`` untimed ones
-    (the pipeline's start, or filling a cache)."""
+    (the pipeline's start, or filling a cache) and a short warm-up while tf.data tunes."""
     iterator = iter(dataset)
     for _ in range(skip_batches):
         next(iterator)
+    _warm(lambda: next(iterator), 0, seconds)
     start, count = time.perf_counter(), 0
     while time.perf_counter() - start < seconds:
         _, labels = next(iterator)
@@ -90,9 +92,7 @@ def pipeline_rate(dataset, seconds: float, skip_batches: int = 1) -> Rate:
 def step_rate(train_function: Callable, iterator, global_batch: int, seconds: float,
               warmup: int = 1) -> Rate:
     """Records/s through ``train_function`` (one optimizer step per call)."""
-    logs = None
-    for _ in range(warmup):
-        logs = train_function(iterator)
+    logs = _warm(lambda: train_function(iterator), warmup, seconds)
     _sync(logs)
     start, steps = time.perf_counter(), 0
     while steps < MIN_STEPS or time.perf_counter() - start < seconds:
@@ -110,6 +110,14 @@ def skip(iterator, batches: int, seconds: float) -> bool:
         if time.perf_counter() - start > seconds:
             return False
     return True
+
+
+def _warm(call: Callable, times: int, seconds: float):
+    """Call at least ``times`` times and for WARMUP_SHARE of ``seconds``; the last result."""
+    start, result, done = time.perf_counter(), None, 0
+    while done < times or time.perf_counter() - start < WARMUP_SHARE * seconds:
+        result, done = call(), done + 1
+    return result
 
 
 def _sync(logs) -> None:

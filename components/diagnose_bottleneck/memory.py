@@ -7,6 +7,7 @@ files a Kubernetes pod's memory limit lives in.
 
 import dataclasses
 import math
+import subprocess
 from typing import Dict, Iterator, List
 
 MB = 1 << 20
@@ -74,6 +75,17 @@ def device_peak_bytes() -> int:
     if not tf.config.list_logical_devices("GPU"):
         return 0
     return int(tf.config.experimental.get_memory_info("GPU:0").get("peak", 0))
+
+
+def device_total_bytes() -> int:
+    """Memory of the first NVIDIA GPU (TensorFlow does not report it), or 0 where unknown."""
+    try:
+        out = subprocess.run(["nvidia-smi", "--query-gpu=memory.total",
+                              "--format=csv,noheader,nounits", "-i", "0"],
+                             capture_output=True, text=True, timeout=20, check=True)
+        return int(float(out.stdout.split()[0]) * MB)
+    except (OSError, subprocess.SubprocessError, ValueError, IndexError):
+        return 0
 
 
 @dataclasses.dataclass(frozen=True)

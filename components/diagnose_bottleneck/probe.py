@@ -2,6 +2,7 @@
 train builds it, its memory need checked against the budget, then the step measured alone
 and fed by the real input pipeline."""
 
+import dataclasses
 import logging
 import math
 import time
@@ -85,27 +86,31 @@ def input_figures(config: TrainConfig, schema: Schema, global_batch: int, train_
 
 def memory_figures(footprint: memory.Footprint, figures: Dict[str, Any], config: TrainConfig,
                    memory_limit_mb: int, host: memory.HostMemory) -> Dict[str, Any]:
-    """The step's need (every replica, plus the cache) against the budget."""
-    replicas, batch = figures["replicas"], config.batch_size
-    cache = figures["train_payload_mb"] * memory.MB if config.cache else 0
-    need = footprint.step_bytes(batch) * replicas + cache
-    budget = memory_limit_mb * memory.MB if memory_limit_mb else host.available
-    half = memory.Footprint(footprint.parameters, footprint.parameter_bytes,
-                            footprint.activation_bytes_per_example // 2,
-                            footprint.input_bytes_per_example, footprint.known_shapes)
+    """The step's need against the budget: on GPUs, one replica against one GPU's memory; on
+    the CPU, every replica and the cache against the host's."""
+    batch, gpus = config.batch_size, figures["gpus"]
+    sharing = 1 if gpus else figures["replicas"]
+    cache = figures["train_payload_mb"] * memory.MB if config.cache and not gpus else 0
+    device = memory.device_total_bytes() if gpus and not memory_limit_mb else 0
+    budget, source = ((memory_limit_mb * memory.MB, "memory_limit_mb") if memory_limit_mb else
+                      (device, "GPU memory") if device else
+                      (host.available, "available host memory"))
+    need = footprint.step_bytes(batch) * sharing + cache
+    half = dataclasses.replace(
+        footprint, activation_bytes_per_example=footprint.activation_bytes_per_example // 2)
     return {
         **host.to_dict(),
         "parameters": footprint.parameters,
         "parameter_mb": footprint.parameter_bytes / memory.MB,
-        "activation_mb": footprint.activation_bytes_per_example * batch * replicas / memory.MB,
-        "input_batch_mb": footprint.input_bytes_per_example * batch * replicas / memory.MB,
+        "activation_mb": footprint.activation_bytes_per_example * batch * sharing / memory.MB,
+        "input_batch_mb": footprint.input_bytes_per_example * batch * sharing / memory.MB,
         "cache_mb": cache / memory.MB, "activations_known": footprint.known_shapes,
         "step_memory_mb": need / memory.MB, "memory_budget_mb": budget / memory.MB,
-        "memory_budget_source": "memory_limit_mb" if memory_limit_mb else "available host memory",
+        "memory_budget_source": source,
         "memory_fits": need <= budget * memory.HEADROOM,
-        "largest_fitting_batch": footprint.largest_batch(budget, replicas, cache),
-        "largest_fitting_batch_half_precision": half.largest_batch(budget, replicas, cache),
-        "larger_batch_fits": footprint.step_bytes(batch * LARGER_BATCH) * replicas + cache
+        "largest_fitting_batch": footprint.largest_batch(budget, sharing, cache),
+        "largest_fitting_batch_half_precision": half.largest_batch(budget, sharing, cache),
+        "larger_batch_fits": footprint.step_bytes(batch * LARGER_BATCH) * sharing + cache
         <= budget * memory.HEADROOM}
 
 

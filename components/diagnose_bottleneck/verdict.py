@@ -12,6 +12,7 @@ SMALL_SHARD_MB = 1.0  # shards smaller than this cost more to open than to read
 PARALLEL_READS = 8  # the reader interleaves up to this many files
 TARGET_SHARD_MB = 128.0  # shard_tfrecords' default shard size
 FAST_STEP_MS = 5.0  # steps shorter than this are dominated by per-step dispatch
+CONTENTION = 0.8  # both together below this share of the slower one alone: shared cores
 
 
 @dataclasses.dataclass(frozen=True)
@@ -40,9 +41,21 @@ def decide(f: Dict[str, Any]) -> Tuple[str, str]:
     wait = f"the step waits for input {f['input_wait_fraction']:.0%} of the time"
     if fed < step:
         return INPUT, (f"{wait}; input delivers {fed:,.0f} records/s, the model consumes "
-                       f"{step:,.0f} records/s ({step / max(fed, 1e-9):.1f}x more)")
+                       f"{step:,.0f} records/s ({step / max(fed, 1e-9):.1f}x more)"
+                       + _contention(f))
     return COMPUTE, (f"the model consumes {step:,.0f} records/s, input delivers {fed:,.0f} "
-                     f"records/s ({fed / max(step, 1e-9):.1f}x more); {wait}")
+                     f"records/s ({fed / max(step, 1e-9):.1f}x more); {wait}" + _contention(f))
+
+
+def _contention(f: Dict[str, Any]) -> str:
+    """On a CPU the input pipeline and the step share the cores: together they can reach
+    less than either alone."""
+    both = f["combined_records_per_second"]
+    alone = min(f["input_records_per_second"], f["compute_records_per_second"])
+    if f["gpus"] or both >= CONTENTION * alone:
+        return ""
+    return (f"; together they reach only {both:,.0f} records/s, as the input pipeline and the "
+            f"step share the host's {os.cpu_count()} CPU core(s)")
 
 
 def remedies(verdict: str, f: Dict[str, Any]) -> List[Remedy]:

@@ -1,0 +1,75 @@
+"""The verdict and the ranking of remedies, on figures given directly (no measuring)."""
+
+from tfkfp.components.diagnose_bottleneck.verdict import COMPUTE, INPUT, MEMORY, decide, remedies
+
+BASE = {
+    "memory_fits": True, "batch_size": 64, "precision": "float32", "cache": False, "gpus": 0,
+    "strategy": "default", "parameters": 50_000, "parameter_mb": 0.8, "activation_mb": 0.3,
+    "input_batch_mb": 0.03, "cache_mb": 0.0, "step_memory_mb": 1.1, "memory_budget_mb": 20_000,
+    "memory_budget_source": "available host memory", "host_available_mb": 20_000,
+    "largest_fitting_batch": 1_000_000, "largest_fitting_batch_half_precision": 2_000_000,
+    "compression": "none", "num_shards": 2, "shards_mb": 2.0, "train_payload_mb": 2.0,
+    "read_records_per_second": 100_000.0, "read_mb_per_second": 100.0,
+    "input_records_per_second": 40_000.0, "compute_records_per_second": 10_000.0,
+    "combined_records_per_second": 9_500.0, "input_wait_fraction": 0.05, "step_ms": 6.4}
+
+
+def figures(**changes):
+    return {**BASE, **changes}
+
+
+def test_faster_input_than_step_is_compute_bound_with_the_numbers():
+    verdict, summary = decide(figures())
+    assert verdict == COMPUTE
+    assert "consumes 10,000 records/s" in summary and "delivers 40,000 records/s" in summary
+    assert "waits for input 5% of the time" in summary
+
+
+def test_slower_input_is_input_bound_and_says_how_long_the_step_waits():
+    verdict, summary = decide(figures(input_records_per_second=4_000.0,
+                                      combined_records_per_second=3_700.0,
+                                      input_wait_fraction=0.63))
+    assert verdict == INPUT
+    assert summary.startswith("the step waits for input 63% of the time; input delivers "
+                              "4,000 records/s, the model consumes 10,000 records/s")
+
+
+def test_a_step_over_the_budget_is_memory_bound_whatever_the_rates():
+    verdict, summary = decide(figures(memory_fits=False, step_memory_mb=900.0,
+                                      memory_budget_mb=512.0, largest_fitting_batch=30))
+    assert verdict == MEMORY and "needs about 900 MB" in summary and "512 MB" in summary
+    ranked = remedies(MEMORY, figures(memory_fits=False, largest_fitting_batch=30))
+    assert ranked[0].knob == "train batch_size=16"
+
+
+def test_reading_gzip_ranks_storage_remedies_first():
+    slow_read = figures(compression="gzip", num_shards=64, shards_mb=0.2,
+                        read_records_per_second=5_000.0, input_records_per_second=4_000.0)
+    knobs = [r.knob for r in remedies(INPUT, slow_read)]
+    assert knobs[0] == "shard_tfrecords compression='none'"
+    assert knobs[1] == "shard_tfrecords num_shards=2"
+    assert knobs.index("train cache=True") < knobs.index("train batch_size=256")
+
+
+def test_parsing_ranks_larger_batches_first():
+    slow_parse = figures(read_records_per_second=400_000.0, input_records_per_second=4_000.0)
+    ranked = remedies(INPUT, slow_parse)
+    assert ranked[0].knob == "train batch_size=256"
+    assert "parsing is 99% of the input time" in ranked[0].why
+
+
+def test_a_measured_larger_batch_gain_ranks_first_when_compute_bound():
+    gain = figures(larger_batch_size=256, larger_batch_records_per_second=30_000.0)
+    ranked = remedies(COMPUTE, gain)
+    assert ranked[0].knob == "train batch_size=256" and "+200%" in ranked[0].why
+    assert "train precision='mixed_bfloat16'" in [r.knob for r in ranked]
+    assert "train precision='mixed_float16'" in [r.knob for r in remedies(COMPUTE, figures(
+        gpus=1))]
+    assert "train strategy='mirrored'" in [r.knob for r in remedies(COMPUTE, figures(gpus=4))]
+
+
+def test_shared_cores_are_named_when_together_is_slower_than_either_alone():
+    _, summary = decide(figures(combined_records_per_second=5_000.0, input_wait_fraction=0.5))
+    assert "together they reach only 5,000 records/s" in summary
+    _, summary = decide(figures(combined_records_per_second=5_000.0, gpus=1))
+    assert "together" not in summary
