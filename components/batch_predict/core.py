@@ -51,17 +51,9 @@ class PredictResult:
     num_shard_groups: int
     seconds: float
 
-    @property
-    def inputs(self) -> int:
-        return sum(s.inputs for s in self.shards)
-
-    @property
-    def predictions(self) -> int:
-        return sum(s.predictions for s in self.shards)
-
-    @property
-    def errors(self) -> int:
-        return sum(s.errors for s in self.shards)
+    inputs = property(lambda self: sum(s.inputs for s in self.shards))
+    predictions = property(lambda self: sum(s.predictions for s in self.shards))
+    errors = property(lambda self: sum(s.errors for s in self.shards))
 
     @property
     def records_per_second(self) -> float:
@@ -136,7 +128,7 @@ def batch_predict(
     log.info("predicting %d of %d %s file(s) with %s into %s", len(chosen), len(plan.files),
              plan.fmt, predictor.kind, output_dir)
     task = _Task(predictor, key_columns, top_k, output_format, output_dir, progress)
-    shards = [task.shard(plan, i, read) for i in chosen]
+    shards = task.run(plan, chosen, read)
     progress.finish()
     result = PredictResult(output_dir, output_format, predictor.describe(), shards,
                            len(plan.files), shard_group, num_shard_groups,
@@ -170,42 +162,47 @@ def _reader(plan: sources.InputPlan, files: List[str], features, key_columns, ba
 
 
 class _Task:
-    """Predicts one input file after another into their output shards."""
+    """Predicts this task's input files, one after another, into their output shards.
+
+    One stream of chunks runs through all files, so reading the next file overlaps
+    predicting and writing the last one; ``None`` after a file's chunks ends its shard.
+    """
 
     def __init__(self, predictor: Predictor, key_columns, top_k: int, fmt: str,
                  output_dir: str, progress: Progress):
         self.predictor, self.key_columns, self.top_k = predictor, key_columns, top_k
         self.fmt, self.output_dir, self.progress = fmt, output_dir, progress
 
-    def shard(self, plan: sources.InputPlan, index: int, read) -> ShardCounts:
-        path = plan.files[index]
-        names = writers.shard_names(index, len(plan.files), self.fmt)
-        out = writers.ShardWriter(uris.join(self.output_dir, names["predictions"]), self.fmt)
-        errors: List[ErrorRow] = []
-        inputs = rows = 0
+    def run(self, plan: sources.InputPlan, chosen: List[int], read) -> List[ShardCounts]:
+        def stream():
+            for index in chosen:
+                yield from ((index, chunk) for chunk in read(plan.files[index]))
+                yield index, None
+
+        shards: Dict[int, _Shard] = {}
         try:
             with concurrent.futures.ThreadPoolExecutor(1) as pool:
-                pending = None
-                for chunk in prefetch(read(path), ahead=2):
-                    preds, failed = self.predict(chunk, path)
-                    errors += chunk.errors + failed
-                    inputs, rows = inputs + chunk.inputs, rows + len(preds.top_ids)
-                    if pending is not None:
-                        pending.result()
-                    pending = pool.submit(out.write, preds) if len(preds.top_ids) else None
-                    self.progress.update(chunk.inputs)
-                if pending is not None:
-                    pending.result()
-            out.commit(self.empty())
+                pending: List[concurrent.futures.Future] = []
+                for index, chunk in prefetch(stream(), ahead=3):
+                    if index not in shards:
+                        shards[index] = _Shard(plan, index, self.fmt, self.output_dir)
+                    shard = shards[index]
+                    if chunk is None:
+                        pending.append(pool.submit(shard.finish, self.empty()))
+                    else:
+                        preds, failed = self.predict(chunk, shard.path)
+                        shard.add(chunk, failed, len(preds.top_ids))
+                        pending.append(pool.submit(shard.out.write, preds))
+                        self.progress.update(chunk.inputs)
+                    while len(pending) > 2:
+                        pending.pop(0).result()
+                for future in pending:
+                    future.result()
         except BaseException:
-            out.abort()
+            for shard in shards.values():
+                shard.out.abort()
             raise
-        writers.write_errors(uris.join(self.output_dir, names["errors"]), self.fmt, errors)
-        if inputs != rows + len(errors):
-            raise AssertionError(f"{path}: {inputs} records in but {rows} predictions and "
-                                 f"{len(errors)} errors out")
-        return ShardCounts(path, names["predictions"], names["errors"], inputs, rows,
-                           len(errors))
+        return [shards[i].counts() for i in chosen]
 
     def predict(self, chunk: Chunk, path: str):
         """Top-k predictions for the chunk's rows; rows the model fails on become errors."""
@@ -267,3 +264,31 @@ def _finish(result: PredictResult) -> None:
     name = f"{SUMMARY_PREFIX}{result.shard_group:05d}-of-{result.num_shard_groups:05d}.json"
     uris.write_text_atomic(uris.join(result.output_dir, name),
                            json.dumps(result.summary(), indent=2) + "\n")
+
+
+class _Shard:
+    """One input file's output: its predictions writer, its errors and its counts."""
+
+    def __init__(self, plan: sources.InputPlan, index: int, fmt: str, output_dir: str):
+        self.path, self.fmt, self.output_dir = plan.files[index], fmt, output_dir
+        self.names = writers.shard_names(index, len(plan.files), fmt)
+        self.out = writers.ShardWriter(uris.join(output_dir, self.names["predictions"]), fmt)
+        self.errors: List[ErrorRow] = []
+        self.inputs = self.rows = 0
+
+    def add(self, chunk: Chunk, failed: List[ErrorRow], rows: int) -> None:
+        self.errors += chunk.errors + failed
+        self.inputs, self.rows = self.inputs + chunk.inputs, self.rows + rows
+
+    def finish(self, empty) -> None:
+        """Close the shard: rename its predictions into place, write its errors file."""
+        self.out.commit(empty)
+        writers.write_errors(uris.join(self.output_dir, self.names["errors"]), self.fmt,
+                             self.errors)
+        if self.inputs != self.rows + len(self.errors):
+            raise AssertionError(f"{self.path}: {self.inputs} records in but {self.rows} "
+                                 f"predictions and {len(self.errors)} errors out")
+
+    def counts(self) -> ShardCounts:
+        return ShardCounts(self.path, self.names["predictions"], self.names["errors"],
+                           self.inputs, self.rows, len(self.errors))

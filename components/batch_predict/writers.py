@@ -10,6 +10,7 @@ A prediction row holds the key columns, ``class`` (the label), ``class_id``, ``s
 ``top_scores`` lists (JSON Lines, TFRecord) or ``class_1..k`` / ``score_1..k`` (CSV).
 """
 
+import contextlib
 import csv
 import dataclasses
 import io
@@ -63,6 +64,8 @@ class ShardWriter:
             self.file = uris.open_file(self.temp, "wb")
 
     def write(self, preds: Predictions) -> None:
+        if not len(preds.top_ids):
+            return
         if self.fmt == "jsonl":
             self.file.write(jsonl_bytes(preds))
         elif self.fmt == "csv":
@@ -76,12 +79,13 @@ class ShardWriter:
 
     def commit(self, empty: Predictions) -> None:
         if self.fmt == "csv" and not self.header_done:
-            self.write(empty)
+            self.file.write(csv_bytes(empty, header=True))
         self.file.close()
         uris.rename(self.temp, self.path)
 
     def abort(self) -> None:
-        self.file.close()
+        with contextlib.suppress(Exception):  # already closed or broken: the temp file goes
+            self.file.close()
         if uris.exists(self.temp):
             uris.remove(self.temp)
 
