@@ -67,11 +67,15 @@ def diagnose_bottleneck(
 
     Args:
         data: the Dataset directory (its train split is measured).
-        model, model_fn, hidden_units, batch_size, strategy, precision, cache: as in train;
-            batch_size is per replica; strategy must run in one process (default,
-            one_device, mirrored or tpu).
+        model: mlp, cnn, resnet50 or mobilenet_v2, as in train.
+        model_fn: ``package.module:function`` building the model instead, as in train.
+        hidden_units: sizes of the dense layers on top (a sequence or "256,128").
+        batch_size: examples per replica per step.
+        strategy: one that runs in this process: default, one_device, mirrored or tpu.
+        precision: float32, mixed_float16 or mixed_bfloat16.
+        cache: measure with train's in-memory cache of the records, filled first.
         memory_limit_mb: the memory training may use, in MB; 0 is what the host has
-            available (the pod's cgroup limit where lower).
+            available (the pod's cgroup limit where lower), or a GPU's memory.
         seconds: wall time for each measurement (each runs at least a few steps).
     """
     started = time.perf_counter()

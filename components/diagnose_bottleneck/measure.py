@@ -8,7 +8,7 @@ costs a bounded time whatever the dataset's size.
 import dataclasses
 import os
 import time
-from typing import Callable, List
+from typing import Callable, List, Tuple
 
 from tfkfp.components.common import uris
 
@@ -75,18 +75,19 @@ def read_raw(files: List[str], compression: str, seconds: float) -> Rate:
     return Rate(count, time.perf_counter() - start, payload_bytes=payload)
 
 
-def pipeline_rate(dataset, seconds: float, skip_batches: int = 1) -> Rate:
-    """Records/s of a ``(features, labels)`` dataset, after ``skip_batches`` untimed ones
-    (the pipeline's start, or filling a cache) and a short warm-up while tf.data tunes."""
+def pipeline_rate(dataset, seconds: float, fill_batches: int = 0,
+                  fill_seconds: float = 0.0) -> Tuple[Rate, bool]:
+    """Records/s of a ``(features, labels)`` dataset after untimed batches: up to
+    ``fill_batches`` (one epoch, to fill a cache) within ``fill_seconds``, then a warm-up
+    while tf.data tunes itself. Also whether the fill finished."""
     iterator = iter(dataset)
-    for _ in range(skip_batches):
-        next(iterator)
+    filled = skip(iterator, max(fill_batches, 1), fill_seconds or seconds)
     _warm(lambda: next(iterator), 0, seconds)
     start, count = time.perf_counter(), 0
     while time.perf_counter() - start < seconds:
         _, labels = next(iterator)
         count += int(labels.shape[0])
-    return Rate(count, time.perf_counter() - start)
+    return Rate(count, time.perf_counter() - start), filled
 
 
 def step_rate(train_function: Callable, iterator, global_batch: int, seconds: float,

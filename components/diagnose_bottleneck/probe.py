@@ -17,6 +17,7 @@ from tfkfp.components.train.config import TrainConfig
 
 log = logging.getLogger("tfkfp")
 HELD_BATCHES = 2
+CACHE_FILL = 10  # filling train's cache (one epoch) may take this many times ``seconds``
 LARGER_BATCH = 4  # the compute-bound check of a larger batch multiplies by this
 
 
@@ -70,7 +71,8 @@ def input_figures(config: TrainConfig, schema: Schema, global_batch: int, train_
                            repeat=True, cache="memory" if config.cache else None,
                            shuffle_buffer=config.shuffle_buffer, seed=config.seed or None)
     epoch = math.ceil(train_records / global_batch)
-    parsed = measure.pipeline_rate(dataset, seconds, skip_batches=epoch if config.cache else 1)
+    parsed, filled = measure.pipeline_rate(dataset, seconds, epoch if config.cache else 0,
+                                           CACHE_FILL * seconds)
     log.info("input: %.0f records/s read cold, %.0f records/s parsed",
              read.records_per_second, parsed.records_per_second)
     return {
@@ -80,6 +82,7 @@ def input_figures(config: TrainConfig, schema: Schema, global_batch: int, train_
         "read_mb_per_second": read.records_per_second * disk_per_record / memory.MB,
         "record_bytes": round(payload_per_record, 1),
         "train_payload_mb": payload_per_record * train_records / memory.MB,
+        "cache_filled": bool(config.cache and filled),
         "input_records_per_second": parsed.records_per_second,
         "input_mb_per_second": parsed.records_per_second * disk_per_record / memory.MB}
 
@@ -123,7 +126,8 @@ def step_figures(model, strategy, config: TrainConfig, schema: Schema,
                              global_batch, seconds, warmup=HELD_BATCHES)
     iterator = _streamed(strategy, config, schema, global_batch)
     if config.cache:
-        measure.skip(iterator, math.ceil(figures["train_records"] / global_batch), 3 * seconds)
+        measure.skip(iterator, math.ceil(figures["train_records"] / global_batch),
+                     CACHE_FILL * seconds)
     both = measure.step_rate(train_function, iterator, global_batch, seconds)
     out = {"compute_records_per_second": held.records_per_second,
            "combined_records_per_second": both.records_per_second,
@@ -164,6 +168,10 @@ def _compiled_model(config: TrainConfig, schema: Schema, strategy):
     sample = models.sample_features(config.data, schema)
     with strategy.scope():
         model = models.build_model(config, schema, sample)
+        if not model.built:  # a subclassed model from model_fn makes its weights when called
+            features, _ = next(iter(make_dataset(config.data, schema, batch_size=2,
+                                                 shuffle=False)))
+            model(features)
         model.compile(optimizer=tf_keras.optimizers.Adam(learning_rate=config.learning_rate),
                       loss="sparse_categorical_crossentropy", metrics=["accuracy"],
                       jit_compile=config.jit_compile,

@@ -25,7 +25,8 @@ def rows(f: Dict[str, Any]) -> List[Tuple[str, str]]:
     out = [("model", f"{f['model']} ({f['parameters']:,} parameters)"),
            ("strategy, replicas", f"{f['strategy']}, {f['replicas']}"),
            ("batch size per replica / global", f"{f['batch_size']} / {f['global_batch_size']}"),
-           ("precision, cache", f"{f['precision']}, {f['cache']}"),
+           ("precision, cache", f"{f['precision']}, {f['cache']}"
+            + (" (filled before timing)" if f.get("cache_filled") else "")),
            ("shards", f"{f['num_shards']} ({f['compression']}), {f['shards_mb']:,.2f} MB"),
            ("read alone, no parsing" + (" (cold)" if f["read_cold"] else ""),
             f"{f['read_records_per_second']:,.0f} records/s, {f['read_mb_per_second']:,.2f} MB/s"),

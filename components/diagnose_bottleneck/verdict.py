@@ -6,12 +6,15 @@ import math
 import os
 from typing import Any, Dict, List, Tuple
 
+from tfkfp.components.diagnose_bottleneck.memory import HEADROOM
+
 INPUT, COMPUTE, MEMORY = "input-bound", "compute-bound", "memory-bound"
 VERDICTS = (INPUT, COMPUTE, MEMORY)
 SMALL_SHARD_MB = 1.0  # shards smaller than this cost more to open than to read
 PARALLEL_READS = 8  # the reader interleaves up to this many files
 TARGET_SHARD_MB = 128.0  # shard_tfrecords' default shard size
 FAST_STEP_MS = 5.0  # steps shorter than this are dominated by per-step dispatch
+BALANCED = 1.25  # input and step rates closer than this: both sides' remedies matter
 CONTENTION = 0.8  # both together below this share of the slower one alone: shared cores
 
 
@@ -36,15 +39,23 @@ def decide(f: Dict[str, Any]) -> Tuple[str, str]:
             f"and optimizer slots {f['parameter_mb']:,.1f} MB, activations "
             f"{f['activation_mb']:,.1f} MB, input batch {f['input_batch_mb']:,.1f} MB, cache "
             f"{f['cache_mb']:,.1f} MB; the budget ({f['memory_budget_source']}) is "
-            f"{f['memory_budget_mb']:,.0f} MB, of which {0.9:.0%} may go to training")
+            f"{f['memory_budget_mb']:,.0f} MB, of which {HEADROOM:.0%} may go to training")
     fed, step = f["input_records_per_second"], f["compute_records_per_second"]
     wait = f"the step waits for input {f['input_wait_fraction']:.0%} of the time"
+    close = ("; the two are within 25% of each other, so both sides' remedies help"
+             if balanced(f) else "")
     if fed < step:
         return INPUT, (f"{wait}; input delivers {fed:,.0f} records/s, the model consumes "
                        f"{step:,.0f} records/s ({step / max(fed, 1e-9):.1f}x more)"
-                       + _contention(f))
+                       + _contention(f) + close)
     return COMPUTE, (f"the model consumes {step:,.0f} records/s, input delivers {fed:,.0f} "
-                     f"records/s ({fed / max(step, 1e-9):.1f}x more); {wait}" + _contention(f))
+                     f"records/s ({fed / max(step, 1e-9):.1f}x more); {wait}"
+                     + _contention(f) + close)
+
+
+def balanced(f: Dict[str, Any]) -> bool:
+    fed, step = f["input_records_per_second"], f["compute_records_per_second"]
+    return max(fed, step) < BALANCED * min(fed, step)
 
 
 def _contention(f: Dict[str, Any]) -> str:
@@ -59,8 +70,17 @@ def _contention(f: Dict[str, Any]) -> str:
 
 
 def remedies(verdict: str, f: Dict[str, Any]) -> List[Remedy]:
-    ranked = {INPUT: _input, COMPUTE: _compute, MEMORY: _memory}[verdict](f)
-    return [r for _, r in sorted(ranked, key=lambda pair: -pair[0])]
+    """Most effective first; in a close call the other side's follow, at lower rank."""
+    sides = {INPUT: _input, COMPUTE: _compute, MEMORY: _memory}
+    ranked = sides[verdict](f)
+    if verdict != MEMORY and balanced(f):
+        other = sides[COMPUTE if verdict == INPUT else INPUT](f)
+        ranked += [(score / 2, remedy) for score, remedy in other]
+    out: List[Remedy] = []
+    for _, remedy in sorted(ranked, key=lambda pair: -pair[0]):
+        if remedy.knob not in [r.knob for r in out if r.knob]:  # one remedy per knob value
+            out.append(remedy)
+    return out
 
 
 def _input(f: Dict[str, Any]) -> List[Tuple[float, Remedy]]:

@@ -133,3 +133,25 @@ def test_dataset_without_a_label_is_refused(unlabeled_demo):
 def test_folder_that_is_not_a_dataset_is_refused(tmp_path):
     with pytest.raises(SchemaError, match="has no manifest.json"):
         diagnose_bottleneck(str(tmp_path))
+
+
+def test_subclassed_model_fn_counts_parameters_and_says_activations_are_unknown(
+        demo_dataset, tmp_path, monkeypatch):
+    (tmp_path / "sub_models.py").write_text(
+        "import tensorflow as tf\n"
+        "import tf_keras\n"
+        "class Linear(tf_keras.Model):\n"
+        "    def __init__(self, n):\n"
+        "        super().__init__()\n"
+        "        self.out = tf_keras.layers.Dense(n, activation='softmax')\n"
+        "    def call(self, features):\n"
+        "        x = tf.stack([tf.cast(v, tf.float32) for v in features.values()], axis=1)\n"
+        "        return self.out(x)\n"
+        "def linear(schema, num_classes):\n"
+        "    return Linear(num_classes)\n")
+    monkeypatch.syspath_prepend(str(tmp_path))
+    result = diagnose_bottleneck(demo_dataset, model_fn="sub_models:linear", memory_limit_mb=1,
+                                 seconds=SECONDS)
+    assert result.figures["parameters"] == 64 * 10 + 10
+    assert result.figures["activations_known"] is False
+    assert "unknown for this model" in result.markdown()

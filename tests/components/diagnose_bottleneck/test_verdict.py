@@ -73,3 +73,12 @@ def test_shared_cores_are_named_when_together_is_slower_than_either_alone():
     assert "together they reach only 5,000 records/s" in summary
     _, summary = decide(figures(combined_records_per_second=5_000.0, gpus=1))
     assert "together" not in summary
+
+
+def test_a_close_call_says_so_and_adds_the_other_sides_remedies_after_its_own():
+    close = figures(input_records_per_second=9_000.0)
+    verdict, summary = decide(close)
+    assert verdict == INPUT and "within 25% of each other" in summary
+    knobs = [r.knob for r in remedies(INPUT, close)]
+    assert knobs.index("train batch_size=256") < knobs.index("train jit_compile=True")
+    assert len(knobs) == len(set(knobs)), "a knob value is suggested twice"
