@@ -6,6 +6,7 @@ RBAC, no Secret with values)."""
 import os
 import pathlib
 import re
+import socket
 import subprocess
 
 import pytest
@@ -25,6 +26,17 @@ ALLOWED_RULES = {("kubeflow.org", "tfjobs"): {"create", "get", "list", "watch", 
                  ("", "pods/log"): {"get"}}
 # Service accounts bound by the overlays that Kubeflow Pipelines itself creates.
 EXTERNAL_SERVICE_ACCOUNTS = {("kubeflow", "pipeline-runner")}
+
+
+def free_ports(count):
+    """Loopback ports nobody listens on (another engineer's API server may use the defaults)."""
+    sockets = [socket.socket() for _ in range(count)]
+    for sock in sockets:
+        sock.bind(("127.0.0.1", 0))
+    ports = [str(sock.getsockname()[1]) for sock in sockets]
+    for sock in sockets:
+        sock.close()
+    return ports
 
 
 def of_kind(docs, kind):
@@ -133,6 +145,28 @@ def test_kubernetes_validate_rejects_an_unknown_field(tools, tmp_path):
     assert result.returncode != 0 and "labelz" in result.stdout + result.stderr
 
 
+BAD_FOR_THE_SERVER = """\
+apiVersion: apps/v1
+kind: Deployment
+metadata:
+  name: request-above-limit
+  namespace: tfkfp
+spec:
+  selector:
+    matchLabels: {app: x}
+  template:
+    metadata:
+      labels: {app: x}
+    spec:
+      containers:
+        - name: c
+          image: tfkfp/tfkfp:0.1.0
+          resources:
+            requests: {cpu: "2"}
+            limits: {cpu: "1"}
+"""
+
+
 @pytest.mark.slow
 def test_real_api_server_accepts_every_overlay(rendered, tools, tmp_path):
     """`kubectl apply --dry-run=server` against kube-apiserver 1.20 built from Debian's source
@@ -142,12 +176,18 @@ def test_real_api_server_accepts_every_overlay(rendered, tools, tmp_path):
     apiserver = tools.cache / "bin" / "kube-apiserver"
     if not apiserver.exists():
         tools.missing(f"no kube-apiserver in {apiserver.parent}")
-    paths = [rendered[o][0] for o in OVERLAYS]
-    result = tools.run(
+    # A file the server must refuse rides along, so the test proves the gate bites.
+    bad = tmp_path / "must-be-rejected.yaml"
+    bad.write_text(BAD_FOR_THE_SERVER)
+    paths = [rendered[o][0] for o in OVERLAYS] + [bad]
+    ports = dict(zip(("API_PORT", "ETCD_PORT", "ETCD_PEER_PORT"), free_ports(3)))
+    result = subprocess.run(
         ["bash", ROOT / "scripts" / "k8s" / "apiserver-validate.sh", *paths],
-        env={**os.environ, "K8S_BIN": str(apiserver.parent),
+        env={**os.environ, **ports, "K8S_BIN": str(apiserver.parent),
              "K8S_WORK": str(tmp_path / "k8s"), "CREATE_NAMESPACES": "kubeflow tfkfp"},
-        timeout=300)
+        capture_output=True, text=True, timeout=300)
+    assert result.returncode == 1, f"exit {result.returncode}:\n{result.stdout}\n{result.stderr}"
+    assert "must be less than or equal to cpu limit" in result.stderr, result.stderr
     for overlay in OVERLAYS:
         for doc in rendered[overlay][1]:
             kind, name = doc["kind"].lower(), doc["metadata"]["name"]
