@@ -1,9 +1,10 @@
 """Freeze a SavedModel signature into an inference GraphDef and check it still agrees.
 
 Variables become constants and function calls are inlined
-(``convert_variables_to_constants_v2``); training-only and debug nodes are stripped and
-Grappler folds constants, simplifies arithmetic (folding inference batch norms into the
-preceding multiply/add) and prunes what the outputs do not need. The frozen graph is loaded
+(``convert_variables_to_constants_v2``); training-only and debug nodes are stripped,
+Grappler folds constants, simplifies arithmetic (a batch norm on dense outputs folds into the
+matmul) and prunes what the outputs do not need, and fused batch norms after a convolution
+are folded into its weights plus a BiasAdd (fold.py). The frozen graph is loaded
 back into TensorFlow and run on the evaluation examples next to the SavedModel.
 """
 
@@ -14,6 +15,7 @@ from typing import Dict
 
 import numpy as np
 
+from tfkfp.components.freeze_quantize import fold
 from tfkfp.components.freeze_quantize.inputs import Examples
 
 GRAPH_FILE = "frozen_graph.pb"
@@ -64,6 +66,7 @@ def freeze(loaded, fn) -> FrozenGraph:
     graph_def = tf.compat.v1.graph_util.remove_training_nodes(
         frozen.graph.as_graph_def(), protected_nodes=_node_names(outputs))
     graph_def = _optimize(graph_def, frozen.graph, list(inputs.values()) + list(outputs.values()))
+    graph_def, _ = fold.fold_batch_norms(graph_def)
     return FrozenGraph(graph_def, inputs, outputs, len(nodes_before), len(graph_def.node),
                        before.ByteSize() + variables, _histogram(nodes_before),
                        _histogram(graph_def.node))

@@ -75,3 +75,38 @@ def test_metrics_and_report_cover_every_mode(auto_result):
     assert text.count("\n| int8 |") + text.count("**int8**") == 1
     assert "### Frozen graph" in text
     assert auto_result.metadata()["modes"]["none"]["size_bytes"] > 0
+
+
+def test_batch_norms_are_folded_and_the_frozen_graph_still_agrees(tmp_path):
+    import tensorflow as tf
+    import tf_keras
+
+    tf_keras.utils.set_random_seed(2)
+    dense_in, image_in = tf_keras.Input((8,)), tf_keras.Input((8, 8, 3))
+    x = tf_keras.layers.BatchNormalization()(tf_keras.layers.Dense(16)(dense_in))
+    y = tf_keras.layers.BatchNormalization()(tf_keras.layers.Conv2D(4, 3)(image_in))
+    y = tf_keras.layers.GlobalAveragePooling2D()(y)
+    model = tf_keras.Model([dense_in, image_in], tf_keras.layers.Concatenate()([x, y]))
+    model.compile("sgd", "mse")
+    model.fit([np.random.rand(64, 8), np.random.rand(64, 8, 8, 3)], np.random.rand(64, 20),
+              epochs=1, verbose=0)  # moves the moving statistics away from 0 and 1
+    module = tf.Module()
+    module.model = model
+
+    @tf.function(input_signature=[{"a": tf.TensorSpec([None, 8], tf.float32, name="a"),
+                                   "b": tf.TensorSpec([None, 8, 8, 3], tf.float32, name="b")}])
+    def serve(d):
+        return {"out": model([d["a"], d["b"]], training=False)}
+
+    tf.saved_model.save(module, str(tmp_path / "bn"), signatures={"s": serve})
+    loaded = tf.saved_model.load(str(tmp_path / "bn"))
+    fn = loaded.signatures["s"]
+    frozen = freeze.freeze(loaded, fn)
+    assert not any(op.startswith("FusedBatchNorm") for op in frozen.ops_after), frozen.ops_after
+    assert frozen.ops_before.get("FusedBatchNormV3") == 1
+    rng = np.random.default_rng(0)
+    feats = {"a": rng.random((5, 8), dtype=np.float32),
+             "b": rng.random((5, 8, 8, 3), dtype=np.float32)}
+    got = freeze.run_graph(frozen.graph_def, frozen.inputs, frozen.outputs,
+                           inputs.Examples(feats, np.zeros(5)))
+    np.testing.assert_allclose(got["out"], fn(**feats)["out"].numpy(), atol=1e-4)
