@@ -133,7 +133,9 @@ def test_compiled_pipelines_run_the_suite_image():
     for path in compiled:
         spec = yaml.safe_load(path.read_text())
         executors = spec["deploymentSpec"]["executors"]
-        images = {name: e["container"]["image"] for name, e in executors.items()}
+        images = {name: e["container"]["image"] for name, e in executors.items()
+                  if "container" in e}  # importers run in KFP's own launcher
+        assert images, f"{path.relative_to(ROOT)} has no container executor"
         bad = {name: image for name, image in images.items() if image != IMAGE}
         assert not bad, f"{path.relative_to(ROOT)}: executors not on {IMAGE}: {bad}"
 
