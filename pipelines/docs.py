@@ -33,8 +33,10 @@ def table(function) -> List[str]:
     import docstring_parser
 
     spec = function.component_spec
-    doc = {p.arg_name: " ".join((p.description or "").split())
-           for p in docstring_parser.parse(_docstring(function)).params}
+    parsed = docstring_parser.parse(_docstring(function))
+    doc = {p.arg_name: " ".join((p.description or "").split()) for p in parsed.params}
+    if parsed.returns is not None:  # a function's return value is the output "Output"
+        doc["Output"] = " ".join((parsed.returns.description or "").split())
     lines = ["| parameter | type | default | meaning |", "|---|---|---|---|"]
     for name, param in (spec.inputs or {}).items():
         default = f"`{param.default!r}`" if param.optional else "required"
