@@ -54,7 +54,7 @@ def run(csv_path: str, work: str, quick: bool) -> List[Record]:
     table_dir = os.path.join(work, "table-dataset")
     shard_tfrecords(csv_path, table_dir, label="label", num_shards=4)
     records = []
-    for name, directory in (("demo digits", demo_dir), ("table", table_dir)):
+    for name, directory in (("demo", demo_dir), ("table", table_dir)):
         for batch_size in BATCHES:
             records += diagnose(name, directory, batch_size, seconds)
     return records

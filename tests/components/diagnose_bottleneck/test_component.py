@@ -1,3 +1,5 @@
+import json
+
 import pytest
 from kfp import dsl, local
 
@@ -25,3 +27,10 @@ def test_diagnoses_inside_a_local_pipeline(demo_dir, tmp_path):
     assert "# Bottleneck diagnosis" in text and "**memory-bound**" in text
     assert "train batch_size=" in text
     assert not list(root.rglob("*.tmp")), "a temporary file was left behind"
+    outputs = json.loads(reports[0].with_name("executor_output.json").read_text())
+    logged = outputs["artifacts"]["metrics"]["artifacts"][0]["metadata"]
+    assert logged["memory_budget_mb"] == 64 and logged["step_memory_mb"] > 0.9 * 64
+    assert logged["input_records_per_second"] > 0 and logged["parameters"] > 1_000_000
+    described = outputs["artifacts"]["report"]["artifacts"][0]["metadata"]
+    assert described["verdict"] == "memory-bound"
+    assert described["remedies"][0].startswith("use a smaller per-replica batch")
