@@ -33,8 +33,8 @@ def docker_ok(client, env):
 def docker(tools):
     """An environment (DOCKER_HOST) whose Docker daemon builds and runs images."""
     client = tools.tool("docker")
-    if os.environ.get("DOCKER_HOST") and docker_ok(client, os.environ):
-        yield client, dict(os.environ)
+    if docker_ok(client, os.environ):  # the developer's own daemon (DOCKER_HOST or default)
+        yield client, dict(os.environ), False
         return
     dockerd = tools.tool("dockerd")
     if os.geteuid() != 0:
@@ -59,7 +59,7 @@ def docker(tools):
         else:
             pytest.fail(f"dockerd did not answer in 60 s; see {folder}/dockerd.log")
     try:
-        yield client, env
+        yield client, env, True
     finally:
         if process:
             process.terminate()
@@ -71,10 +71,14 @@ def docker(tools):
 
 @pytest.fixture(scope="session")
 def base_image(docker, tools):
-    """The Dockerfile's FROM, made from Debian bookworm (python3 3.11) when it is not there."""
-    client, env = docker
+    """The Dockerfile's FROM: pulled where a registry answers, else made from Debian bookworm
+    (python3 3.11) and tagged as it."""
+    client, env, private = docker
     exists = subprocess.run([client, "image", "inspect", BASE], env=env, capture_output=True)
     if exists.returncode == 0:
+        return BASE
+    if not private and subprocess.run([client, "pull", BASE], env=env, capture_output=True,
+                                      timeout=600).returncode == 0:
         return BASE
     rootfs = tools.cache / "debian-py-bookworm.tar"
     if not rootfs.exists():
@@ -94,24 +98,25 @@ def base_image(docker, tools):
 
 @pytest.fixture(scope="session")
 def cpu_image(docker, base_image, tools):
-    client, env = docker
+    client, env, _ = docker
     ca = "/etc/ssl/certs/ca-certificates.crt"
     env = {**env, "DOCKER": client, **({"EXTRA_CA_BUNDLE": ca} if os.path.exists(ca) else {})}
     result = tools.run(["bash", ROOT / "scripts" / "build-image.sh", "cpu", "--network", "host"],
                        env=env, timeout=1500)
     tag = result.stdout.strip().splitlines()[-1]
     assert tag == IMAGE, f"scripts/build-image.sh built {tag!r}, expected {IMAGE!r}"
+    subprocess.run([client, "image", "prune", "--force"], env=env, capture_output=True)
     return tag
 
 
 def docker_run(docker, tools, *args):
-    client, env = docker
+    client, env, _ = docker
     return tools.run([client, "run", "--rm", "--network", "none", *args], env=env,
                      timeout=300).stdout
 
 
 def test_cpu_image_is_configured_for_kfp(cpu_image, docker, tools):
-    client, env = docker
+    client, env, _ = docker
     (info,) = json.loads(tools.run([client, "image", "inspect", cpu_image], env=env).stdout)
     config = info["Config"]
     assert not config.get("Entrypoint"), "KFP supplies the command: no ENTRYPOINT"
