@@ -5,6 +5,7 @@ import base64
 from typing import Any, Dict, List, Sequence, Tuple
 
 WIDTH, BAR, GAP, LABEL = 520, 22, 10, 170
+MB = 1 << 20
 BARS = (("input pipeline alone", "input_records_per_second", "#1f77b4"),
         ("training step alone", "compute_records_per_second", "#d62728"),
         ("both together", "combined_records_per_second", "#2ca02c"))
@@ -29,7 +30,9 @@ def rows(f: Dict[str, Any]) -> List[Tuple[str, str]]:
             + (" (filled before timing)" if f.get("cache_filled") else "")),
            ("shards", f"{f['num_shards']} ({f['compression']}), {f['shards_mb']:,.2f} MB"),
            ("read alone, no parsing" + (" (cold)" if f["read_cold"] else ""),
-            f"{f['read_records_per_second']:,.0f} records/s, {f['read_mb_per_second']:,.2f} MB/s"),
+            f"{f['read_records_per_second']:,.0f} records/s, {f['read_mb_per_second']:,.2f} MB/s "
+            f"of shards ({f['read_records_per_second'] * f['record_bytes'] / MB:,.2f} MB/s of "
+            "records)"),
            ("input pipeline with parsing", f"{f['input_records_per_second']:,.0f} records/s, "
             f"{f['input_mb_per_second']:,.2f} MB/s")]
     if f.get("compute_records_per_second"):
@@ -40,11 +43,11 @@ def rows(f: Dict[str, Any]) -> List[Tuple[str, str]]:
     if f.get("larger_batch_records_per_second"):
         out.append((f"step at batch_size={f['larger_batch_size']}",
                     f"{f['larger_batch_records_per_second']:,.0f} records/s"))
-    out += [("parameters + gradients + slots", f"{f['parameter_mb']:,.1f} MB"),
+    out += [("parameters + gradients + slots", _mb(f["parameter_mb"])),
             ("activations (forward + backward)" + ("" if f["activations_known"] else
                                                    ", unknown for this model"),
-             f"{f['activation_mb']:,.1f} MB"),
-            ("step memory need", f"{f['step_memory_mb']:,.1f} MB"),
+             _mb(f["activation_mb"])),
+            ("step memory need", _mb(f["step_memory_mb"])),
             ("memory budget", f"{f['memory_budget_mb']:,.0f} MB ({f['memory_budget_source']})"),
             ("host memory total / available", f"{f['host_total_mb']:,.0f} / "
              f"{f['host_available_mb']:,.0f} MB"),
@@ -52,6 +55,10 @@ def rows(f: Dict[str, Any]) -> List[Tuple[str, str]]:
     if f.get("device_peak_mb"):
         out.append(("device peak memory", f"{f['device_peak_mb']:,.0f} MB"))
     return out
+
+
+def _mb(value: float) -> str:
+    return f"{value:,.1f} MB" if value >= 10 else f"{value:.3g} MB"
 
 
 def _svg_uri(f: Dict[str, Any]) -> str:
