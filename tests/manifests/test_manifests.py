@@ -136,6 +136,15 @@ def test_overlay_validates_strictly_at_its_target_versions(overlay, rendered, to
         assert passed == expected, f"{overlay} at Kubernetes {version}:\n{out}"
 
 
+YAMLLINT_CONFIG = ("{extends: default, rules: {line-length: {max: 100}, document-start: disable, "
+                   "comments: {min-spaces-from-content: 1}}}")
+
+
+def test_yamllint_passes_on_the_manifests(tools):
+    """Catches what a parser forgives: duplicate keys, truthy values such as `yes`, tabs."""
+    tools.run([tools.tool("yamllint"), "--strict", "-d", YAMLLINT_CONFIG, MANIFESTS])
+
+
 def test_kubernetes_validate_rejects_an_unknown_field(tools, tmp_path):
     """The gate bites: --strict reports a misspelt field."""
     bad = tmp_path / "bad.yaml"
