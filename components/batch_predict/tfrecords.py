@@ -114,7 +114,8 @@ def _after_corruption(path: str, compression: str, parse, done: int, offset: int
     message = clean_tf_message(failure)
     found = _AT.search(message)
     at = int(found.group(1)) if found else (int(offsets[-1]) if not compression else -1)
-    where = f"byte offset {at}" if at >= 0 else "an unknown offset (compressed)"
+    where = f"byte offset {at}" if at >= 0 else "an unknown offset"
+    where += " of the decompressed stream" if compression and at >= 0 else ""
     yield Chunk({}, {}, np.zeros(0, np.int64), [ErrorRow(
         path, done + len(tail), at,
         f"corrupt TFRecord shard {path}: reading failed at record {done + len(tail)}, "
