@@ -327,3 +327,32 @@ def test_object_store_credentials_are_references(rendered):
             assert credentials["fromEnv"] is False
             assert ref["secretName"] == config["objectStoreSecret"]
             assert ref["accessKeyKey"] and ref["secretKeyKey"]
+
+
+# --- the kind script ------------------------------------------------------------------------
+
+def test_kind_script_pins_upstream_and_uses_this_checkout():
+    script = (ROOT / "scripts" / "kind-up.sh").read_text()
+    kfp = re.search(r"KFP_VERSION=\$\{KFP_VERSION:-(\S+)\}", script)
+    operator = re.search(r"TRAINING_OPERATOR_VERSION=\$\{TRAINING_OPERATOR_VERSION:-(\S+)\}",
+                         script)
+    assert kfp and re.fullmatch(r"\d+\.\d+\.\d+", kfp.group(1)), "pin Kubeflow Pipelines"
+    assert operator and re.fullmatch(r"v1\.\d+\.\d+", operator.group(1)), (
+        "pin the Training Operator v1 (Trainer v2 has no TFJob)")
+    refs = re.findall(r'apply (?:--server-side )?-k \\?\s*"(github\.com/[^"]+)"', script)
+    assert len(refs) == 3 and all("?ref=$" in ref for ref in refs), refs
+    for path in ("manifests/kind/cluster.yaml", "manifests/overlays/kind",
+                 "scripts/build-image.sh"):
+        assert path in script and (ROOT / path).exists(), path
+    assert 'kind load docker-image "$IMAGE"' in script
+    assert "tfkfp compile --out" in script and "tfkfp submit training" in script
+
+
+def test_kind_script_commands_exist_in_the_cli():
+    from tfkfp.pipelines import registry
+    from tfkfp.pipelines.cli import _parser
+
+    assert "training" in registry.names()
+    args = _parser().parse_args(["submit", "training", "--host", "http://x", "--set", "a=b"])
+    assert args.command == "submit" and args.parameters == ["a=b"]
+    assert _parser().parse_args(["compile", "--out", "d"]).out == "d"
