@@ -8,8 +8,10 @@ import tempfile
 
 os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "2")
 
-from benchmarks import data, reading, sharding  # noqa: E402
+from benchmarks import bottleneck, data, prediction, quantization, reading, sharding, training  # noqa: E402
 from benchmarks.harness import load_average, print_records  # noqa: E402
+
+SCENARIOS = ["sharding", "reading", "training", "quantization", "prediction", "bottleneck"]
 
 
 def main(argv=None) -> int:
@@ -18,7 +20,7 @@ def main(argv=None) -> int:
     parser.add_argument("--json", metavar="PATH", help="save the records as JSON")
     parser.add_argument("--rows", type=int, help="table rows (default 200000, quick 20000)")
     parser.add_argument("--repeats", type=int, help="runs per contender (best is kept)")
-    parser.add_argument("--only", choices=["sharding", "reading"])
+    parser.add_argument("--only", choices=SCENARIOS)
     args = parser.parse_args(argv)
     rows = args.rows or (20_000 if args.quick else 200_000)
     repeats = args.repeats or (2 if args.quick else 3)
@@ -32,6 +34,14 @@ def main(argv=None) -> int:
             records += sharding.run(csv_path, work, repeats, compressions)
         if args.only in (None, "reading"):
             records += reading.run(csv_path, work, repeats)
+        if args.only in (None, "training"):
+            records += training.run(csv_path, work, args.quick)
+        if args.only in (None, "quantization"):
+            records += quantization.run(work, repeats, quick=args.quick)
+        if args.only in (None, "prediction"):
+            records += prediction.run(csv_path, work, repeats)
+        if args.only in (None, "bottleneck"):
+            records += bottleneck.run(csv_path, work, args.quick)
     print_records(records)
     if args.json:
         with open(args.json, "w") as f:

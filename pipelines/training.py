@@ -2,7 +2,7 @@
 
 Sharding fans out over groups of input files (``shard_groups`` tasks, merged into one
 Dataset); with the default of one group it is a single task. ``diagnose`` runs
-diagnose_bottleneck on the Dataset before training. The export's accuracy gate fails the
+diagnose_bottleneck on the Dataset beside training. The export's accuracy gate fails the
 run, with its figures, when the TFLite model is not good enough.
 """
 
@@ -11,6 +11,7 @@ from typing import List, NamedTuple
 from kfp import dsl
 
 from tfkfp.components.batch_predict.component import batch_predict
+from tfkfp.components.diagnose_bottleneck.component import diagnose_bottleneck
 from tfkfp.components.export_tflite.component import export_tflite
 from tfkfp.components.freeze_quantize.component import freeze_quantize
 from tfkfp.components.merge_datasets.component import merge_datasets
@@ -52,6 +53,7 @@ def training(
     max_accuracy_drop: float = 0.01,
     min_agreement: float = 0.98,
     output_format: str = "jsonl",
+    diagnose: bool = False,
 ) -> Outputs:
     """Trains a classifier on raw data and ships it as a validated TFLite model.
 
@@ -79,6 +81,8 @@ def training(
         max_accuracy_drop: Largest accuracy loss of the TFLite model the gate accepts.
         min_agreement: Smallest top-1 agreement with the SavedModel the gate accepts.
         output_format: Predictions as jsonl, csv or tfrecord.
+        diagnose: Also run diagnose_bottleneck on the Dataset with the training settings
+            (input-, compute- or memory-bound, with remedies), beside train.
     """
     groups = group_numbers(count=shard_groups).set_display_name("shard-groups")
     with dsl.ParallelFor(groups.output) as group:
@@ -87,6 +91,10 @@ def training(
                                file_group=group, num_file_groups=shard_groups)
     data = merge_datasets(datasets=dsl.Collected(part.outputs["dataset"]))
     dataset = data.outputs["dataset"]
+    with dsl.If(diagnose == True, name="diagnose"):  # noqa: E712 - a KFP condition
+        diagnose_bottleneck(dataset=dataset, model_name=model_name, model_fn=model_fn,
+                            hidden_units=hidden_units, batch_size=batch_size,
+                            precision=precision)
     trained = train(dataset=dataset, model_name=model_name, model_fn=model_fn,
                     hidden_units=hidden_units, strategy=strategy, workers=workers,
                     parameter_servers=parameter_servers, epochs=epochs, batch_size=batch_size,

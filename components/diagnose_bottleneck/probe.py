@@ -161,23 +161,9 @@ def _streamed(strategy, config: TrainConfig, schema: Schema, global_batch: int):
 
 
 def _compiled_model(config: TrainConfig, schema: Schema, strategy):
-    """The model and optimizer train would build (train's default optimizer, Adam)."""
-    import tf_keras
-
+    """The model and optimizer train would build (the same function builds both)."""
     started = time.perf_counter()
-    sample = models.sample_features(config.data, schema)
-    with strategy.scope():
-        model = models.build_model(config, schema, sample)
-        if not model.built:  # a subclassed model from model_fn makes its weights when called
-            features, _ = next(iter(make_dataset(config.data, schema, batch_size=2,
-                                                 shuffle=False)))
-            model(features)
-        model.compile(optimizer=tf_keras.optimizers.Adam(learning_rate=config.learning_rate),
-                      loss="sparse_categorical_crossentropy", metrics=["accuracy"],
-                      jit_compile=config.jit_compile,
-                      steps_per_execution=config.steps_per_execution)
+    model = models.compiled_model(config, schema, strategy)
     log.info("built %s with %d parameters in %.1fs", model.name, model.count_params(),
              time.perf_counter() - started)
     return model
-
-

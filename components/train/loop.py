@@ -95,18 +95,7 @@ def split_records(data: str, split: str) -> int:
 
 
 def _compiled_model(config: TrainConfig, schema: Schema, strategy):
-    import tf_keras
-
-    sample = models.sample_features(config.data, schema)
-    with strategy.scope():
-        model = models.build_model(config, schema, sample)
-        optimizer = {"adam": tf_keras.optimizers.Adam, "sgd": tf_keras.optimizers.SGD,
-                     "rmsprop": tf_keras.optimizers.RMSprop}[config.optimizer](
-                         learning_rate=config.learning_rate)
-        model.compile(optimizer=optimizer, loss="sparse_categorical_crossentropy",
-                      metrics=["accuracy"], jit_compile=config.jit_compile,
-                      steps_per_execution=config.steps_per_execution)
-        model.optimizer.build(model.trainable_variables)  # so a checkpoint restores its slots
+    model = models.compiled_model(config, schema, strategy)
     if config.warm_start:
         model.load_weights(uris.join(config.warm_start, savedmodel.WEIGHTS_PREFIX)
                            ).expect_partial()

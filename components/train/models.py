@@ -50,6 +50,30 @@ def build_model(config: TrainConfig, schema: Schema, sample: Dict[str, np.ndarra
     return tf_keras.Model(inputs, outputs, name=config.model)
 
 
+def compiled_model(config: TrainConfig, schema: Schema, strategy):
+    """The model, optimizer and loss exactly as train uses them, built under ``strategy``
+    (diagnose_bottleneck builds the same one to measure it)."""
+    import tf_keras
+
+    from tfkfp.components.common.reader import make_dataset
+
+    sample = sample_features(config.data, schema)
+    with strategy.scope():
+        model = build_model(config, schema, sample)
+        if not model.built:  # a subclassed model from model_fn makes its weights when called
+            features, _ = next(iter(make_dataset(config.data, schema, batch_size=2,
+                                                 shuffle=False)))
+            model(features)
+        optimizer = {"adam": tf_keras.optimizers.Adam, "sgd": tf_keras.optimizers.SGD,
+                     "rmsprop": tf_keras.optimizers.RMSprop}[config.optimizer](
+                         learning_rate=config.learning_rate)
+        model.compile(optimizer=optimizer, loss="sparse_categorical_crossentropy",
+                      metrics=["accuracy"], jit_compile=config.jit_compile,
+                      steps_per_execution=config.steps_per_execution)
+        model.optimizer.build(model.trainable_variables)  # so a checkpoint restores its slots
+    return model
+
+
 def _input_shape(col: Column):
     return tuple(col.image_shape) if col.encoding == "image" else tuple(col.shape)
 

@@ -28,7 +28,8 @@ def test_training_pipeline_fans_out_sharding_and_ships_a_validated_tflite_model(
     task = local_run.run_local("training", {
         "input_uri": two_file_table, "label": "side", "keys": ["id"], "shard_groups": 2,
         "epochs": 3, "hidden_units": "16", "learning_rate": 0.01, "quantization": "dynamic",
-        "max_accuracy_drop": 0.05, "min_agreement": 0.9, "output_format": "csv"},
+        "max_accuracy_drop": 0.05, "min_agreement": 0.9, "output_format": "csv",
+        "diagnose": True},
         str(tmp_path / "root"))
     outputs = local_run.outputs_of(task)
     assert outputs["model"].metadata["eval_accuracy"] > 0.85
@@ -39,6 +40,8 @@ def test_training_pipeline_fans_out_sharding_and_ships_a_validated_tflite_model(
     merged = json.load(open(next((tmp_path / "root").rglob("merge-datasets/dataset/"
                                                           "manifest.json"))))
     assert len(merged["merged_from"]) == 2
+    report = next((tmp_path / "root").rglob("diagnose-bottleneck/report")).read_text()
+    assert "bound" in report
 
 
 @pytest.mark.slow
