@@ -84,7 +84,10 @@ def _serving_module(model, schema: Schema, labels: List[str], tmp: str):
         f.write(schema.to_json())
 
     module = tf.Module()
-    module.model = model
+    # Track the model's variables and lookup tables, not the Keras model itself: saving a
+    # Keras object graph traces every layer again (most of the export time for wide tables).
+    module.model_variables = list(model.variables)
+    module.model_tables = _lookup_tables(model)
     module.labels_asset = tf.saved_model.Asset(labels_path)
     module.schema_asset = tf.saved_model.Asset(schema_path)
     module.class_names = tf.constant(labels)
@@ -110,6 +113,15 @@ def _serving_module(model, schema: Schema, labels: List[str], tmp: str):
     module.from_examples = from_examples
     module.from_features = from_features.get_concrete_function()
     return module
+
+
+def _lookup_tables(model) -> list:
+    tables = []
+    for layer in model.submodules:
+        table = getattr(layer, "lookup_table", None)
+        if table is not None and table not in tables:
+            tables.append(table)
+    return tables
 
 
 def raw_shape(column) -> List[int]:
