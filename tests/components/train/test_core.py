@@ -97,3 +97,17 @@ def test_performance_knobs_train(demo_dataset, tmp_path):
     probs = predictions(result.model_dir, demo_dataset)
     assert probs.dtype == np.float32
     assert result.figures["eval_accuracy"] > 0.8
+
+
+def test_vertex_directories_take_the_place_of_the_defaults(demo_dataset, tmp_path,
+                                                           monkeypatch):
+    monkeypatch.setenv("AIP_MODEL_DIR", str(tmp_path / "vertex-model"))
+    monkeypatch.setenv("AIP_CHECKPOINT_DIR", str(tmp_path / "vertex-ckpt"))
+    monkeypatch.setenv("AIP_TENSORBOARD_LOG_DIR", str(tmp_path / "vertex-tb"))
+    result = train(demo_dataset, str(tmp_path / "model"), epochs=1, steps_per_epoch=3,
+                   hidden_units="16")
+    assert result.model_dir == str(tmp_path / "vertex-model")
+    assert savedmodel.is_savedmodel(result.model_dir)
+    assert not (tmp_path / "model").exists()
+    assert (tmp_path / "vertex-ckpt" / "ckpt-1.index").exists()
+    assert list((tmp_path / "vertex-tb").rglob("events.out.tfevents.*"))
