@@ -27,7 +27,7 @@ class Figures:
 
     @property
     def accuracy_drop(self) -> float:
-        return self.reference_accuracy - self.accuracy
+        return round(self.reference_accuracy - self.accuracy, 9)  # 0.96 - 0.95 is not 0.01
 
     def to_dict(self) -> Dict:
         out = dataclasses.asdict(self)

@@ -21,10 +21,12 @@ def test_compiles(tmp_path):
 def test_exports_the_model_freeze_quantize_chose(demo_model, demo_dataset, tmp_path):
     local.init(runner=local.SubprocessRunner(use_venv=False),
                pipeline_root=str(tmp_path / "root"), raise_on_error=True)
+    # 100 eval examples: one example is a point, so the gate leaves room for a few
     bundle = edge_export(model_uri=demo_model, dataset_uri=demo_dataset, mode="int8",
-                         integer_io=True, calibration_examples=50, eval_examples=100).output
+                         integer_io=True, calibration_examples=50, eval_examples=100,
+                         max_accuracy_drop=0.03, min_agreement=0.95).output
     assert bundle.metadata["mode"] == "int8"
-    assert bundle.metadata["agreement"] >= 0.98
+    assert bundle.metadata["agreement"] >= 0.95
     tflite = [os.path.join(d, "model.tflite") for d, _, files in os.walk(tmp_path / "root")
               if "quantization.json" in files]
     assert len(tflite) == 1
