@@ -41,23 +41,15 @@ def export_model(model, schema: Schema, export_dir: str, metadata: Dict[str, Any
     import tensorflow as tf
 
     labels = label_names(schema)
-    staging = uris.sibling_temp(export_dir)
-    try:
-        with tempfile.TemporaryDirectory() as tmp:
-            module = _serving_module(model, schema, labels, tmp)
-            tf.saved_model.save(module, staging, signatures={
-                SIGNATURE_EXAMPLES: module.from_examples, SIGNATURE_RAW: module.from_features})
+    with uris.replaced_dir(export_dir) as staging, tempfile.TemporaryDirectory() as tmp:
+        module = _serving_module(model, schema, labels, tmp)
+        tf.saved_model.save(module, staging, signatures={
+            SIGNATURE_EXAMPLES: module.from_examples, SIGNATURE_RAW: module.from_features})
         model.save_weights(uris.join(staging, WEIGHTS_PREFIX))
         body = {"labels": labels, "signatures": [SIGNATURE_EXAMPLES, SIGNATURE_RAW],
                 **(metadata or {})}
         uris.write_text_atomic(uris.join(staging, METADATA_FILE),
                                json.dumps(body, indent=2) + "\n")
-        if uris.exists(export_dir):
-            uris.rmtree(export_dir)
-        uris.rename(staging, export_dir)
-    finally:
-        if uris.exists(staging):
-            uris.rmtree(staging)
     return export_dir
 
 

@@ -123,6 +123,25 @@ def sibling_temp(path: str) -> str:
 
 
 @contextlib.contextmanager
+def replaced_dir(target: str) -> Iterator[str]:
+    """A hidden sibling folder to write into; when the block succeeds it replaces target
+    (file or folder) in one rename, and whatever happens the staging folder goes away. A
+    reader never sees half a folder."""
+    staging = sibling_temp(target)
+    try:
+        makedirs(staging)
+        yield staging
+        if isdir(target):
+            rmtree(target)
+        elif exists(target):
+            remove(target)
+        rename(staging, target)
+    finally:
+        if exists(staging):
+            rmtree(staging)
+
+
+@contextlib.contextmanager
 def staging_dir(parent: str) -> Iterator[str]:
     """A hidden scratch directory inside parent, removed whatever happens."""
     path = join(parent, f".tfkfp-staging-{uuid.uuid4().hex[:12]}")
