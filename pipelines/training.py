@@ -43,6 +43,8 @@ def training(
     strategy: str = "default",
     workers: int = 2,
     parameter_servers: int = 1,
+    launcher: str = "local",
+    launcher_options: dict = {},  # noqa: B006
     epochs: int = 5,
     batch_size: int = 64,
     learning_rate: float = 0.001,
@@ -70,6 +72,10 @@ def training(
         strategy: default, one_device, mirrored, multi_worker_mirrored, parameter_server, tpu.
         workers: Worker processes for the multi-process strategies.
         parameter_servers: Parameter servers for parameter_server.
+        launcher: Where training runs: local (the train step's pod), tfjob (a Kubeflow
+            TFJob, for many machines) or vertex (a Vertex AI CustomJob).
+        launcher_options: tfjob/vertex settings, e.g. {"job_dir": "gs://b/jobs",
+            "gpus": 1}; see the train component.
         epochs: Training epochs.
         batch_size: Per-replica batch size.
         learning_rate: Optimizer learning rate.
@@ -97,7 +103,8 @@ def training(
                             precision=precision)
     trained = train(dataset=dataset, model_name=model_name, model_fn=model_fn,
                     hidden_units=hidden_units, strategy=strategy, workers=workers,
-                    parameter_servers=parameter_servers, epochs=epochs, batch_size=batch_size,
+                    parameter_servers=parameter_servers, launcher=launcher,
+                    launcher_options=launcher_options, epochs=epochs, batch_size=batch_size,
                     learning_rate=learning_rate, precision=precision,
                     checkpoint_dir=checkpoint_dir, target_accuracy=target_accuracy)
     trained.set_cpu_request(TRAIN_CPU).set_memory_request(TRAIN_MEMORY)

@@ -150,3 +150,28 @@ def staging_dir(parent: str) -> Iterator[str]:
         yield path
     finally:
         rmtree(path)
+
+
+def kfp_remote_uri(path: str) -> str | None:
+    """The object-store URI behind a KFP artifact path (KFP mounts gs://B/... at /gcs/B/...),
+    the URI itself when it is one, or None for a path only this machine can see."""
+    if is_remote(path):
+        return path
+    if path.startswith("/gcs/"):
+        return "gs://" + path[len("/gcs/"):]
+    return None
+
+
+def copy_tree(src: str, dst: str) -> None:
+    """Copy a folder (local or remote, either side) into dst, which is replaced whole."""
+    with replaced_dir(dst) as staging:
+        if not is_remote(src) and not is_remote(staging):
+            shutil.copytree(local_path(src), local_path(staging), dirs_exist_ok=True)
+            return
+        gfile = _gfile()
+        for folder, _, files in gfile.walk(src):
+            relative = folder[len(src.rstrip("/")):].strip("/")
+            target = join(staging, *([relative] if relative else []))
+            makedirs(target)
+            for name in files:
+                gfile.copy(join(folder, name), join(target, name), overwrite=True)

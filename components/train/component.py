@@ -35,6 +35,8 @@ def train(
     target_accuracy: float = 0.0,
     tpu: str = "",
     seed: int = 0,
+    launcher: str = "local",
+    launcher_options: dict = {},  # noqa: B006 - KFP reads the default; it is never mutated
 ):
     """Trains a classifier with a chosen tf.distribute strategy and exports a SavedModel.
 
@@ -71,6 +73,12 @@ def train(
         target_accuracy: Eval accuracy whose first crossing is timed; 0 for none.
         tpu: TPU name or address for strategy tpu; empty looks for a local TPU.
         seed: Random seed.
+        launcher: Where the cluster runs: local (processes in this step's pod), tfjob (a
+            Kubeflow Training Operator TFJob) or vertex (a Vertex AI CustomJob).
+        launcher_options: For tfjob and vertex: job_dir (storage all replicas reach;
+            default beside the model), image, deadline_seconds, service_account; tfjob:
+            namespace, cpu, memory, gpus, backoff_limit, volume_claim, mount_path; vertex:
+            project, region, machine_type, accelerator_type, accelerator_count.
     """
     import logging
 
@@ -86,7 +94,8 @@ def train(
         steps_per_epoch=steps_per_epoch, cache=cache, shuffle_buffer=shuffle_buffer,
         checkpoint_dir=checkpoint_dir, tensorboard_dir=tensorboard.path,
         warm_start=warm_start_model.path if warm_start_model else "",
-        target_accuracy=target_accuracy, tpu=tpu, seed=seed)
+        target_accuracy=target_accuracy, tpu=tpu, seed=seed, launcher=launcher,
+        launcher_options=launcher_options)
     model.metadata.update(result.metadata())
     for name, value in result.metrics().items():
         metrics.log_metric(name, value)

@@ -12,8 +12,6 @@ MULTI_PROCESS = ("multi_worker_mirrored", "parameter_server")
 MODELS = ("mlp", "cnn", "resnet50", "mobilenet_v2")
 OPTIMIZERS = ("adam", "sgd", "rmsprop")
 PRECISIONS = ("float32", "mixed_float16", "mixed_bfloat16")
-MAX_LOCAL_WORKERS = 8
-MAX_LOCAL_PS = 4
 
 
 class TrainConfigError(ValueError):
@@ -74,8 +72,11 @@ class TrainConfig:
         return self.strategy in MULTI_PROCESS
 
 
-def validate(config: TrainConfig) -> None:
-    """Refuse, with the allowed values, anything that would fail later in training."""
+def validate(config: TrainConfig, launcher: str = "local") -> None:
+    """Refuse, with the allowed values, anything that would fail later in training, including
+    a cluster shape the strategy or the launcher cannot run."""
+    from tfkfp.components.train.shape import ClusterShape  # shape builds on this module
+
     _one_of("strategy", config.strategy, STRATEGIES)
     _one_of("optimizer", config.optimizer, OPTIMIZERS)
     _one_of("precision", config.precision, PRECISIONS)
@@ -87,20 +88,7 @@ def validate(config: TrainConfig) -> None:
     _not_negative(config, "global_batch_size", "steps_per_epoch", "eval_steps", "seed")
     if not 0.0 <= config.target_accuracy <= 1.0:
         raise TrainConfigError(f"target_accuracy {config.target_accuracy} is not in [0, 1]")
-    if config.multi_process:
-        _check_cluster(config)
-
-
-def _check_cluster(config: TrainConfig) -> None:
-    if not 1 <= config.workers <= MAX_LOCAL_WORKERS:
-        raise TrainConfigError(
-            f"workers={config.workers} for strategy {config.strategy!r}: allowed 1 to "
-            f"{MAX_LOCAL_WORKERS} local worker processes")
-    if config.strategy == "parameter_server" and not (
-            1 <= config.parameter_servers <= MAX_LOCAL_PS):
-        raise TrainConfigError(
-            f"parameter_servers={config.parameter_servers}: strategy 'parameter_server' needs "
-            f"1 to {MAX_LOCAL_PS} parameter servers")
+    ClusterShape.for_config(config).validate(launcher)
 
 
 def check_batch(config: TrainConfig, replicas: int) -> int:

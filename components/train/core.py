@@ -1,8 +1,10 @@
 """train: a sharded Dataset in, a tfkfp SavedModel, metrics and a report out.
 
-In-process strategies (default, one_device, mirrored, tpu) train in this process; the
-multi-process ones (multi_worker_mirrored, parameter_server) run as a local cluster of
-processes (see launcher.py). Everything is checked before any training starts.
+With launcher ``local`` (the default), in-process strategies (default, one_device, mirrored,
+tpu) train in this process and the multi-process ones (multi_worker_mirrored,
+parameter_server) run as a cluster of processes on this machine. Launchers ``tfjob`` and
+``vertex`` run the same cluster shape as a Kubeflow TFJob or a Vertex AI CustomJob (see
+launchers/). Everything is checked before any training starts.
 """
 
 import dataclasses
@@ -13,8 +15,10 @@ import time
 from typing import Any, Dict
 
 from tfkfp.components.common.schema import Schema, SchemaError
-from tfkfp.components.train import launcher, loop, report
+from tfkfp.components.train import loop, report
 from tfkfp.components.train.config import TrainConfig, TrainConfigError, validate
+from tfkfp.components.train.launchers import job, local, tfjob, vertex
+from tfkfp.components.train.shape import ClusterShape
 
 METRICS = ("eval_accuracy", "eval_loss", "examples_per_second", "mean_step_ms",
            "input_wait_fraction", "seconds_to_target", "training_seconds", "parameters")
@@ -46,14 +50,19 @@ class TrainResult:
         return report.markdown(self.figures)
 
 
-def train(data: str, model_dir: str, **options: Any) -> TrainResult:
+def train(data: str, model_dir: str, launcher: str = "local",
+          launcher_options: Dict[str, Any] | None = None, **options: Any) -> TrainResult:
     """Train a classifier on a Dataset directory written by shard_tfrecords.
 
-    ``options`` are the fields of :class:`TrainConfig` (strategy, model, epochs, ...).
+    ``options`` are the fields of :class:`TrainConfig` (strategy, model, epochs, ...);
+    ``launcher_options`` those of :class:`job.LaunchOptions` for launchers tfjob and vertex.
     """
     config = _config(data, model_dir, options)
-    validate(config)
+    validate(config, launcher)
+    launch = job.parse_options(launcher, launcher_options)
     _check_schema(config)
+    if launcher != "local":
+        return _train_on_cluster(config, launcher, launch)
     if config.strategy == "tpu":
         from tfkfp.components.train.strategies import resolve_tpu
 
@@ -62,11 +71,28 @@ def train(data: str, model_dir: str, **options: Any) -> TrainResult:
     with tempfile.TemporaryDirectory(prefix="tfkfp-train-") as tmp:
         result_path = os.path.join(tmp, "result.json")
         if config.multi_process:
-            launcher.run_cluster(config, result_path)
+            local.run_cluster(config, result_path)
         else:
             loop.run(config, result_path)
         with open(result_path) as f:
             figures = json.load(f)
+    figures["training_seconds"] = time.perf_counter() - started
+    figures["workers"] = config.workers if config.multi_process else 1
+    return TrainResult(config.model_dir, config, figures)
+
+
+def _train_on_cluster(config: TrainConfig, launcher: str,
+                      options: job.LaunchOptions) -> TrainResult:
+    """Run the cluster as a TFJob or a Vertex AI CustomJob on shared storage."""
+    if launcher == "tfjob" and config.strategy == "tpu":
+        raise TrainConfigError("strategy 'tpu' cannot run as a TFJob (its pods have no TPU); "
+                               "use launcher 'vertex' or run on a TPU VM with 'local'")
+    shape = ClusterShape.for_config(config)
+    plan = job.plan(config, launcher, options)
+    started = time.perf_counter()
+    job.stage(plan)
+    (tfjob if launcher == "tfjob" else vertex).run(shape, plan, options)
+    figures = job.collect(plan)
     figures["training_seconds"] = time.perf_counter() - started
     figures["workers"] = config.workers if config.multi_process else 1
     return TrainResult(config.model_dir, config, figures)

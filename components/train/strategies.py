@@ -8,6 +8,7 @@ import socket
 from typing import Dict, List
 
 from tfkfp.components.train.config import TrainConfig, TrainConfigError
+from tfkfp.components.train.shape import ClusterShape
 
 
 @dataclasses.dataclass(frozen=True)
@@ -39,16 +40,12 @@ class Cluster:
                                                           "index": task.index}})
 
 
-def local_cluster(config: TrainConfig) -> Cluster:
-    """multi_worker_mirrored: N workers (worker 0 is chief). parameter_server: a chief (the
-    coordinator), N workers and P parameter servers."""
-    if config.strategy == "multi_worker_mirrored":
-        shape = {"worker": config.workers}
-    else:
-        shape = {"chief": 1, "worker": config.workers, "ps": config.parameter_servers}
-    ports = iter(free_ports(sum(shape.values())))
-    return Cluster({kind: [f"127.0.0.1:{next(ports)}" for _ in range(n)]
-                    for kind, n in shape.items()})
+def local_cluster(shape: ClusterShape) -> Cluster:
+    """The shape's tasks as processes on loopback ports (worker 0 leads when there is no
+    chief)."""
+    ports = iter(free_ports(sum(shape.replicas.values())))
+    return Cluster({role: [f"127.0.0.1:{next(ports)}" for _ in range(n)]
+                    for role, n in shape.replicas.items()})
 
 
 def free_ports(count: int) -> List[int]:

@@ -147,3 +147,38 @@ def test_cpu_image_runs_the_manifests_image_check(cpu_image, docker, tools):
                      "--cap-drop", "ALL", "--security-opt", "no-new-privileges", *env,
                      cpu_image, *container["command"])
     assert f"{IMAGE} tensorflow 2.21" in out, out
+
+
+def test_training_pipeline_runs_inside_the_image_with_the_docker_runner(
+        cpu_image, docker, tmp_path, monkeypatch):
+    """Every component of `training` runs in the CPU image, as on a cluster, with no network:
+    shard -> merge -> train -> freeze_quantize -> export_tflite -> batch_predict."""
+    import numpy as np
+    from kfp import local
+
+    from conftest import write_csv
+    from tfkfp.pipelines import registry
+
+    _, env, _ = docker
+    monkeypatch.setenv("DOCKER_HOST", env.get("DOCKER_HOST", ""))
+    if not os.environ["DOCKER_HOST"]:
+        monkeypatch.delenv("DOCKER_HOST")
+    # DockerRunner mounts the pipeline root at the same path; the image's user (uid 1000)
+    # writes there, and the input data must be inside it.
+    root = tmp_path / "root"
+    (root / "data").mkdir(parents=True)
+    root.chmod(0o777)
+    rng = np.random.default_rng(0)
+    rows = [[i, *np.round(xy, 4), "up" if xy.sum() > 0 else "down"]
+            for i, xy in enumerate(rng.normal(size=(400, 2)))]
+    write_csv(root / "data" / "part0.csv", ["id", "x", "y", "side"], rows)
+    local.init(runner=local.DockerRunner(network_mode="none"), pipeline_root=str(root),
+               raise_on_error=True)
+    task = registry.load("training")(
+        input_uri=str(root / "data"), label="side", epochs=3, hidden_units="16",
+        learning_rate=0.01, quantization="dynamic", max_accuracy_drop=0.1, min_agreement=0.8)
+    outputs = task.outputs
+    assert outputs["model"].metadata["eval_accuracy"] > 0.8
+    assert (pathlib.Path(outputs["tflite"].path) / "model.tflite").exists()
+    predictions = outputs["predictions"].metadata
+    assert predictions["inputs"] == predictions["predictions"] > 0

@@ -1,6 +1,6 @@
-"""Runs a multi-process strategy on one machine: one process per task on loopback ports, each
-with its ``TF_CONFIG``, their logs streamed with a task prefix. The step fails if any task
-fails, and every task is shut down whatever happens."""
+"""The local launcher: a multi-process strategy on one machine, one process per task on
+loopback ports, each with its ``TF_CONFIG``, their logs streamed with a task prefix. The step
+fails if any task fails, and every task is shut down whatever happens."""
 
 import collections
 import contextlib
@@ -15,6 +15,8 @@ import time
 from typing import Deque, Dict, TextIO
 
 from tfkfp.components.train.config import TrainConfig
+from tfkfp.components.train.launchers import raise_on_sigterm
+from tfkfp.components.train.shape import ClusterShape
 from tfkfp.components.train.strategies import Task, local_cluster
 
 TAIL_LINES = 40
@@ -27,7 +29,7 @@ class WorkerFailed(RuntimeError):
 def run_cluster(config: TrainConfig, result_path: str, stream: TextIO | None = None) -> None:
     """Start the cluster, wait for the chief, and stop every process before returning."""
     stream = stream or sys.stderr
-    cluster = local_cluster(config)
+    cluster = local_cluster(ClusterShape.for_config(config))
     with tempfile.TemporaryDirectory(prefix="tfkfp-cluster-") as tmp:
         config_path = os.path.join(tmp, "config.json")
         with open(config_path, "w") as f:
@@ -35,7 +37,7 @@ def run_cluster(config: TrainConfig, result_path: str, stream: TextIO | None = N
         processes: Dict[Task, subprocess.Popen] = {}
         tails: Dict[Task, Deque[str]] = {}
         threads = []
-        previous = signal.signal(signal.SIGTERM, _raise_on_sigterm) if _main_thread() else None
+        previous = raise_on_sigterm()
         try:
             for task in cluster.tasks:
                 processes[task] = _start(task, cluster.tf_config(task), config_path, result_path)
@@ -114,11 +116,3 @@ def _stop(processes) -> None:
         except subprocess.TimeoutExpired:
             process.kill()
             process.wait()
-
-
-def _raise_on_sigterm(signum, frame):
-    raise SystemExit(f"training stopped by signal {signum}")
-
-
-def _main_thread() -> bool:
-    return threading.current_thread() is threading.main_thread()

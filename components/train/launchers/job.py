@@ -1,0 +1,188 @@
+"""What the cluster launchers (tfjob, vertex) share: their options, checked before launch, and
+the job plan: where the replicas read the data and write the model, checkpoints, TensorBoard
+logs and the result. A replica runs on another machine, so every one of those places is on
+storage all replicas reach (an object store such as gs://, or a shared volume mounted at the
+same path); what is not gets staged in the job folder and copied back afterwards."""
+
+import dataclasses
+import json
+import logging
+from typing import Any, Dict
+
+from tfkfp.components._image import IMAGE
+from tfkfp.components.common import uris
+from tfkfp.components.train.config import TrainConfig, TrainConfigError
+
+log = logging.getLogger("tfkfp")
+
+BOTH = ("tfjob", "vertex")
+
+
+@dataclasses.dataclass(frozen=True)
+class LaunchOptions:
+    """``launcher_options`` of train; each field's comment says which launcher reads it."""
+
+    job_dir: str = ""  # both: shared folder for the job (default: beside the model)
+    image: str = IMAGE  # both: the replicas' image
+    deadline_seconds: int = 86400  # both: the job fails when it runs longer
+    poll_seconds: float = 10.0  # both: how often the job's status is read
+    service_account: str = ""  # both: tfjob default tfkfp-runner; vertex: the project's
+    namespace: str = ""  # tfjob: default this pod's namespace, else tfkfp
+    job_name: str = ""  # tfjob: default tfkfp-train-<random>
+    cpu: str = "2"  # tfjob: CPU request per replica
+    memory: str = "8Gi"  # tfjob: memory request and limit per replica
+    gpus: int = 0  # tfjob: nvidia.com/gpu per chief/worker replica
+    backoff_limit: int = 3  # tfjob: restarts (of preempted replicas) before the job fails
+    volume_claim: str = ""  # tfjob: a ReadWriteMany PVC mounted in every replica
+    mount_path: str = "/mnt/tfkfp"  # tfjob: where volume_claim is mounted
+    project: str = ""  # vertex: Google Cloud project (default: the environment's)
+    region: str = "us-central1"  # vertex
+    machine_type: str = "n1-standard-8"  # vertex
+    accelerator_type: str = ""  # vertex: e.g. NVIDIA_TESLA_T4
+    accelerator_count: int = 0  # vertex: per chief/worker replica
+
+
+READ_BY = {
+    **{name: BOTH for name in ("job_dir", "image", "deadline_seconds", "poll_seconds",
+                               "service_account")},
+    **{name: ("tfjob",) for name in ("namespace", "job_name", "cpu", "memory", "gpus",
+                                     "backoff_limit", "volume_claim", "mount_path")},
+    **{name: ("vertex",) for name in ("project", "region", "machine_type",
+                                      "accelerator_type", "accelerator_count")},
+}
+
+
+def parse_options(launcher: str, options: Dict[str, Any] | None) -> LaunchOptions:
+    """Check ``launcher_options`` for this launcher: known keys, right types, sane values."""
+    options = dict(options or {})
+    allowed = sorted(name for name, launchers in READ_BY.items() if launcher in launchers)
+    if launcher == "local":
+        if options:
+            raise TrainConfigError(f"launcher_options {sorted(options)} are for the tfjob and "
+                                   "vertex launchers; launcher 'local' takes none")
+        return LaunchOptions()
+    unknown = sorted(set(options) - set(allowed))
+    if unknown:
+        raise TrainConfigError(f"launcher_options {unknown} are not known to launcher "
+                               f"{launcher!r}; allowed: {', '.join(allowed)}")
+    defaults = LaunchOptions()
+    values = {}
+    for name, value in options.items():
+        kind = type(getattr(defaults, name))
+        values[name] = _typed(name, value, kind)
+    parsed = dataclasses.replace(defaults, **values)
+    for name in ("deadline_seconds", "poll_seconds"):
+        if getattr(parsed, name) <= 0:
+            raise TrainConfigError(f"launcher_options {name} must be positive, got "
+                                   f"{getattr(parsed, name)}")
+    for name in ("gpus", "backoff_limit", "accelerator_count"):
+        if getattr(parsed, name) < 0:
+            raise TrainConfigError(f"launcher_options {name} must not be negative, got "
+                                   f"{getattr(parsed, name)}")
+    if bool(parsed.accelerator_type) != bool(parsed.accelerator_count):
+        raise TrainConfigError("launcher_options accelerator_type and accelerator_count go "
+                               "together (e.g. NVIDIA_TESLA_T4 and 1)")
+    if parsed.volume_claim and not parsed.mount_path.startswith("/"):
+        raise TrainConfigError(f"launcher_options mount_path {parsed.mount_path!r} must be "
+                               "an absolute path")
+    return parsed
+
+
+def _typed(name: str, value: Any, kind: type) -> Any:
+    if kind is float and isinstance(value, (int, float)) and not isinstance(value, bool):
+        return float(value)
+    if kind is int and isinstance(value, float) and value.is_integer():
+        return int(value)  # KFP passes JSON numbers as floats
+    if not isinstance(value, kind) or isinstance(value, bool):
+        raise TrainConfigError(f"launcher_options {name}={value!r} should be a "
+                               f"{kind.__name__}")
+    return value
+
+
+@dataclasses.dataclass(frozen=True)
+class JobPlan:
+    """The run as the replicas see it, and what to copy back for the caller."""
+
+    config: TrainConfig  # paths every replica reaches
+    job_dir: str
+    config_uri: str
+    result_uri: str
+    copy_in: Dict[str, str]  # caller's path -> shared path, before launch
+    copy_out: Dict[str, str]  # shared path -> caller's path, after success
+
+
+def plan(config: TrainConfig, launcher: str, options: LaunchOptions) -> JobPlan:
+    """Map each path of the run to storage the replicas reach, staging what is not."""
+    def shared(path: str) -> str | None:
+        if path and options.volume_claim and (
+                path == options.mount_path or path.startswith(options.mount_path.rstrip("/")
+                                                              + "/")):
+            return path
+        return uris.kfp_remote_uri(path) if path else None
+
+    model_uri = shared(config.model_dir)
+    job_dir = options.job_dir or (f"{model_uri.rstrip('/')}-job" if model_uri else "")
+    where = ("gs://..." if launcher == "vertex" else
+             "gs://..., or a folder under launcher_options mount_path with volume_claim")
+    if options.job_dir and not shared(options.job_dir):
+        raise TrainConfigError(
+            f"launcher_options job_dir {options.job_dir!r} is not on storage every "
+            f"{launcher} replica reaches; use {where}")
+    if not job_dir:
+        raise TrainConfigError(
+            f"launcher {launcher!r} runs replicas on other machines, so they need a job_dir "
+            f"they can all reach ({where}); the model path {config.model_dir!r} is on this "
+            "machine's disk only. Use a gs:// pipeline root or set launcher_options job_dir")
+    if launcher == "vertex" and not job_dir.startswith("gs://"):
+        raise TrainConfigError(f"launcher 'vertex' needs a gs:// job_dir, got {job_dir!r}")
+    if config.checkpoint_dir and not shared(config.checkpoint_dir):
+        raise TrainConfigError(
+            f"checkpoint_dir {config.checkpoint_dir!r} is on this machine's disk, which the "
+            f"{launcher} replicas cannot reach; use a gs:// URI or leave it empty (checkpoints "
+            "then go to the job_dir)")
+    copy_in, copy_out, paths = {}, {}, {}
+    for field, staged, direction in (("data", "data", copy_in),
+                                     ("warm_start", "warm_start", copy_in),
+                                     ("model_dir", "model", copy_out),
+                                     ("tensorboard_dir", "tensorboard", copy_out)):
+        path = getattr(config, field)
+        if not path or shared(path):
+            paths[field] = shared(path) or ""
+            continue
+        paths[field] = uris.join(job_dir, staged)
+        if direction is copy_in:
+            copy_in[path] = paths[field]
+        else:
+            copy_out[paths[field]] = path
+    paths["checkpoint_dir"] = (shared(config.checkpoint_dir) if config.checkpoint_dir
+                               else uris.join(job_dir, "checkpoints"))
+    return JobPlan(dataclasses.replace(config, **paths), job_dir,
+                   uris.join(job_dir, "config.json"), uris.join(job_dir, "result.json"),
+                   copy_in, copy_out)
+
+
+def stage(job: JobPlan) -> None:
+    """Before launch: copy inputs in, write the config, clear an old result."""
+    uris.makedirs(job.job_dir)
+    for src, dst in job.copy_in.items():
+        log.info("staging %s in %s for the replicas", src, dst)
+        uris.copy_tree(src, dst)
+    uris.write_text_atomic(job.config_uri, job.config.to_json())
+    if uris.exists(job.result_uri):
+        uris.remove(job.result_uri)
+
+
+def collect(job: JobPlan) -> Dict[str, Any]:
+    """After success: the chief's result, and the outputs copied back to the caller."""
+    if not uris.exists(job.result_uri):
+        raise RuntimeError(f"the training job succeeded but its chief wrote no result at "
+                           f"{job.result_uri}")
+    for src, dst in job.copy_out.items():
+        if uris.exists(src):
+            uris.copy_tree(src, dst)
+    return json.loads(uris.read_text(job.result_uri))
+
+
+def worker_command(job: JobPlan) -> list:
+    """The command every replica runs (its role comes from TF_CONFIG)."""
+    return ["python", "-m", "tfkfp.components.train.worker", job.config_uri, job.result_uri]
