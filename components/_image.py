@@ -7,3 +7,4 @@ pipeline YAML must agree with ``IMAGE``; tests check that they do.
 __version__ = "0.1.0"
 IMAGE_NAME = "tfkfp/tfkfp"
 IMAGE = f"{IMAGE_NAME}:{__version__}"
+GPU_IMAGE = f"{IMAGE}-gpu"  # images/gpu/Dockerfile: TensorFlow with its CUDA extras

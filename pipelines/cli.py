@@ -56,6 +56,10 @@ def _parser() -> argparse.ArgumentParser:
 
     compile_ = commands.add_parser("compile", help="compile every pipeline to YAML")
     compile_.add_argument("--out", default=".", help="folder for <pipeline>.yaml (default .)")
+    compile_.add_argument("--gpu", default="", metavar="TYPE[:COUNT]",
+                          help="run training's train step in the GPU image on COUNT GPUs of "
+                          "TYPE, e.g. nvidia.com/gpu:1 (Kubernetes) or NVIDIA_TESLA_T4:1 "
+                          "(Vertex AI)")
 
     run = commands.add_parser("run", help="run a pipeline on this machine")
     run.add_argument("name", help="pipeline name")
@@ -108,10 +112,12 @@ def _demo(args: argparse.Namespace) -> None:
 
 def _compile(args: argparse.Namespace) -> None:
     from tfkfp.pipelines import registry
+    from tfkfp.pipelines.accelerator import parse_gpu
 
+    gpu = parse_gpu(args.gpu) if args.gpu else None  # checked before anything is written
     os.makedirs(args.out, exist_ok=True)
     for name in registry.names():
-        print(registry.compile_pipeline(name, os.path.join(args.out, f"{name}.yaml")))
+        print(registry.compile_pipeline(name, os.path.join(args.out, f"{name}.yaml"), gpu))
 
 
 def _run(args: argparse.Namespace) -> None:

@@ -30,10 +30,17 @@ def golden_path(name: str) -> str:
     return os.path.join(HERE, f"{name}.yaml")
 
 
-def compile_pipeline(name: str, path: str) -> str:
+def compile_pipeline(name: str, path: str, gpu=None) -> str:
+    """Compile one pipeline; ``gpu`` (an accelerator.Gpu) puts training's train step on GPUs
+    (pipelines without a train step are unchanged)."""
     from kfp import compiler
 
-    compiler.Compiler().compile(load(name), path)
+    pipeline = load(name)
+    if gpu is not None and name == "training":
+        from tfkfp.pipelines.training import make_training
+
+        pipeline = make_training(gpu)
+    compiler.Compiler().compile(pipeline, path)
     return path
 
 

@@ -16,7 +16,8 @@ from tfkfp.components.export_tflite.component import export_tflite
 from tfkfp.components.freeze_quantize.component import freeze_quantize
 from tfkfp.components.merge_datasets.component import merge_datasets
 from tfkfp.components.shard_tfrecords.component import shard_tfrecords
-from tfkfp.components.train.component import train
+from tfkfp.components.train.component import gpu_train, train
+from tfkfp.pipelines.accelerator import Gpu
 from tfkfp.pipelines.fan_out import group_numbers
 
 TRAIN_CPU, TRAIN_MEMORY = "4", "16G"
@@ -27,94 +28,105 @@ class Outputs(NamedTuple):
     predictions: dsl.Dataset
 
 
-@dsl.pipeline(name="tfkfp-training",
-              description="Shard, train with a tf.distribute strategy, quantize, export to "
-                          "TFLite behind an accuracy gate, and predict the eval split.")
-def training(
-    input_uri: str,
-    label: str = "label",
-    keys: List[str] = [],  # noqa: B006 - KFP reads defaults from the signature
-    eval_fraction: float = 0.1,
-    compression: str = "none",
-    shard_groups: int = 1,
-    model_name: str = "mlp",
-    model_fn: str = "",
-    hidden_units: str = "256,128",
-    strategy: str = "default",
-    workers: int = 2,
-    parameter_servers: int = 1,
-    launcher: str = "local",
-    launcher_options: dict = {},  # noqa: B006
-    epochs: int = 5,
-    batch_size: int = 64,
-    learning_rate: float = 0.001,
-    precision: str = "float32",
-    checkpoint_dir: str = "",
-    target_accuracy: float = 0.0,
-    quantization: str = "auto",
-    max_accuracy_drop: float = 0.01,
-    min_agreement: float = 0.98,
-    output_format: str = "jsonl",
-    diagnose: bool = False,
-) -> Outputs:
-    """Trains a classifier on raw data and ships it as a validated TFLite model.
+def make_training(gpu: Gpu | None = None):
+    """The training pipeline; with ``gpu``, train runs in the GPU image and asks for GPUs."""
+    train_step = train if gpu is None else gpu_train()
 
-    Args:
-        input_uri: File, folder, pattern or gs:// URI of the labelled input data.
-        label: Label column (images: the class folder).
-        keys: Passthrough key columns carried into predictions.
-        eval_fraction: Share of rows held out for evaluation.
-        compression: TFRecord compression: none or gzip.
-        shard_groups: Parallel sharding tasks over groups of input files (1: one task).
-        model_name: mlp, cnn, resnet50 or mobilenet_v2.
-        model_fn: package.module:function building a custom tf_keras model.
-        hidden_units: Comma-separated dense layer sizes.
-        strategy: default, one_device, mirrored, multi_worker_mirrored, parameter_server, tpu.
-        workers: Worker processes for the multi-process strategies.
-        parameter_servers: Parameter servers for parameter_server.
-        launcher: Where training runs: local (the train step's pod), tfjob (a Kubeflow
-            TFJob, for many machines) or vertex (a Vertex AI CustomJob).
-        launcher_options: tfjob/vertex settings, e.g. {"job_dir": "gs://b/jobs",
-            "gpus": 1}; see the train component.
-        epochs: Training epochs.
-        batch_size: Per-replica batch size.
-        learning_rate: Optimizer learning rate.
-        precision: float32, mixed_float16 or mixed_bfloat16.
-        checkpoint_dir: URI for checkpoints that survive a rerun; empty for none.
-        target_accuracy: Eval accuracy whose first crossing is timed.
-        quantization: none, dynamic, float16, int8, int16x8, or auto (smallest model within
-            max_accuracy_drop).
-        max_accuracy_drop: Largest accuracy loss of the TFLite model the gate accepts.
-        min_agreement: Smallest top-1 agreement with the SavedModel the gate accepts.
-        output_format: Predictions as jsonl, csv or tfrecord.
-        diagnose: Also run diagnose_bottleneck on the Dataset with the training settings
-            (input-, compute- or memory-bound, with remedies), beside train.
-    """
-    groups = group_numbers(count=shard_groups).set_display_name("shard-groups")
-    with dsl.ParallelFor(groups.output) as group:
-        part = shard_tfrecords(input_uri=input_uri, label=label, keys=keys,
-                               eval_fraction=eval_fraction, compression=compression,
-                               file_group=group, num_file_groups=shard_groups)
-    data = merge_datasets(datasets=dsl.Collected(part.outputs["dataset"]))
-    dataset = data.outputs["dataset"]
-    with dsl.If(diagnose == True, name="diagnose"):  # noqa: E712 - a KFP condition
-        diagnose_bottleneck(dataset=dataset, model_name=model_name, model_fn=model_fn,
-                            hidden_units=hidden_units, batch_size=batch_size,
-                            precision=precision)
-    trained = train(dataset=dataset, model_name=model_name, model_fn=model_fn,
-                    hidden_units=hidden_units, strategy=strategy, workers=workers,
-                    parameter_servers=parameter_servers, launcher=launcher,
-                    launcher_options=launcher_options, epochs=epochs, batch_size=batch_size,
-                    learning_rate=learning_rate, precision=precision,
-                    checkpoint_dir=checkpoint_dir, target_accuracy=target_accuracy)
-    trained.set_cpu_request(TRAIN_CPU).set_memory_request(TRAIN_MEMORY)
-    quantized = freeze_quantize(model=trained.outputs["model"], dataset=dataset,
-                                mode=quantization, max_accuracy_drop=max_accuracy_drop)
-    quantized.set_cpu_request(CONVERT_CPU).set_memory_request(CONVERT_MEMORY)
-    exported = export_tflite(model=trained.outputs["model"], dataset=dataset,
-                             quantized_model=quantized.outputs["tflite_model"],
-                             max_accuracy_drop=max_accuracy_drop, min_agreement=min_agreement)
-    predicted = batch_predict(model=trained.outputs["model"], data=dataset, split="eval",
-                              keys=keys, output_format=output_format)
-    return Outputs(model=trained.outputs["model"], tflite=exported.outputs["bundle"],
-                   predictions=predicted.outputs["predictions"])
+    @dsl.pipeline(name="tfkfp-training",
+                  description="Shard, train with a tf.distribute strategy, quantize, export to "
+                              "TFLite behind an accuracy gate, and predict the eval split.")
+    def training(
+        input_uri: str,
+        label: str = "label",
+        keys: List[str] = [],  # noqa: B006 - KFP reads defaults from the signature
+        eval_fraction: float = 0.1,
+        compression: str = "none",
+        shard_groups: int = 1,
+        model_name: str = "mlp",
+        model_fn: str = "",
+        hidden_units: str = "256,128",
+        strategy: str = "default",
+        workers: int = 2,
+        parameter_servers: int = 1,
+        launcher: str = "local",
+        launcher_options: dict = {},  # noqa: B006
+        epochs: int = 5,
+        batch_size: int = 64,
+        learning_rate: float = 0.001,
+        precision: str = "float32",
+        checkpoint_dir: str = "",
+        target_accuracy: float = 0.0,
+        quantization: str = "auto",
+        max_accuracy_drop: float = 0.01,
+        min_agreement: float = 0.98,
+        output_format: str = "jsonl",
+        diagnose: bool = False,
+    ) -> Outputs:
+        """Trains a classifier on raw data and ships it as a validated TFLite model.
+
+        Args:
+            input_uri: File, folder, pattern or gs:// URI of the labelled input data.
+            label: Label column (images: the class folder).
+            keys: Passthrough key columns carried into predictions.
+            eval_fraction: Share of rows held out for evaluation.
+            compression: TFRecord compression: none or gzip.
+            shard_groups: Parallel sharding tasks over groups of input files (1: one task).
+            model_name: mlp, cnn, resnet50 or mobilenet_v2.
+            model_fn: package.module:function building a custom tf_keras model.
+            hidden_units: Comma-separated dense layer sizes.
+            strategy: default, one_device, mirrored, multi_worker_mirrored, parameter_server, tpu.
+            workers: Worker processes for the multi-process strategies.
+            parameter_servers: Parameter servers for parameter_server.
+            launcher: Where training runs: local (the train step's pod), tfjob (a Kubeflow
+                TFJob, for many machines) or vertex (a Vertex AI CustomJob).
+            launcher_options: tfjob/vertex settings, e.g. {"job_dir": "gs://b/jobs",
+                "gpus": 1}; see the train component.
+            epochs: Training epochs.
+            batch_size: Per-replica batch size.
+            learning_rate: Optimizer learning rate.
+            precision: float32, mixed_float16 or mixed_bfloat16.
+            checkpoint_dir: URI for checkpoints that survive a rerun; empty for none.
+            target_accuracy: Eval accuracy whose first crossing is timed.
+            quantization: none, dynamic, float16, int8, int16x8, or auto (smallest model within
+                max_accuracy_drop).
+            max_accuracy_drop: Largest accuracy loss of the TFLite model the gate accepts.
+            min_agreement: Smallest top-1 agreement with the SavedModel the gate accepts.
+            output_format: Predictions as jsonl, csv or tfrecord.
+            diagnose: Also run diagnose_bottleneck on the Dataset with the training settings
+                (input-, compute- or memory-bound, with remedies), beside train.
+        """
+        groups = group_numbers(count=shard_groups).set_display_name("shard-groups")
+        with dsl.ParallelFor(groups.output) as group:
+            part = shard_tfrecords(input_uri=input_uri, label=label, keys=keys,
+                                   eval_fraction=eval_fraction, compression=compression,
+                                   file_group=group, num_file_groups=shard_groups)
+        data = merge_datasets(datasets=dsl.Collected(part.outputs["dataset"]))
+        dataset = data.outputs["dataset"]
+        with dsl.If(diagnose == True, name="diagnose"):  # noqa: E712 - a KFP condition
+            diagnose_bottleneck(dataset=dataset, model_name=model_name, model_fn=model_fn,
+                                hidden_units=hidden_units, batch_size=batch_size,
+                                precision=precision)
+        trained = train_step(dataset=dataset, model_name=model_name, model_fn=model_fn,
+                        hidden_units=hidden_units, strategy=strategy, workers=workers,
+                        parameter_servers=parameter_servers, launcher=launcher,
+                        launcher_options=launcher_options, epochs=epochs, batch_size=batch_size,
+                        learning_rate=learning_rate, precision=precision,
+                        checkpoint_dir=checkpoint_dir, target_accuracy=target_accuracy)
+        trained.set_cpu_request(TRAIN_CPU).set_memory_request(TRAIN_MEMORY)
+        if gpu is not None:  # read by the cluster's scheduler; ignored by the local runner
+            trained.set_accelerator_type(gpu.type).set_accelerator_limit(gpu.count)
+        quantized = freeze_quantize(model=trained.outputs["model"], dataset=dataset,
+                                    mode=quantization, max_accuracy_drop=max_accuracy_drop)
+        quantized.set_cpu_request(CONVERT_CPU).set_memory_request(CONVERT_MEMORY)
+        exported = export_tflite(model=trained.outputs["model"], dataset=dataset,
+                                 quantized_model=quantized.outputs["tflite_model"],
+                                 max_accuracy_drop=max_accuracy_drop, min_agreement=min_agreement)
+        predicted = batch_predict(model=trained.outputs["model"], data=dataset, split="eval",
+                                  keys=keys, output_format=output_format)
+        return Outputs(model=trained.outputs["model"], tflite=exported.outputs["bundle"],
+                       predictions=predicted.outputs["predictions"])
+
+    return training
+
+
+training = make_training()

@@ -101,3 +101,10 @@ def train(
         metrics.log_metric(name, value)
     with open(report.path, "w") as f:
         f.write(result.markdown())
+
+
+def gpu_train():
+    """The same component in the GPU image, for a pipeline compiled with a GPU request."""
+    from tfkfp.components._image import GPU_IMAGE
+
+    return dsl.component(base_image=GPU_IMAGE, install_kfp_package=False)(train.python_func)

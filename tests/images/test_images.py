@@ -13,7 +13,7 @@ import yaml
 from packaging.requirements import Requirement
 from packaging.utils import canonicalize_name
 
-from tfkfp.components._image import IMAGE, IMAGE_NAME, __version__
+from tfkfp.components._image import GPU_IMAGE, IMAGE, IMAGE_NAME, __version__
 
 ROOT = pathlib.Path(__file__).resolve().parents[2]
 DOCKERFILES = sorted((ROOT / "images").glob("*/Dockerfile"))
@@ -144,6 +144,7 @@ def test_build_script_tags_the_image_from_image_py():
     script = (ROOT / "scripts" / "build-image.sh").read_text()
     assert "components/_image.py" in script and "TFKFP_VERSION=$version" in script
     assert f"{IMAGE_NAME}:{__version__}" == IMAGE
+    assert '[[ $FLAVOR == gpu ]] && tag="$tag-gpu"' in script and f"{IMAGE}-gpu" == GPU_IMAGE
 
 
 @pytest.mark.parametrize("dockerfile", DOCKERFILES, ids=lambda p: p.parent.name)

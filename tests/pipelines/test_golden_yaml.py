@@ -6,7 +6,7 @@ import yaml
 from google.protobuf import json_format
 from kfp.pipeline_spec import pipeline_spec_pb2
 
-from tfkfp.components._image import IMAGE
+from tfkfp.components._image import GPU_IMAGE, IMAGE
 from tfkfp.pipelines import registry
 
 REGENERATE = "regenerate with: tfkfp compile --out pipelines"
@@ -35,3 +35,40 @@ def test_yaml_is_a_strict_pipeline_spec_running_the_suite_image(name):
     executors = body["deploymentSpec"]["executors"].values()
     images = {e["container"]["image"] for e in executors if "container" in e}
     assert images == {IMAGE}
+
+
+def _executors(path):
+    with open(path) as f:
+        return yaml.safe_load(f)["deploymentSpec"]["executors"]
+
+
+def test_a_gpu_compile_puts_only_the_train_step_on_gpus_in_the_gpu_image(tmp_path, capsys):
+    from tfkfp.pipelines.cli import main
+
+    assert main(["compile", "--gpu", "nvidia.com/gpu:2", "--out", str(tmp_path)]) == 0
+    executors = _executors(tmp_path / "training.yaml")
+    train = executors.pop("exec-train")["container"]
+    assert train["image"] == GPU_IMAGE
+    assert train["resources"]["accelerator"]["resourceType"] == "nvidia.com/gpu"
+    assert train["resources"]["accelerator"]["resourceCount"] == "2"
+    assert {e["container"]["image"] for e in executors.values()} == {IMAGE}
+    assert not any("accelerator" in e["container"].get("resources", {})
+                   for e in executors.values())
+    # The pipelines without a train step compile as committed.
+    for name in ("batch_prediction", "edge_export"):
+        assert _executors(tmp_path / f"{name}.yaml") == _executors(registry.golden_path(name))
+
+
+@pytest.mark.parametrize("value, message", [
+    ("nvidia.com/gpu:0", "COUNT must be 1 to 16, got 0"),
+    ("nvidia.com/gpu:two", "COUNT must be a whole number, got 'two'"),
+    (":1", "expected TYPE[:COUNT]"),
+])
+def test_a_bad_gpu_request_is_refused_before_anything_is_written(value, message, tmp_path,
+                                                                 capsys):
+    from tfkfp.pipelines.cli import main
+
+    out = tmp_path / "out"
+    assert main(["compile", "--gpu", value, "--out", str(out)]) == 1
+    assert message in capsys.readouterr().err
+    assert not out.exists()
