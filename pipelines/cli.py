@@ -56,10 +56,7 @@ def _parser() -> argparse.ArgumentParser:
 
     compile_ = commands.add_parser("compile", help="compile every pipeline to YAML")
     compile_.add_argument("--out", default=".", help="folder for <pipeline>.yaml (default .)")
-    compile_.add_argument("--gpu", default="", metavar="TYPE[:COUNT]",
-                          help="run training's train step in the GPU image on COUNT GPUs of "
-                          "TYPE, e.g. nvidia.com/gpu:1 (Kubernetes) or NVIDIA_TESLA_T4:1 "
-                          "(Vertex AI)")
+    _add_gpu_option(compile_)
 
     run = commands.add_parser("run", help="run a pipeline on this machine")
     run.add_argument("name", help="pipeline name")
@@ -76,6 +73,9 @@ def _parser() -> argparse.ArgumentParser:
     submit.add_argument("--set", action="append", default=[], metavar="KEY=VALUE",
                         dest="parameters", help="pipeline parameter (repeatable)")
     submit.add_argument("--experiment", default="tfkfp", help="experiment name")
+    submit.add_argument("--service-account", default="", help="the steps' Kubernetes service "
+                        "account, e.g. tfkfp-runner (default: the server's)")
+    _add_gpu_option(submit)
 
     demo = commands.add_parser("demo", help="the main job on the built-in demo data")
     demo.add_argument("--out", default="tfkfp-demo", help="working folder (default "
@@ -110,6 +110,13 @@ def _demo(args: argparse.Namespace) -> None:
     run_demo(args.out)
 
 
+def _add_gpu_option(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument("--gpu", default="", metavar="TYPE[:COUNT]",
+                        help="run training's train step in the GPU image on COUNT GPUs of "
+                        "TYPE, e.g. nvidia.com/gpu:1 (Kubernetes) or NVIDIA_TESLA_T4:1 "
+                        "(Vertex AI)")
+
+
 def _compile(args: argparse.Namespace) -> None:
     from tfkfp.pipelines import registry
     from tfkfp.pipelines.accelerator import parse_gpu
@@ -130,9 +137,12 @@ def _run(args: argparse.Namespace) -> None:
 
 def _submit(args: argparse.Namespace) -> None:
     from tfkfp.pipelines import registry, submit
+    from tfkfp.pipelines.accelerator import parse_gpu
 
     parameters = registry.parse_parameters(args.name, args.parameters)
-    run_id = submit.submit(args.name, parameters, args.host, args.experiment)
+    gpu = parse_gpu(args.gpu) if args.gpu else None
+    run_id = submit.submit(args.name, parameters, args.host, args.experiment,
+                           args.service_account, gpu)
     print(f"started run {run_id} of {args.name!r} on {args.host}")
 
 

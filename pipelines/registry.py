@@ -30,17 +30,20 @@ def golden_path(name: str) -> str:
     return os.path.join(HERE, f"{name}.yaml")
 
 
-def compile_pipeline(name: str, path: str, gpu=None) -> str:
-    """Compile one pipeline; ``gpu`` (an accelerator.Gpu) puts training's train step on GPUs
-    (pipelines without a train step are unchanged)."""
-    from kfp import compiler
-
-    pipeline = load(name)
+def for_cluster(name: str, gpu=None) -> Callable:
+    """The pipeline as it goes to a cluster: ``gpu`` (an accelerator.Gpu) puts training's
+    train step on GPUs; pipelines without a train step are unchanged."""
     if gpu is not None and name == "training":
         from tfkfp.pipelines.training import make_training
 
-        pipeline = make_training(gpu)
-    compiler.Compiler().compile(pipeline, path)
+        return make_training(gpu)
+    return load(name)
+
+
+def compile_pipeline(name: str, path: str, gpu=None) -> str:
+    from kfp import compiler
+
+    compiler.Compiler().compile(for_cluster(name, gpu), path)
     return path
 
 

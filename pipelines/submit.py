@@ -9,15 +9,19 @@ class SubmitError(RuntimeError):
     """The server could not be reached or refused the run."""
 
 
-def submit(name: str, parameters: Dict[str, Any], host: str, experiment: str) -> str:
-    """Upload and start the pipeline; returns the run id."""
+def submit(name: str, parameters: Dict[str, Any], host: str, experiment: str,
+           service_account: str = "", gpu=None) -> str:
+    """Upload and start the pipeline; returns the run id. ``service_account`` is the one the
+    steps run as (e.g. tfkfp-runner, whose RBAC lets train launch TFJobs); ``gpu`` as in
+    ``tfkfp compile --gpu``."""
     import kfp
 
-    pipeline = registry.load(name)
+    pipeline = registry.for_cluster(name, gpu)
     try:
         client = kfp.Client(host=host)
         run = client.create_run_from_pipeline_func(pipeline, arguments=parameters,
-                                                   experiment_name=experiment)
+                                                   experiment_name=experiment,
+                                                   service_account=service_account or None)
     except Exception as err:  # kfp raises urllib3, ApiException and others
         raise SubmitError(f"could not start {name!r} on {host}: {_reason(err)}") from err
     return run.run_id
