@@ -38,12 +38,13 @@ def running(work: pathlib.Path) -> Iterator[pathlib.Path]:
     cluster_tools.run([openssl, "genrsa", "-out", key, "2048"])
     cluster_tools.run([openssl, "rsa", "-in", key, "-pubout", "-out", pub])
     (work / "pki" / "tokens.csv").write_text("test-token,test,1,system:masters\n")
+    ca, cert, cert_key = _serving_certificate(openssl, work / "pki")
     api_port, etcd_port, peer_port = _free_ports(3)
     kubeconfig = work / "kubeconfig"
     kubeconfig.write_text(yaml.safe_dump({
         "apiVersion": "v1", "kind": "Config", "current-context": "t",
         "clusters": [{"name": "t", "cluster": {"server": f"https://127.0.0.1:{api_port}",
-                                               "insecure-skip-tls-verify": True}}],
+                                               "certificate-authority": str(ca)}}],
         "users": [{"name": "t", "user": {"token": "test-token"}}],
         "contexts": [{"name": "t", "context": {"cluster": "t", "user": "t"}}]}))
     processes = []
@@ -60,6 +61,7 @@ def running(work: pathlib.Path) -> Iterator[pathlib.Path]:
             [apiserver, f"--etcd-servers=http://127.0.0.1:{etcd_port}",
              "--bind-address=127.0.0.1", "--advertise-address=127.0.0.1",
              f"--secure-port={api_port}", f"--cert-dir={work / 'certs'}",
+             f"--tls-cert-file={cert}", f"--tls-private-key-file={cert_key}",
              f"--token-auth-file={work / 'pki' / 'tokens.csv'}",
              "--service-account-issuer=https://kubernetes.default.svc",
              f"--service-account-key-file={pub}", f"--service-account-signing-key-file={key}",
@@ -75,6 +77,22 @@ def running(work: pathlib.Path) -> Iterator[pathlib.Path]:
                 process.wait(30)
             except subprocess.TimeoutExpired:
                 process.kill()
+
+
+def _serving_certificate(openssl: str, pki: pathlib.Path):
+    """A throwaway CA and a 127.0.0.1 serving certificate, so clients verify TLS as they
+    would against a real cluster."""
+    ca, ca_key = pki / "ca.crt", pki / "ca.key"
+    cert, key, request, extensions = (pki / "apiserver.crt", pki / "apiserver.key",
+                                      pki / "apiserver.csr", pki / "san.ext")
+    extensions.write_text("subjectAltName=IP:127.0.0.1,DNS:localhost\n")
+    cluster_tools.run([openssl, "req", "-x509", "-newkey", "rsa:2048", "-nodes", "-days", "2",
+                       "-subj", "/CN=tfkfp-test-ca", "-keyout", ca_key, "-out", ca])
+    cluster_tools.run([openssl, "req", "-newkey", "rsa:2048", "-nodes", "-subj", "/CN=127.0.0.1",
+                       "-keyout", key, "-out", request])
+    cluster_tools.run([openssl, "x509", "-req", "-in", request, "-CA", ca, "-CAkey", ca_key,
+                       "-CAcreateserial", "-days", "2", "-extfile", extensions, "-out", cert])
+    return ca, cert, key
 
 
 def _wait_ready(kubeconfig: pathlib.Path, processes, work: pathlib.Path) -> None:
