@@ -229,3 +229,43 @@ def test_a_staged_job_plan_round_trips_through_the_worker_files(tmp_path):
     (shared / "job" / "result.json").write_text(json.dumps({"eval_accuracy": 0.9}))
     assert job.collect(plan) == {"eval_accuracy": 0.9}
     assert (tmp_path / "model" / "saved_model.pb").read_text() == "pb"
+
+
+class _FakePods:
+    """CoreV1Api's two calls the log follower makes: list the job's pods, stream a log."""
+
+    def __init__(self, pods, logs):
+        self.pods, self.logs, self.streamed = pods, logs, []
+
+    def list_namespaced_pod(self, namespace, label_selector):
+        from types import SimpleNamespace as NS
+
+        assert label_selector == f"{tfjob.JOB_LABEL}=digits"
+        return NS(items=[NS(metadata=NS(name=name, uid=name, labels={
+            "training.kubeflow.org/replica-type": kind,
+            "training.kubeflow.org/replica-index": "0"}), status=NS(phase=phase))
+            for name, kind, phase in self.pods])
+
+    def read_namespaced_pod_log(self, pod, namespace, container, follow, _preload_content):
+        from types import SimpleNamespace as NS
+
+        assert container == "tensorflow" and follow
+        self.streamed.append(pod)
+        return NS(stream=lambda: iter(self.logs[pod]))
+
+
+def test_pod_logs_are_streamed_once_per_started_pod_with_the_replica_as_prefix(capsys):
+    import time
+
+    core = _FakePods([("digits-chief-0", "chief", "Running"),
+                      ("digits-worker-0", "worker", "Pending")],
+                     {"digits-chief-0": [b"epoch 1\nepoch 2\n", b"done\n"]})
+    logs = tfjob._PodLogs(core, "team", "digits")
+    logs.follow_new_pods()
+    logs.follow_new_pods()  # the same pod again: not streamed twice
+    deadline = time.monotonic() + 10
+    while len(logs.lines) < 3 and time.monotonic() < deadline:
+        time.sleep(0.01)
+    assert core.streamed == ["digits-chief-0"]  # the pending worker waits until it starts
+    assert "[chief-0] epoch 1\n[chief-0] epoch 2\n[chief-0] done\n" in capsys.readouterr().out
+    assert logs.tail().endswith("  [chief-0] epoch 1\n  [chief-0] epoch 2\n  [chief-0] done")
