@@ -100,7 +100,8 @@ def api_client():
     if os.environ.get("KUBERNETES_SERVICE_HOST"):
         config.load_incluster_config()
     else:
-        config.load_kube_config()
+        # Read KUBECONFIG now: the client reads it once, when it is first imported.
+        config.load_kube_config(config_file=os.environ.get("KUBECONFIG"))
     return client.ApiClient()
 
 

@@ -269,3 +269,17 @@ def test_pod_logs_are_streamed_once_per_started_pod_with_the_replica_as_prefix(c
     assert core.streamed == ["digits-chief-0"]  # the pending worker waits until it starts
     assert "[chief-0] epoch 1\n[chief-0] epoch 2\n[chief-0] done\n" in capsys.readouterr().out
     assert logs.tail().endswith("  [chief-0] epoch 1\n  [chief-0] epoch 2\n  [chief-0] done")
+
+
+def test_the_tfjob_client_reads_kubeconfig_as_set_when_it_connects(tmp_path, monkeypatch):
+    import kubernetes.config  # noqa: F401 - imported first, as in a long-lived process
+
+    path = tmp_path / "kubeconfig"
+    path.write_text(json.dumps({
+        "apiVersion": "v1", "kind": "Config", "current-context": "c",
+        "clusters": [{"name": "c", "cluster": {"server": "https://10.1.2.3:6443"}}],
+        "users": [{"name": "u", "user": {"token": "t"}}],
+        "contexts": [{"name": "c", "context": {"cluster": "c", "user": "u"}}]}))
+    monkeypatch.delenv("KUBERNETES_SERVICE_HOST", raising=False)
+    monkeypatch.setenv("KUBECONFIG", str(path))
+    assert tfjob.api_client().configuration.host == "https://10.1.2.3:6443"
