@@ -63,6 +63,12 @@ def parse_parameters(name: str, pairs: List[str]) -> Dict[str, Any]:
     if missing:
         raise ParameterError(f"pipeline {name!r} needs {', '.join(missing)}: pass "
                              + " ".join(f"--set {k}=..." for k in missing))
+    check = getattr(importlib.import_module(PIPELINES[name]), "check_arguments", None)
+    if check is not None:
+        try:
+            check(values)
+        except ValueError as err:
+            raise ParameterError(f"pipeline {name!r}: {err}") from err
     return values
 
 

@@ -6,7 +6,7 @@ diagnose_bottleneck on the Dataset beside training. The export's accuracy gate f
 run, with its figures, when the TFLite model is not good enough.
 """
 
-from typing import List, NamedTuple
+from typing import Any, Dict, List, NamedTuple
 
 from kfp import dsl
 
@@ -21,6 +21,12 @@ from tfkfp.pipelines.accelerator import Gpu
 from tfkfp.pipelines.fan_out import group_numbers
 
 TRAIN_CPU, TRAIN_MEMORY = "4", "16G"
+# The pipeline's parameters that go to the train step unchanged, under the step's names.
+TRAIN_SETTINGS = {"model_name": "model", "hidden_units": "hidden_units",
+                  "strategy": "strategy", "workers": "workers",
+                  "parameter_servers": "parameter_servers", "epochs": "epochs",
+                  "batch_size": "batch_size", "learning_rate": "learning_rate",
+                  "precision": "precision", "target_accuracy": "target_accuracy"}
 CONVERT_CPU, CONVERT_MEMORY = "2", "8G"
 class Outputs(NamedTuple):
     model: dsl.Model
@@ -130,3 +136,16 @@ def make_training(gpu: Gpu | None = None):
 
 
 training = make_training()
+
+
+def check_arguments(arguments: Dict[str, Any]) -> None:
+    """Refuse what the train step would refuse (strategy and cluster shape, launcher and its
+    options, model, numbers), before a run starts rather than after sharding."""
+    from tfkfp.components.train.core import check_request
+
+    inputs = training.component_spec.inputs
+    values = {**{name: spec.default for name, spec in inputs.items()}, **arguments}
+    options = {option: values[name] for name, option in TRAIN_SETTINGS.items()}
+    if values["model_fn"]:  # imported in the step's image, which may hold code this one lacks
+        options.pop("model")
+    check_request("", "", values["launcher"], values["launcher_options"], **options)

@@ -12,7 +12,7 @@ import json
 import os
 import tempfile
 import time
-from typing import Any, Dict
+from typing import Any, Dict, Tuple
 
 from tfkfp.components.common.schema import Schema, SchemaError
 from tfkfp.components.train import loop, report
@@ -57,9 +57,7 @@ def train(data: str, model_dir: str, launcher: str = "local",
     ``options`` are the fields of :class:`TrainConfig` (strategy, model, epochs, ...);
     ``launcher_options`` those of :class:`job.LaunchOptions` for launchers tfjob and vertex.
     """
-    config = _config(data, model_dir, options)
-    validate(config, launcher)
-    launch = job.parse_options(launcher, launcher_options)
+    config, launch = check_request(data, model_dir, launcher, launcher_options, **options)
     _check_schema(config)
     if launcher != "local":
         return _train_on_cluster(config, launcher, launch)
@@ -79,6 +77,16 @@ def train(data: str, model_dir: str, launcher: str = "local",
     figures["training_seconds"] = time.perf_counter() - started
     figures["workers"] = config.workers if config.multi_process else 1
     return TrainResult(config.model_dir, config, figures)
+
+
+def check_request(data: str, model_dir: str, launcher: str = "local",
+                  launcher_options: Dict[str, Any] | None = None,
+                  **options: Any) -> Tuple[TrainConfig, job.LaunchOptions]:
+    """Everything about a train request that can be refused without reading the data:
+    options, strategy and cluster shape, launcher and its options."""
+    config = _config(data, model_dir, options)
+    validate(config, launcher)
+    return config, job.parse_options(launcher, launcher_options)
 
 
 def _train_on_cluster(config: TrainConfig, launcher: str,
