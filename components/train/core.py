@@ -73,10 +73,7 @@ def train(data: str, model_dir: str, launcher: str = "local",
         else:
             loop.run(config, result_path)
         with open(result_path) as f:
-            figures = json.load(f)
-    figures["training_seconds"] = time.perf_counter() - started
-    figures["workers"] = config.workers if config.multi_process else 1
-    return TrainResult(config.model_dir, config, figures)
+            return _result(config, json.load(f), started)
 
 
 def check_request(data: str, model_dir: str, launcher: str = "local",
@@ -92,15 +89,16 @@ def check_request(data: str, model_dir: str, launcher: str = "local",
 def _train_on_cluster(config: TrainConfig, launcher: str,
                       options: job.LaunchOptions) -> TrainResult:
     """Run the cluster as a TFJob or a Vertex AI CustomJob on shared storage."""
-    if launcher == "tfjob" and config.strategy == "tpu":
-        raise TrainConfigError("strategy 'tpu' cannot run as a TFJob (its pods have no TPU); "
-                               "use launcher 'vertex' or run on a TPU VM with 'local'")
     shape = ClusterShape.for_config(config)
     plan = job.plan(config, launcher, options)
     started = time.perf_counter()
     job.stage(plan)
     (tfjob if launcher == "tfjob" else vertex).run(shape, plan, options)
-    figures = job.collect(plan)
+    return _result(config, job.collect(plan), started)
+
+
+def _result(config: TrainConfig, figures: Dict[str, Any], started: float) -> TrainResult:
+    """The chief's figures with what only the caller knows: wall time and worker count."""
     figures["training_seconds"] = time.perf_counter() - started
     figures["workers"] = config.workers if config.multi_process else 1
     return TrainResult(config.model_dir, config, figures)

@@ -51,6 +51,9 @@ class ClusterShape:
             raise TrainConfigError(f"launcher {launcher!r} is not known; expected one of "
                                    f"{', '.join(LAUNCHERS)}")
         where = "local worker processes" if launcher == "local" else f"{launcher} workers"
+        if launcher == "tfjob" and self.strategy == "tpu":
+            raise TrainConfigError("strategy 'tpu' cannot run as a TFJob (its pods have no "
+                                   "TPU); use launcher 'vertex' or run on a TPU VM with 'local'")
         if self.chief not in (0, 1):
             raise TrainConfigError(f"chief={self.chief}: a cluster has at most one chief")
         if not self.multi_process:

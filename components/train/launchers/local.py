@@ -15,11 +15,9 @@ import time
 from typing import Deque, Dict, TextIO
 
 from tfkfp.components.train.config import TrainConfig
-from tfkfp.components.train.launchers import raise_on_sigterm
+from tfkfp.components.train.launchers import TAIL_LINES, indented, sigterm_raises
 from tfkfp.components.train.shape import ClusterShape
 from tfkfp.components.train.strategies import Task, local_cluster
-
-TAIL_LINES = 40
 
 
 class WorkerFailed(RuntimeError):
@@ -37,20 +35,19 @@ def run_cluster(config: TrainConfig, result_path: str, stream: TextIO | None = N
         processes: Dict[Task, subprocess.Popen] = {}
         tails: Dict[Task, Deque[str]] = {}
         threads = []
-        previous = raise_on_sigterm()
-        try:
-            for task in cluster.tasks:
-                processes[task] = _start(task, cluster.tf_config(task), config_path, result_path)
-                tails[task] = collections.deque(maxlen=TAIL_LINES)
-                threads.append(_stream(processes[task], task, tails[task], stream))
-            _wait(processes, cluster.chief, tails, servers_linger=config.strategy ==
-                  "parameter_server")
-        finally:
-            _stop(processes.values())
-            for thread in threads:
-                thread.join(timeout=5)
-            if previous is not None:
-                signal.signal(signal.SIGTERM, previous)
+        with sigterm_raises():
+            try:
+                for task in cluster.tasks:
+                    processes[task] = _start(task, cluster.tf_config(task), config_path,
+                                             result_path)
+                    tails[task] = collections.deque(maxlen=TAIL_LINES)
+                    threads.append(_stream(processes[task], task, tails[task], stream))
+                _wait(processes, cluster.chief, tails, servers_linger=config.strategy ==
+                      "parameter_server")
+            finally:
+                _stop(processes.values())
+                for thread in threads:
+                    thread.join(timeout=5)
 
 
 def _start(task: Task, tf_config: str, config_path: str, result_path: str) -> subprocess.Popen:
@@ -87,9 +84,9 @@ def _wait(processes: Dict[Task, subprocess.Popen], chief: Task, tails, servers_l
             code = process.poll()
             if code not in (None, 0):
                 time.sleep(0.5)  # let the log pump drain the failing task's last lines
-                lines = "\n".join(f"  {line}" for line in tails[task])
                 raise WorkerFailed(f"training task {task.name} failed with exit code {code}"
-                                   f"{_signal_name(code)}; its last log lines:\n{lines}")
+                                   f"{_signal_name(code)}; its last log lines:\n"
+                                   f"{indented(tails[task])}")
         chief_done = processes[chief].poll() == 0
         if chief_done and (servers_linger or all(p.poll() == 0 for p in processes.values())):
             return

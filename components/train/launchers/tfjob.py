@@ -3,15 +3,15 @@
 reason when the job fails or outlives its deadline, and deletes the job when the step is
 cancelled (SIGTERM) or stopped."""
 
+import collections
 import logging
 import os
-import signal
 import threading
 import time
 import uuid
-from typing import Any, Dict, List
+from typing import Any, Deque, Dict
 
-from tfkfp.components.train.launchers import raise_on_sigterm
+from tfkfp.components.train.launchers import TAIL_LINES, indented, sigterm_raises
 from tfkfp.components.train.launchers.job import JobPlan, LaunchOptions, worker_command
 from tfkfp.components.train.shape import ClusterShape
 
@@ -117,22 +117,18 @@ def run(shape: ClusterShape, job: JobPlan, options: LaunchOptions, api=None) -> 
     name = options.job_name or f"tfkfp-train-{uuid.uuid4().hex[:8]}"
     body = manifest(shape, job, options, name, namespace)
     logs = _PodLogs(client.CoreV1Api(api), namespace, name)
-    previous = raise_on_sigterm()  # before creating, so a cancel never leaves the job behind
-    keep = True  # until it exists: a failed create must not delete a namesake
-    try:
-        _create(jobs, body, shape)
-        keep = False
-        _follow(jobs, namespace, name, options, logs)
-        keep = True
-    except TFJobReportedFailure:
-        keep = True
-        raise
-    finally:
-        logs.stop()
-        if not keep:
-            _delete(jobs, namespace, name)
-        if previous is not None:
-            signal.signal(signal.SIGTERM, previous)
+    with sigterm_raises():  # before creating, so a cancel never leaves the job behind
+        try:
+            _create(jobs, body, shape)  # a failed create must not delete a namesake
+            try:
+                _follow(jobs, namespace, name, options, logs)
+            except TFJobReportedFailure:
+                raise  # kept for inspection
+            except BaseException:  # deadline, cancel, lost API: nothing may keep running
+                _delete(jobs, namespace, name)
+                raise
+        finally:
+            logs.stop()
 
 
 def _create(jobs, body: Dict[str, Any], shape: ClusterShape) -> None:
@@ -210,12 +206,10 @@ class _PodLogs:
     """Streams the job's pods' logs, each line prefixed with its replica, and keeps a tail for
     error messages. Log streaming is best effort: it never fails the step."""
 
-    TAIL_LINES = 40
-
     def __init__(self, core, namespace: str, job_name: str):
         self.core, self.namespace, self.job_name = core, namespace, job_name
         self.followed: set = set()
-        self.lines: List[str] = []
+        self.lines: Deque[str] = collections.deque(maxlen=TAIL_LINES)  # all pods' threads
         self.stopped = threading.Event()
 
     def follow_new_pods(self) -> None:
@@ -246,7 +240,7 @@ class _PodLogs:
                 if self.stopped.is_set():
                     break
                 for line in raw.decode("utf-8", "replace").splitlines():
-                    self.lines = (self.lines + [f"[{prefix}] {line}"])[-self.TAIL_LINES:]
+                    self.lines.append(f"[{prefix}] {line}")
                     print(f"[{prefix}] {line}", flush=True)
         except Exception as err:  # noqa: BLE001 - logs are best effort
             log.debug("log stream of pod %s ended: %s", pod, err)
@@ -254,7 +248,7 @@ class _PodLogs:
     def tail(self) -> str:
         if not self.lines:
             return ""
-        return "; the replicas' last log lines:\n" + "\n".join(f"  {x}" for x in self.lines)
+        return "; the replicas' last log lines:\n" + indented(self.lines)
 
     def stop(self) -> None:
         self.stopped.set()

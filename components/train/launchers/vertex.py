@@ -3,12 +3,11 @@
 servers; Vertex AI writes each replica's ``TF_CONFIG`` from the pools (chief, worker, ps)."""
 
 import logging
-import signal
 import time
 import uuid
 from typing import List
 
-from tfkfp.components.train.launchers import raise_on_sigterm
+from tfkfp.components.train.launchers import sigterm_raises
 from tfkfp.components.train.launchers.job import JobPlan, LaunchOptions, worker_command
 from tfkfp.components.train.shape import ClusterShape
 
@@ -87,23 +86,19 @@ def run(shape: ClusterShape, job: JobPlan, options: LaunchOptions, client=None) 
     succeed. Cancelling the step (SIGTERM) cancels the job."""
     client = client or job_client(options.region)
     req = request(shape, job, options, default_project(options))
-    previous = raise_on_sigterm()  # before creating, so a cancel never leaves the job running
-    created, finished = None, False
-    try:
+    with sigterm_raises():  # before creating, so a cancel never leaves the job running
         created = client.create_custom_job(request=req)
         log.info("created Vertex AI CustomJob %s (pools %s)", created.name, pool_counts(shape))
-        current = _wait(client, created.name, options.poll_seconds)
-        finished = True
-        if current.state.name != "JOB_STATE_SUCCEEDED":
-            raise VertexJobFailed(f"Vertex AI CustomJob {created.name} ended "
-                                  f"{current.state.name}: "
-                                  f"{current.error.message or 'no error message'}")
-    finally:
-        if created is not None and not finished:
+        try:
+            current = _wait(client, created.name, options.poll_seconds)
+        except BaseException:
             log.info("cancelling CustomJob %s", created.name)
             client.cancel_custom_job(name=created.name)
-        if previous is not None:
-            signal.signal(signal.SIGTERM, previous)
+            raise
+    if current.state.name != "JOB_STATE_SUCCEEDED":
+        raise VertexJobFailed(f"Vertex AI CustomJob {created.name} ended "
+                              f"{current.state.name}: "
+                              f"{current.error.message or 'no error message'}")
 
 
 def _wait(client, name: str, poll_seconds: float):
