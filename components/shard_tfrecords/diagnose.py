@@ -12,14 +12,9 @@ from typing import Dict, List
 
 from tfkfp.components.common import uris
 from tfkfp.components.shard_tfrecords.errors import ShardInputError
+from tfkfp.components.shard_tfrecords.formats.base import first_line_number
 
 _PARSERS = {"float32": float, "int64": int}
-
-
-def _first_line_number(uri: str, start: int) -> int:
-    """1-based number of the line that begins at byte offset start."""
-    with uris.open_file(uri) as f:
-        return f.read(start).count(b"\n") + 1
 
 
 def csv_error(uri: str, start: int, end: int, names: List[str], types: Dict[str, str],
@@ -29,7 +24,7 @@ def csv_error(uri: str, start: int, end: int, names: List[str], types: Dict[str,
     with uris.open_file(uri) as f:
         f.seek(start)
         text = f.read(end - start).decode("utf-8", errors="replace")
-    line_no = _first_line_number(uri, start)
+    line_no = first_line_number(uri, start)
     if start == 0:  # the chunk holds the header line too
         line_no += 1
         text = text.partition("\n")[2]
@@ -81,7 +76,7 @@ def jsonl_error(uri: str, start: int, end: int, columns: list, err: Exception) -
     with uris.open_file(uri) as f:
         f.seek(start)
         lines = f.read(end - start).decode("utf-8", errors="replace").splitlines()
-    first = _first_line_number(uri, start)
+    first = first_line_number(uri, start)
     for offset, line in enumerate(lines):
         if not line.strip():
             continue

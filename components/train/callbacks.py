@@ -12,7 +12,7 @@ from tfkfp.components.common import uris
 
 
 class TrainingDiverged(RuntimeError):
-    """The loss became NaN or infinite; the last good checkpoint is kept."""
+    """The loss became NaN or infinite; the last good checkpoint, if any, is kept."""
 
 
 class EpochTimer(tf_keras.callbacks.Callback):
@@ -88,9 +88,11 @@ class Evaluation(tf_keras.callbacks.Callback):
 
 
 class NanGuard(tf_keras.callbacks.Callback):
-    """Stops training at the first NaN or infinite loss, naming the epoch and step."""
+    """Stops training at the first NaN or infinite loss, naming the epoch and step and the
+    checkpoint a rerun resumes from (``checkpoint_dir`` is None when checkpoints are not
+    kept beyond the run)."""
 
-    def __init__(self, checkpoint_dir: str):
+    def __init__(self, checkpoint_dir: str | None):
         super().__init__()
         self.checkpoint_dir = checkpoint_dir
         self._epoch = 0
@@ -105,9 +107,17 @@ class NanGuard(tf_keras.callbacks.Callback):
         loss = (logs or {}).get("loss")
         if isinstance(loss, (int, float)) and not math.isfinite(loss):
             raise TrainingDiverged(
-                f"the training loss became {loss} at {where}; training stopped. The last "
-                f"good checkpoint is kept in {self.checkpoint_dir}. Lower learning_rate or "
-                "check the input data for NaN or extreme values")
+                f"the training loss became {loss} at {where}; training stopped. "
+                f"{self._kept()} Lower learning_rate or check the input data for extreme "
+                "values")
+
+    def _kept(self) -> str:
+        import tensorflow as tf
+
+        latest = self.checkpoint_dir and tf.train.latest_checkpoint(self.checkpoint_dir)
+        if not latest:
+            return "No checkpoint was kept (set checkpoint_dir to keep one per epoch)."
+        return f"The last good checkpoint is kept: {latest}."
 
 
 class StepNanGuard(NanGuard):

@@ -55,7 +55,7 @@ def run(config: TrainConfig, result_path: str) -> Dict[str, Any] | None:
         history_path = uris.join(checkpoint_dir, HISTORY_FILE)
         history = load_history(history_path, initial_epoch)
         guard = NanGuard if config.strategy == "parameter_server" else StepNanGuard
-        callbacks = [timer, guard(checkpoint_dir), evaluation,
+        callbacks = [timer, guard(config.checkpoint_dir if chief else None), evaluation,
                      EpochCheckpoint(manager, epoch_var, history, history_path if chief else None)]
         if config.tensorboard_dir:
             logs = config.tensorboard_dir if chief else os.path.join(scratch, "tensorboard")

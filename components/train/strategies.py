@@ -3,12 +3,15 @@ ones is described once and rendered as each process's ``TF_CONFIG``."""
 
 import dataclasses
 import json
+import logging
 import os
 import socket
 from typing import Dict, List
 
 from tfkfp.components.train.config import TrainConfig, TrainConfigError
 from tfkfp.components.train.shape import ClusterShape
+
+log = logging.getLogger("tfkfp")
 
 
 @dataclasses.dataclass(frozen=True)
@@ -90,6 +93,10 @@ def make_strategy(config: TrainConfig):
     if name == "mirrored":
         gpus = tf.config.list_logical_devices("GPU")
         devices = gpus or tf.config.list_logical_devices("CPU")
+        if len(devices) == 1:
+            log.warning("strategy 'mirrored' found one device (%s): it trains one replica, "
+                        "which uses every CPU core through TensorFlow's threads",
+                        devices[0].name)
         return tf.distribute.MirroredStrategy([d.name for d in devices])
     if name == "multi_worker_mirrored":
         return tf.distribute.MultiWorkerMirroredStrategy()

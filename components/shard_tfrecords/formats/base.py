@@ -40,6 +40,24 @@ def read_range(uri: str, start: int, end: int) -> bytes:
         return f.read(end - start)
 
 
+def first_line_number(uri: str, start: int) -> int:
+    """1-based number of the line that begins at byte offset start."""
+    with uris.open_file(uri) as f:
+        return f.read(start).count(b"\n") + 1
+
+
+def row_location(chunk: Chunk, row: int) -> str:
+    """Where the chunk's row ``row`` (0-based) is in its input, for error messages; costs a
+    read of the file up to the chunk for line-oriented formats, so only on failure paths."""
+    if chunk.fmt in ("csv", "jsonl"):
+        return f"{chunk.uri}, line {first_line_number(chunk.uri, chunk.start) + row}"
+    if chunk.fmt == "parquet":
+        return f"{chunk.uri}, row group {chunk.start}, row {row + 1}"
+    if chunk.fmt == "images":
+        return chunk.files[2 * row]
+    return f"{chunk.uri}, row {row + 1}"
+
+
 ARROW_TYPES = {"float32": "float32", "int64": "int64", "string": "string"}
 
 

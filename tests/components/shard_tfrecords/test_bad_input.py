@@ -52,6 +52,28 @@ def test_missing_value(tmp_path):
     fails(tmp_path, path, r"m\.csv, line 3, column 'x': missing value; expected float32")
 
 
+@pytest.mark.parametrize("value,found", [("inf", "inf"), ("-inf", "-inf"), ("1e39", "inf")])
+def test_non_finite_number_names_line_and_column(tmp_path, value, found):
+    rows = [[i, i * 0.5, i % 2] for i in range(30)]
+    rows[17][1] = value
+    path = write_csv(tmp_path / "f.csv", ["id", "x", "label"], rows)
+    fails(tmp_path, path, rf"f\.csv, line 19, column 'x': found {found}, expected a finite "
+          "float32")
+
+
+def test_non_finite_number_in_jsonl_and_parquet(tmp_path):
+    import pyarrow as pa
+    import pyarrow.parquet as pq
+
+    lines = [f'{{"x": {1.5 if i != 4 else "Infinity"}, "label": {i % 2}}}' for i in range(6)]
+    (tmp_path / "f.jsonl").write_text("\n".join(lines) + "\n")
+    fails(tmp_path, tmp_path / "f.jsonl", r"f\.jsonl, line 5, column 'x': found inf")
+    table = pa.table({"x": [1.0, 2.0, float("nan")], "label": [0, 1, 0]})
+    pq.write_table(table, tmp_path / "f.parquet")
+    fails(tmp_path, tmp_path / "f.parquet", r"f\.parquet, row group 0, row 3, column 'x': "
+          "found nan, expected a finite float32")
+
+
 def test_unknown_label_column(tmp_path):
     path = write_csv(tmp_path / "u.csv", ["x", "y"], [[1, 2]])
     fails(tmp_path, path, r"label column 'target' is not in .*u\.csv; its columns are "

@@ -37,24 +37,56 @@ def test_unlabeled_data_is_refused(unlabeled_dataset, tmp_path):
         train(unlabeled_dataset, str(tmp_path / "model"))
 
 
-def test_nan_loss_stops_with_epoch_and_step_and_keeps_the_last_checkpoint(tmp_path):
+# A model whose loss is NaN exactly when a feature is below -1: the square root of a negative
+# number is NaN on every CPU (IEEE 754), and a sum with NaN stays NaN, so the test does not
+# depend on how a CPU rounds overflowing values (``inf`` inputs gave a finite loss on some).
+DIVERGING_MODEL = """
+import tensorflow as tf
+import tf_keras
+
+def build(schema, num_classes):
+    x = tf_keras.Input((), name="x", dtype="float32")
+    features = tf_keras.layers.Reshape((1,))(x)
+    model = tf_keras.Model({"x": x}, tf_keras.layers.Dense(num_classes,
+                                                            activation="softmax")(features))
+    model.add_loss(1e-6 * tf.reduce_mean(tf.sqrt(x + 1.0)))
+    return model
+"""
+
+
+def test_nan_loss_stops_with_epoch_and_step_and_keeps_the_last_checkpoint(tmp_path, monkeypatch):
     from tfkfp.components.shard_tfrecords.core import shard_tfrecords
 
+    (tmp_path / "diverging.py").write_text(DIVERGING_MODEL)
+    monkeypatch.syspath_prepend(str(tmp_path))
     rows = [[i, float(i % 7), i % 2] for i in range(400)]
     good = write_csv(tmp_path / "good.csv", ["id", "x", "label"], rows)
     shard_tfrecords(good, str(tmp_path / "good"), label="label", keys=["id"])
     checkpoints = str(tmp_path / "ckpt")
-    train(str(tmp_path / "good"), str(tmp_path / "model"), epochs=1,
-          checkpoint_dir=checkpoints)
+    options = {"model_fn": "diverging:build", "checkpoint_dir": checkpoints}
+    train(str(tmp_path / "good"), str(tmp_path / "model"), epochs=1, **options)
     for row in rows[::20]:
-        row[1] = "inf"
+        row[1] = -5.0
     bad = write_csv(tmp_path / "bad.csv", ["id", "x", "label"], rows)
     shard_tfrecords(bad, str(tmp_path / "bad"), label="label", keys=["id"])
     with pytest.raises(TrainingDiverged) as err:
-        train(str(tmp_path / "bad"), str(tmp_path / "model2"), epochs=3,
-              checkpoint_dir=checkpoints)
+        train(str(tmp_path / "bad"), str(tmp_path / "model2"), epochs=3, **options)
     assert re.search(r"became nan at epoch 2, step \d+", str(err.value))
-    assert checkpoints in str(err.value)
+    assert f"checkpoint is kept: {os.path.join(checkpoints, 'ckpt-1')}" in str(err.value)
     assert sorted(f for f in os.listdir(checkpoints) if f.endswith(".index")) == [
         "ckpt-1.index"]
     assert not os.path.exists(tmp_path / "model2")
+
+
+def test_nan_stop_without_checkpoint_dir_names_no_checkpoint(tmp_path, monkeypatch):
+    from tfkfp.components.shard_tfrecords.core import shard_tfrecords
+
+    (tmp_path / "diverging.py").write_text(DIVERGING_MODEL)
+    monkeypatch.syspath_prepend(str(tmp_path))
+    rows = [[i, -5.0 if i % 3 == 0 else 1.0, i % 2] for i in range(60)]
+    shard_tfrecords(write_csv(tmp_path / "bad.csv", ["id", "x", "label"], rows),
+                    str(tmp_path / "bad"), label="label", keys=["id"])
+    with pytest.raises(TrainingDiverged, match="No checkpoint was kept") as err:
+        train(str(tmp_path / "bad"), str(tmp_path / "model"), epochs=2,
+              model_fn="diverging:build")
+    assert re.search(r"became nan at epoch 1, step 1\b", str(err.value))
