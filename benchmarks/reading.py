@@ -30,12 +30,13 @@ def ours(dataset_dir: str) -> int:
 def naive(dataset_dir: str) -> int:
     import tensorflow as tf
 
-    from tfkfp.components.common.reader import dataset_files, feature_spec
+    from tfkfp.components.common.dataset import split_files
+    from tfkfp.components.common.reader import feature_spec
     from tfkfp.components.common.schema import Schema
 
     schema = Schema.load(dataset_dir)
     spec = feature_spec(schema, schema.columns)
-    files = [f for s in ("train", "eval") for f in dataset_files(dataset_dir, s)[0]]
+    files = [f for s in ("train", "eval") for f in split_files(dataset_dir, s)[0]]
     ds = tf.data.TFRecordDataset(files).map(lambda r: tf.io.parse_single_example(r, spec))
     ds = ds.batch(BATCH)
     return sum(len(batch["label"].numpy()) for batch in ds)
@@ -44,9 +45,9 @@ def naive(dataset_dir: str) -> int:
 def raw_bytes(dataset_dir: str) -> int:
     import tensorflow as tf
 
-    from tfkfp.components.common.reader import dataset_files
+    from tfkfp.components.common.dataset import split_files
 
-    files = [f for s in ("train", "eval") for f in dataset_files(dataset_dir, s)[0]]
+    files = [f for s in ("train", "eval") for f in split_files(dataset_dir, s)[0]]
     ds = tf.data.Dataset.from_tensor_slices(files).interleave(
         lambda f: tf.data.TFRecordDataset(f, buffer_size=1 << 20).batch(BATCH),
         cycle_length=min(len(files), 8), num_parallel_calls=tf.data.AUTOTUNE,

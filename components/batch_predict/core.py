@@ -27,6 +27,7 @@ from tfkfp.components.batch_predict.merge import SUMMARY_PREFIX, merge_predictio
 from tfkfp.components.batch_predict.models import Predictor, load_predictor
 from tfkfp.components.batch_predict.records import Chunk, ErrorRow, prefetch, split_failures
 from tfkfp.components.common import uris
+from tfkfp.components.common.dataset import select_group
 from tfkfp.components.common.progress import Progress, log
 
 
@@ -120,7 +121,8 @@ def batch_predict(
     if top_k > len(predictor.labels):
         raise PredictInputError(f"top_k {top_k} is more than the model's "
                                 f"{len(predictor.labels)} classes")
-    chosen = sources.select_group(len(plan.files), shard_group, num_shard_groups)
+    chosen = select_group(range(len(plan.files)), shard_group, num_shard_groups, what="shard",
+                          error=PredictInputError, allow_empty=True)
     read = _reader(plan, [plan.files[i] for i in chosen], features, key_columns, batch_size)
     uris.makedirs(output_dir)
     total = sum(plan.expected[i] for i in chosen) if None not in plan.expected else None

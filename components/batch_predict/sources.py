@@ -7,16 +7,20 @@ so a model/data mismatch fails without leaving files behind.
 """
 
 import dataclasses
-import json
 import os
 from typing import Dict, List, Sequence, Tuple
 
 from tfkfp.components.batch_predict.errors import PredictInputError
 from tfkfp.components.batch_predict.models import Predictor
 from tfkfp.components.common import uris
-from tfkfp.components.common.reader import MANIFEST_FILE, dataset_files
+from tfkfp.components.common.dataset import (
+    Manifest,
+    compression_of_files,
+    is_dataset,
+    tf_compression,
+)
 from tfkfp.components.common.savedmodel import raw_dtype, raw_shape
-from tfkfp.components.common.schema import Column, Schema, SchemaError
+from tfkfp.components.common.schema import SCHEMA_FILE, Column, Schema, SchemaError
 
 PREDICTION_COLUMNS = ("class", "class_id", "score", "top_classes", "top_scores")
 INPUT_FORMATS = ("auto", "tfrecord", "csv", "jsonl")
@@ -38,33 +42,31 @@ def resolve_input(data_uri: str, split: str = "all", schema_uri: str = "",
     """Find the input files, their format and the data's schema."""
     if input_format not in INPUT_FORMATS:
         raise PredictInputError(f"input_format {input_format!r} is not one of {INPUT_FORMATS}")
-    if uris.isdir(data_uri) and uris.exists(uris.join(data_uri, MANIFEST_FILE)):
+    if is_dataset(data_uri):
         return _dataset_dir(data_uri, split, schema_uri)
     files = _files(data_uri)
     fmt = input_format if input_format != "auto" else _format_of(files)
     schema = _schema(schema_uri, model_schema, data_uri, fmt)
     if fmt == "tfrecord":
-        gz = {f.endswith(".gz") for f in files}
-        if len(gz) > 1:
-            raise PredictInputError(f"{data_uri} matches both .gz and uncompressed TFRecords")
-        return InputPlan(fmt, tuple(files), "GZIP" if gz.pop() else "", schema,
-                         (None,) * len(files))
+        try:
+            compression = tf_compression(compression_of_files(files, data_uri))
+        except SchemaError as err:
+            raise PredictInputError(str(err)) from None
+        return InputPlan(fmt, tuple(files), compression, schema, (None,) * len(files))
     return InputPlan(fmt, tuple(files), "", schema, (None,) * len(files))
 
 
 def _dataset_dir(data_uri: str, split: str, schema_uri: str) -> InputPlan:
-    body = json.loads(uris.read_text(uris.join(data_uri, MANIFEST_FILE)))
-    splits = list(body["splits"]) if split == "all" else [split]
-    if split != "all" and split not in body["splits"]:
+    manifest = Manifest.load(data_uri)
+    if split != "all" and split not in manifest.splits:
         raise PredictInputError(f"{data_uri} has no split {split!r}; it has "
-                                f"{list(body['splits'])} (or use 'all')")
-    files, expected, compression = [], [], ""
-    for name in splits:
-        found, compression = dataset_files(data_uri, name)
-        files += found
-        expected += [s["records"] for s in body["splits"][name]["shards"]]
+                                f"{list(manifest.splits)} (or use 'all')")
+    splits = list(manifest.splits) if split == "all" else [split]
+    files = [f for name in splits for f in manifest.shard_files(name)]
+    expected = [n for name in splits for n in manifest.shard_records(name)]
     schema = Schema.load(schema_uri or data_uri)
-    return InputPlan("tfrecord", tuple(files), compression, schema, tuple(expected))
+    return InputPlan("tfrecord", tuple(files), tf_compression(manifest.compression), schema,
+                     tuple(expected))
 
 
 def _files(data_uri: str) -> List[str]:
@@ -72,7 +74,7 @@ def _files(data_uri: str) -> List[str]:
         files = [f for f in uris.glob(data_uri) if not uris.isdir(f)]
     elif uris.isdir(data_uri):
         files = [uris.join(data_uri, n) for n in uris.listdir(data_uri)
-                 if not n.startswith((".", "_")) and n != "schema.json"
+                 if not n.startswith((".", "_")) and n != SCHEMA_FILE
                  and not uris.isdir(uris.join(data_uri, n))]
     elif uris.exists(data_uri):
         files = [data_uri]
@@ -98,20 +100,12 @@ def _schema(schema_uri: str, model_schema: Schema | None, data_uri: str, fmt: st
     if fmt == "tfrecord":
         head = data_uri.rstrip("/").rpartition("/")[0] if not uris.isdir(data_uri) else data_uri
         for folder in (head, head.rpartition("/")[0]):
-            if folder and uris.exists(uris.join(folder, "schema.json")):
+            if folder and uris.exists(uris.join(folder, SCHEMA_FILE)):
                 return Schema.load(folder)
     if model_schema is not None:
         return model_schema
     raise PredictInputError(f"no schema for {data_uri}: pass schema_uri (a schema.json), or use "
                             "a model that carries its schema")
-
-
-def select_group(count: int, group: int, num_groups: int) -> List[int]:
-    """Indices of the files this task predicts: every num_groups-th, starting at group."""
-    if num_groups < 1 or not 0 <= group < num_groups:
-        raise PredictInputError(f"shard group {group} of {num_groups} is not valid; expected "
-                                "num_shard_groups >= 1 and 0 <= shard_group < num_shard_groups")
-    return list(range(group, count, num_groups))
 
 
 def plan_columns(predictor: Predictor, schema: Schema, keys: Sequence[str] | None,

@@ -7,40 +7,13 @@ parse whole batches with ``tf.io.parse_example`` (about 13x faster than
 and shuffled while still serialized, then batched. Images are decoded and resized per batch.
 """
 
-import json
 from typing import Dict, List, Tuple
 
 from tfkfp.components.common import uris
+from tfkfp.components.common.dataset import split_files
 from tfkfp.components.common.schema import Column, Schema, SchemaError
 
 MODES = ("train", "eval", "predict")
-MANIFEST_FILE = "manifest.json"
-
-
-def dataset_files(data: str, split: str) -> Tuple[List[str], str]:
-    """The shard files of one split and their compression ('GZIP' or '').
-
-    ``data`` is a Dataset directory written by shard_tfrecords (its manifest lists the
-    shards) or a file pattern; a pattern's compression follows the ``.gz`` extension.
-    """
-    manifest = uris.join(data, MANIFEST_FILE)
-    if uris.isdir(data):
-        if not uris.exists(manifest):
-            raise SchemaError(f"{data} has no {MANIFEST_FILE}: it is not a complete Dataset "
-                              "written by shard_tfrecords")
-        body = json.loads(uris.read_text(manifest))
-        if split not in body["splits"]:
-            raise SchemaError(f"{manifest} has no split {split!r}; it has "
-                              f"{sorted(body['splits'])}")
-        files = [uris.resolve(data, s["file"]) for s in body["splits"][split]["shards"]]
-        return files, "GZIP" if body.get("compression") == "gzip" else ""
-    files = uris.glob(data)
-    if not files:
-        raise SchemaError(f"no TFRecord files match {data}")
-    gz = {f.endswith(".gz") for f in files}
-    if len(gz) > 1:
-        raise SchemaError(f"{data} matches both .gz and uncompressed files")
-    return files, "GZIP" if gz.pop() else ""
 
 
 def feature_spec(schema: Schema, columns: List[Column]) -> Dict:
@@ -98,7 +71,7 @@ def make_dataset(
         raise SchemaError(f"{data} has no label column, so it can only be read with "
                           f"mode='predict', not mode={mode!r}")
     split = split or ("train" if mode == "train" else "eval")
-    files, compression = dataset_files(data, split)
+    files, compression = split_files(data, split)
     shuffle = mode == "train" if shuffle is None else shuffle
     deterministic = not shuffle if deterministic is None else deterministic
     if input_context is not None:

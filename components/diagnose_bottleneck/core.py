@@ -9,12 +9,10 @@ numbers behind it and remedies ranked by what they address, naming the tfkfp kno
 """
 
 import dataclasses
-import json
 import time
 from typing import Any, Dict, Sequence, Tuple
 
-from tfkfp.components.common import uris
-from tfkfp.components.common.reader import MANIFEST_FILE
+from tfkfp.components.common.dataset import Manifest
 from tfkfp.components.common.schema import Schema, SchemaError
 from tfkfp.components.diagnose_bottleneck import probe, report, verdict
 from tfkfp.components.train.config import TrainConfig, TrainConfigError, validate
@@ -125,9 +123,7 @@ def _check(config: TrainConfig, memory_limit_mb: int, seconds: float) -> None:
 
 
 def _check_dataset(data: str) -> Schema:
-    if not uris.exists(uris.join(data, MANIFEST_FILE)):
-        raise SchemaError(f"{data} has no {MANIFEST_FILE}: expected a Dataset directory "
-                          "written by shard_tfrecords")
+    Manifest.load(data)  # says what is missing when data is not a Dataset directory
     schema = Schema.load(data)
     if schema.label is None or not schema.label.vocabulary:
         raise SchemaError(f"{data}: the schema has no categorical label column, so there is no "
@@ -139,8 +135,7 @@ def _check_dataset(data: str) -> Schema:
 
 
 def _train_records(data: str) -> int:
-    body = json.loads(uris.read_text(uris.join(data, MANIFEST_FILE)))
-    records = int(body["splits"]["train"]["records"])
+    records = Manifest.load(data).records("train")
     if records < 1:
         raise SchemaError(f"{data}: the train split has no records")
     return records

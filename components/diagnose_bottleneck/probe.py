@@ -9,7 +9,8 @@ import time
 from typing import Any, Dict
 
 from tfkfp.components.common import uris
-from tfkfp.components.common.reader import dataset_files, make_dataset
+from tfkfp.components.common.dataset import Manifest, tf_compression
+from tfkfp.components.common.reader import make_dataset
 from tfkfp.components.common.schema import Schema
 from tfkfp.components.diagnose_bottleneck import measure, memory
 from tfkfp.components.train import models, strategies
@@ -60,10 +61,11 @@ def run(config: TrainConfig, schema: Schema, train_records: int, memory_limit_mb
 def input_figures(config: TrainConfig, schema: Schema, global_batch: int, train_records: int,
                   seconds: float) -> Dict[str, Any]:
     """The train split read cold without parsing, then through train's own input pipeline."""
-    files, compression = dataset_files(config.data, "train")
+    manifest = Manifest.load(config.data)
+    files = manifest.shard_files("train")
     file_bytes = sum(uris.size(f) for f in files)
     cold = measure.evict_page_cache(files)
-    read = measure.read_raw(files, compression, seconds)
+    read = measure.read_raw(files, tf_compression(manifest.compression), seconds)
     disk_per_record = file_bytes / train_records
     payload_per_record = read.payload_bytes / max(read.records, 1)
     measure.evict_page_cache(files)
@@ -76,7 +78,7 @@ def input_figures(config: TrainConfig, schema: Schema, global_batch: int, train_
     log.info("input: %.0f records/s read cold, %.0f records/s parsed",
              read.records_per_second, parsed.records_per_second)
     return {
-        "num_shards": len(files), "compression": "gzip" if compression else "none",
+        "num_shards": len(files), "compression": manifest.compression,
         "shards_mb": round(file_bytes / memory.MB, 3), "read_cold": cold,
         "read_records_per_second": read.records_per_second,
         "read_mb_per_second": read.records_per_second * disk_per_record / memory.MB,

@@ -6,11 +6,10 @@ stored as values in the records, so class indices follow the merged vocabulary).
 """
 
 import dataclasses
-import json
 from typing import Dict, List, Sequence
 
 from tfkfp.components.common import uris
-from tfkfp.components.common.reader import MANIFEST_FILE
+from tfkfp.components.common.dataset import Manifest
 from tfkfp.components.common.schema import Schema, SchemaError
 
 
@@ -31,16 +30,16 @@ def merge_datasets(inputs: Sequence[str], output_dir: str) -> MergeResult:
     """Write ``output_dir`` with a schema and a manifest covering every input Dataset."""
     if not inputs:
         raise SchemaError("merge_datasets needs at least one Dataset to merge")
-    manifests = [_manifest(d) for d in inputs]
+    manifests = [Manifest.load(d) for d in inputs]
     schemas = [Schema.load(d) for d in inputs]
     schema = merged_schema(schemas, inputs)
-    compressions = {m.get("compression", "none") for m in manifests}
+    compressions = {m.compression for m in manifests}
     if len(compressions) > 1:
         raise SchemaError(f"the Datasets mix compressions {sorted(compressions)}; shard them "
                           "all with the same compression")
     splits: Dict[str, Dict] = {}
     for directory, manifest in zip(inputs, manifests):
-        for split, body in manifest["splits"].items():
+        for split, body in manifest.splits.items():
             merged = splits.setdefault(split, {"records": 0, "bytes": 0, "shards": []})
             merged["records"] += body["records"]
             merged["bytes"] += body["bytes"]
@@ -48,9 +47,7 @@ def merge_datasets(inputs: Sequence[str], output_dir: str) -> MergeResult:
                                  for s in body["shards"]]
     uris.makedirs(output_dir)
     schema.save(output_dir)
-    body = {"version": 1, "compression": compressions.pop(), "schema": "schema.json",
-            "splits": splits, "merged_from": list(inputs)}
-    uris.write_text_atomic(uris.join(output_dir, MANIFEST_FILE), json.dumps(body, indent=2))
+    Manifest(output_dir, splits, compressions.pop(), tuple(inputs)).save()
     return MergeResult(output_dir, schema, {s: b["records"] for s, b in splits.items()},
                        {s: len(b["shards"]) for s, b in splits.items()}, len(inputs))
 
@@ -75,10 +72,3 @@ def merged_schema(schemas: List[Schema], names: Sequence[str]) -> Schema:
 def _without_vocabulary(schema: Schema) -> Schema:
     return Schema(tuple(dataclasses.replace(c, vocabulary=None) for c in schema.columns))
 
-
-def _manifest(directory: str) -> Dict:
-    path = uris.join(directory, MANIFEST_FILE)
-    if not uris.exists(path):
-        raise SchemaError(f"{directory} has no {MANIFEST_FILE}: it is not a complete Dataset "
-                          "written by shard_tfrecords")
-    return json.loads(uris.read_text(path))

@@ -11,21 +11,25 @@ the previous output as it was and nothing that looks like new output.
 
 import concurrent.futures
 import dataclasses
-import json
 import tempfile
 import threading
 import time
 from typing import Dict, List, Sequence
 
 from tfkfp.components.common import uris
+from tfkfp.components.common.dataset import (
+    COMPRESSIONS,
+    MANIFEST_FILE,
+    SPLITS,
+    Manifest,
+    select_group,
+)
 from tfkfp.components.common.progress import Progress, log
-from tfkfp.components.common.reader import MANIFEST_FILE
-from tfkfp.components.common.schema import Column, Schema
+from tfkfp.components.common.schema import SCHEMA_FILE, Column, Schema
 from tfkfp.components.shard_tfrecords import sources, summary, writer
 from tfkfp.components.shard_tfrecords.errors import ShardInputError
-from tfkfp.components.shard_tfrecords.worker import SPLITS, ChunkResult, EncodePlan, encode_chunk
+from tfkfp.components.shard_tfrecords.worker import ChunkResult, EncodePlan, encode_chunk
 
-COMPRESSIONS = ("none", "gzip")
 MAX_VOCABULARY = 10_000
 
 
@@ -104,7 +108,7 @@ def shard_tfrecords(
     _check_options(eval_fraction, compression, shard_size_mb, num_shards, min_shards,
                    column_types, split_column)
     fmt, files = sources.resolve_files(input_uri, input_format)
-    files = sources.select_group(files, file_group, num_file_groups)
+    files = select_group(files, file_group, num_file_groups, error=ShardInputError)
     raw = sources.infer_columns(fmt, files, column_types)
     if fmt == "images":
         label, keys = sources.IMAGE_LABEL, [sources.IMAGE_KEY]
@@ -264,16 +268,12 @@ def _publish(staging: str, output_dir: str, result: ShardResult) -> None:
         uris.makedirs(old)
         for info in result.shards[split]:
             uris.rename(uris.join(staging, info.file), uris.join(output_dir, info.file))
-    uris.rename(uris.join(staging, "schema.json"), uris.join(output_dir, "schema.json"))
-    uris.write_text_atomic(manifest, json.dumps(manifest_dict(result), indent=2) + "\n")
+    uris.rename(uris.join(staging, SCHEMA_FILE), uris.join(output_dir, SCHEMA_FILE))
+    dataset_manifest(result).save()
 
 
-def manifest_dict(result: ShardResult) -> Dict:
-    return {
-        "version": 1,
-        "compression": result.compression,
-        "schema": "schema.json",
-        "splits": {s: {"records": result.records[s], "bytes": result.bytes[s],
-                       "shards": [i.to_dict() for i in result.shards[s]]}
-                   for s in result.shards},
-    }
+def dataset_manifest(result: ShardResult) -> Manifest:
+    return Manifest(result.output_dir, {
+        s: {"records": result.records[s], "bytes": result.bytes[s],
+            "shards": [i.to_dict() for i in result.shards[s]]} for s in result.shards},
+        result.compression)

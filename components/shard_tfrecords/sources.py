@@ -22,7 +22,7 @@ from tfkfp.components.shard_tfrecords.formats.images import (
 )
 from tfkfp.components.shard_tfrecords.formats.text import Csv, Jsonl
 
-__all__ = ["Chunk", "RawColumn", "IMAGE_KEY", "IMAGE_LABEL", "resolve_files", "select_group",
+__all__ = ["Chunk", "RawColumn", "IMAGE_KEY", "IMAGE_LABEL", "resolve_files",
            "infer_columns", "plan_chunks", "read_chunk"]
 
 FORMATS = ("csv", "jsonl", "parquet", "npz", "images")
@@ -63,18 +63,6 @@ def _format_of(files: Sequence[str]) -> str:
             f"cannot tell the input format from the file extensions {kinds}; expected one "
             f"kind among {sorted(_EXTENSIONS)}, or set input_format to one of {FORMATS}")
     return found.pop()
-
-
-def select_group(files: List[str], group: int, num_groups: int) -> List[str]:
-    """Every num_groups-th file starting at group: one task's share of a fan-out."""
-    if num_groups < 1 or not 0 <= group < num_groups:
-        raise ShardInputError(f"file group {group} of {num_groups} is not valid; expected "
-                              f"num_file_groups >= 1 and 0 <= file_group < num_file_groups")
-    chosen = files[group::num_groups]
-    if not chosen:
-        raise ShardInputError(f"file group {group} of {num_groups} is empty: the input has "
-                              f"only {len(files)} files")
-    return chosen
 
 
 def infer_columns(fmt: str, files: List[str], column_types: Dict[str, str]) -> List[RawColumn]:

@@ -11,11 +11,11 @@ from typing import Dict, List, Tuple
 
 import numpy as np
 
+from tfkfp.components.common.dataset import SPLITS
 from tfkfp.components.common.examples import encode_examples
 from tfkfp.components.shard_tfrecords.errors import ShardInputError
 from tfkfp.components.shard_tfrecords.sources import Chunk, RawColumn, read_chunk
 
-SPLITS = ("train", "eval")
 TRAIN_NAMES = ("train", "training")
 EVAL_NAMES = ("eval", "evaluation", "validation", "valid", "val", "test")
 _BUCKETS = 1_000_000

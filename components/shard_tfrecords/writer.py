@@ -13,6 +13,7 @@ from typing import Callable, Dict, List
 import numpy as np
 
 from tfkfp.components.common import uris
+from tfkfp.components.common.dataset import tf_compression
 from tfkfp.components.shard_tfrecords.worker import spool_path
 
 
@@ -84,7 +85,7 @@ def _write_shard(spool: SplitSpool, out_dir: str, name: str, start: int, stop: i
     import tensorflow as tf
 
     path = uris.join(out_dir, name)
-    options = tf.io.TFRecordOptions(compression_type="GZIP" if compression == "gzip" else "")
+    options = tf.io.TFRecordOptions(compression_type=tf_compression(compression))
     with tf.io.TFRecordWriter(path, options) as writer:
         done = 0
         for record in spool.records(start, stop):

@@ -14,7 +14,8 @@ import tempfile
 from typing import Any, Dict
 
 from tfkfp.components.common import savedmodel, uris
-from tfkfp.components.common.reader import MANIFEST_FILE, make_dataset
+from tfkfp.components.common.dataset import Manifest
+from tfkfp.components.common.reader import make_dataset
 from tfkfp.components.common.schema import Schema
 from tfkfp.components.train import models, strategies
 from tfkfp.components.train.callbacks import (
@@ -44,7 +45,8 @@ def run(config: TrainConfig, result_path: str) -> Dict[str, Any] | None:
     schema = Schema.load(config.data)
     replicas = strategy.num_replicas_in_sync
     global_batch = check_batch(config, replicas)
-    steps = config.steps_per_epoch or max(1, split_records(config.data, "train") // global_batch)
+    train_records = Manifest.load(config.data).records("train")
+    steps = config.steps_per_epoch or max(1, train_records // global_batch)
     model = _compiled_model(config, schema, strategy)
     scratch = tempfile.mkdtemp(prefix="tfkfp-train-")
     try:
@@ -87,11 +89,6 @@ def run(config: TrainConfig, result_path: str) -> Dict[str, Any] | None:
     finally:
         shutil.rmtree(scratch, ignore_errors=True)
         tf_keras.mixed_precision.set_global_policy("float32")
-
-
-def split_records(data: str, split: str) -> int:
-    body = json.loads(uris.read_text(uris.join(data, MANIFEST_FILE)))
-    return int(body["splits"][split]["records"])
 
 
 def _compiled_model(config: TrainConfig, schema: Schema, strategy):

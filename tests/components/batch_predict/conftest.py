@@ -76,9 +76,9 @@ def direct_predictions(demo_model):
 
 @pytest.fixture(scope="session")
 def eval_files(demo_dataset):
-    from tfkfp.components.common.reader import dataset_files
+    from tfkfp.components.common.dataset import split_files
 
-    return dataset_files(demo_dataset, "eval")[0]
+    return split_files(demo_dataset, "eval")[0]
 
 
 @pytest.fixture(scope="session")

@@ -10,11 +10,11 @@ import pytest
 
 from tfkfp.components.batch_predict.core import batch_predict, top_k_of
 from tfkfp.components.batch_predict.merge import merge_predictions
-from tfkfp.components.common.reader import dataset_files
+from tfkfp.components.common.dataset import split_files
 
 
 def all_files(dataset):
-    return dataset_files(dataset, "train")[0] + dataset_files(dataset, "eval")[0]
+    return split_files(dataset, "train")[0] + split_files(dataset, "eval")[0]
 
 
 def test_predictions_equal_a_direct_call_of_the_model(demo_model, demo_dataset, tmp_path,
