@@ -21,7 +21,7 @@ from typing import Dict, List
 
 os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "2")
 
-from benchmarks.harness import Record, best_rates, load_average, print_records  # noqa: E402
+from benchmarks.harness import Record, best_rates, load_average, print_records
 
 SIZE_TARGET = 0.27  # int8 size / float32 size, at most
 DROP_TARGET = 1.0  # accuracy drop of int8 vs the SavedModel in points, at most
