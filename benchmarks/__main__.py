@@ -8,8 +8,8 @@ import tempfile
 
 os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "2")
 
-from benchmarks import bottleneck, data, prediction, quantization, reading, sharding, training  # noqa: E402
-from benchmarks.harness import load_average, print_records  # noqa: E402
+from benchmarks import bottleneck, data, prediction, quantization, reading, sharding, training
+from benchmarks.harness import load_average, print_records
 
 SCENARIOS = ["sharding", "reading", "training", "quantization", "prediction", "bottleneck"]
 

@@ -15,8 +15,8 @@ from typing import List
 
 os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "2")
 
-from benchmarks import data  # noqa: E402
-from benchmarks.harness import Record, load_average, print_records  # noqa: E402
+from benchmarks import data
+from benchmarks.harness import Record, load_average, print_records
 
 BATCHES = (64, 256)  # train's default, and the training benchmark's
 

@@ -26,8 +26,8 @@ import numpy as np
 
 os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "2")
 
-from benchmarks import data  # noqa: E402
-from benchmarks.harness import Record, best_rates, load_average, print_records  # noqa: E402
+from benchmarks import data
+from benchmarks.harness import Record, best_rates, load_average, print_records
 
 BATCH = 8192
 PREDICT_SAMPLE = 200  # rows for the per-example model.predict loop

@@ -21,7 +21,7 @@ from typing import Dict, List
 
 os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "2")
 
-from benchmarks.harness import Record, best_rates, load_average, print_records  # noqa: E402
+from benchmarks.harness import Record, best_rates, load_average, print_records
 
 SIZE_TARGET = 0.27  # int8 size / float32 size, at most
 DROP_TARGET = 1.0  # accuracy drop of int8 vs the SavedModel in points, at most
@@ -86,8 +86,8 @@ def train_and_export(dataset: str, out: str, hidden: List[int], stacked: bool,
 
 
 def measure_modes(model_dir: str, dataset: str, work: str, name: str):
+    from tfkfp.components.common.tflite_parity import Timing
     from tfkfp.components.freeze_quantize.core import freeze_quantize
-    from tfkfp.components.freeze_quantize.evaluate import Timing
 
     return freeze_quantize(model_dir, dataset, os.path.join(work, f"{name}-tflite"),
                            os.path.join(work, f"{name}-frozen"), mode="auto",
@@ -112,12 +112,11 @@ def latency_rates(model_dir: str, int8_path: str, dataset: str, batch: int, call
     """Examples/s of int8 LiteRT and of the float SavedModel in TF, same batch, same data."""
     import tensorflow as tf
 
-    from tfkfp.components.common import litert
-    from tfkfp.components.freeze_quantize import inputs
+    from tfkfp.components.common import litert, tflite_inputs
 
-    _, fn = inputs.load_signature(model_dir, "serving_raw")
-    names = sorted(inputs.signature_inputs(fn))
-    examples = inputs.load_examples(dataset, "eval", batch, names, "latency")
+    _, fn = tflite_inputs.load_signature(model_dir, "serving_raw")
+    names = sorted(tflite_inputs.signature_inputs(fn))
+    examples = tflite_inputs.load_examples(dataset, "eval", batch, names, "latency")
     feed = {k: v[:batch] for k, v in examples.features.items()}
     tensors = {k: tf.constant(v) for k, v in feed.items()}
     runner = litert.signature_runner(litert.load_interpreter(int8_path), "serving_raw")

@@ -6,25 +6,38 @@ docstrings (which KFP also copies into the compiled YAML and the UI).
 
 import argparse
 import importlib
+import importlib.util
+import pkgutil
 import re
 import sys
-from typing import List
+from typing import List, Tuple
 
+from kfp.dsl.base_component import BaseComponent
+
+from tfkfp import components as package
 from tfkfp.pipelines import registry
 
-COMPONENTS = ("shard_tfrecords", "train", "freeze_quantize", "export_tflite", "batch_predict",
-              "diagnose_bottleneck")
 BEGIN, END = "<!-- parameters:begin -->", "<!-- parameters:end -->"
 
 
-def available_components() -> List[str]:
+def component_modules() -> List[str]:
+    """The component.py module of every folder under components/, in folder order."""
+    names = [f"{package.__name__}.{m.name}.component"
+             for m in pkgutil.iter_modules(package.__path__) if m.ispkg]
+    return sorted(n for n in names if importlib.util.find_spec(n) is not None)
+
+
+def components() -> List[Tuple[str, BaseComponent]]:
+    """(name, component) of every KFP component the suite defines, in definition order within
+    a module. A module that fails to import raises: the tables must not silently lose one."""
     found = []
-    for name in COMPONENTS:
-        try:
-            importlib.import_module(f"tfkfp.components.{name}.component")
-        except ModuleNotFoundError:
-            continue
-        found.append(name)
+    for name in component_modules():
+        module = importlib.import_module(name)
+        defined = [(key, value) for key, value in vars(module).items()
+                   if isinstance(value, BaseComponent)]
+        if not defined:
+            raise ValueError(f"{name} defines no KFP component")
+        found += defined
     return found
 
 
@@ -62,8 +75,7 @@ def _cell(text: str | None) -> str:
 
 def generated() -> str:
     parts = [BEGIN]
-    for name in available_components():
-        component = getattr(importlib.import_module(f"tfkfp.components.{name}.component"), name)
+    for name, component in components():
         parts += ["", f"### Component `{name}`", "", *table(component)]
     for name in registry.names():
         parts += ["", f"### Pipeline `{name}`", "", *table(registry.load(name))]

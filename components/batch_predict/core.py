@@ -23,7 +23,7 @@ import numpy as np
 
 from tfkfp.components.batch_predict import sources, text, writers
 from tfkfp.components.batch_predict.errors import PredictInputError
-from tfkfp.components.batch_predict.merge import SUMMARY_PREFIX, merge_predictions  # noqa: F401
+from tfkfp.components.batch_predict.merge import SUMMARY_PREFIX
 from tfkfp.components.batch_predict.models import Predictor, load_predictor
 from tfkfp.components.batch_predict.records import Chunk, ErrorRow, prefetch, split_failures
 from tfkfp.components.common import uris

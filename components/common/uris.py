@@ -11,7 +11,7 @@ import os
 import re
 import shutil
 import uuid
-from typing import IO, Iterator, List
+from typing import IO, Dict, Iterator, List
 
 _SCHEME = re.compile(r"^[a-zA-Z][a-zA-Z0-9+.-]*://")
 
@@ -139,6 +139,19 @@ def replaced_dir(target: str) -> Iterator[str]:
     finally:
         if exists(staging):
             rmtree(staging)
+
+
+def publish_dir(files: Dict[str, bytes], target: str) -> str:
+    """Write ``{name: content}`` into a staging sibling of target, then move it into place.
+
+    A reader never sees half a folder: until the final rename, target holds what it held
+    before (or nothing), and a failure removes the staging folder.
+    """
+    with replaced_dir(target) as staging:
+        for name, content in files.items():
+            with open_file(join(staging, name), "wb") as f:
+                f.write(content)
+    return target
 
 
 @contextlib.contextmanager

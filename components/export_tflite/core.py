@@ -10,19 +10,21 @@ the figures when the model is not good enough; the bundle (``model.tflite``, ``l
 """
 
 import dataclasses
-import json
 import logging
 import time
-from typing import Dict, Tuple
+from typing import Dict
 
-from tfkfp.components.common import savedmodel, uris
+from tfkfp.components.common import (
+    savedmodel,
+    tflite_convert,
+    tflite_inputs,
+    tflite_parity,
+    uris,
+)
+from tfkfp.components.common.tflite_inputs import QuantizeInputError
+from tfkfp.components.common.tflite_parity import Figures, QualityGateError
 from tfkfp.components.export_tflite import bundle
-from tfkfp.components.freeze_quantize import convert as conv
-from tfkfp.components.freeze_quantize import evaluate, inputs
-from tfkfp.components.freeze_quantize.core import QUANTIZATION_FILE, TFLITE_FILE
-from tfkfp.components.freeze_quantize.evaluate import Figures, QualityGateError
-from tfkfp.components.freeze_quantize.inputs import QuantizeInputError
-from tfkfp.components.freeze_quantize.publish import publish_dir
+from tfkfp.components.freeze_quantize import artifact
 
 log = logging.getLogger("tfkfp.export_tflite")
 
@@ -103,23 +105,23 @@ def export_tflite(
         calibration_examples: representative examples (train split) when converting int8.
         max_accuracy_drop: largest accepted accuracy drop, as a fraction (0.01: one point).
         min_agreement: smallest accepted share of examples with the SavedModel's top class.
-        integer_io, select_tf_ops: converter options (see freeze_quantize.convert).
+        integer_io, select_tf_ops: converter options (see common.tflite_convert).
     """
     started = time.monotonic()
     _check_options(mode, quantized_dir, validation_examples, min_agreement)
-    _, fn = inputs.load_signature(model_dir, signature)
-    schema = inputs.dataset_schema(dataset)
-    inputs.check_schema(fn, signature, schema, f"dataset {dataset}")
-    names = sorted(inputs.signature_inputs(fn))
+    _, fn = tflite_inputs.load_signature(model_dir, signature)
+    schema = tflite_inputs.dataset_schema(dataset)
+    tflite_inputs.check_schema(fn, signature, schema, f"dataset {dataset}")
+    names = sorted(tflite_inputs.signature_inputs(fn))
     if quantized_dir:
-        (content, mode), source = _take(quantized_dir, signature), quantized_dir
+        (content, mode), source = artifact.read(quantized_dir, signature), quantized_dir
     else:
         content, source = _convert(model_dir, dataset, signature, mode, names,
                                    calibration_examples, integer_io, select_tf_ops), "converted"
-    examples = inputs.load_examples(dataset, validation_split, validation_examples, names,
-                                    "validation")
-    reference = inputs.reference_outputs(fn, examples)
-    figures = evaluate.compare(mode, content, signature, examples, reference)
+    examples = tflite_inputs.load_examples(dataset, validation_split, validation_examples,
+                                           names, "validation")
+    reference = tflite_inputs.reference_outputs(fn, examples)
+    figures = tflite_parity.compare(mode, content, signature, examples, reference)
     _gate(figures, max_accuracy_drop, min_agreement)
     labels = savedmodel.load_labels(model_dir)
     sig = bundle.signature_json(content, signature, savedmodel.load_schema(model_dir), labels,
@@ -127,7 +129,7 @@ def export_tflite(
     result = ExportResult(output_dir, mode, source, figures, sig, max_accuracy_drop,
                           min_agreement, time.monotonic() - started)
     validation = {**result.metadata(), "seconds": round(result.seconds, 2)}
-    publish_dir(bundle.files(content, labels, sig, validation), output_dir)
+    uris.publish_dir(bundle.files(content, labels, sig, validation), output_dir)
     log.info("exported %s (%s, %d bytes): agreement %.4f, accuracy %.4f vs %.4f", output_dir,
              mode, figures.size_bytes, figures.agreement, figures.accuracy,
              figures.reference_accuracy)
@@ -136,48 +138,35 @@ def export_tflite(
 
 def _check_options(mode: str, quantized_dir: str, validation_examples: int,
                    min_agreement: float) -> None:
+    modes = ", ".join(tflite_convert.MODES)
     if mode and quantized_dir:
         raise QuantizeInputError(f"give either mode ({mode!r}) or quantized_dir "
                                  f"({quantized_dir}), not both: the quantized model already "
                                  "has a mode")
     if not mode and not quantized_dir:
-        raise QuantizeInputError(f"export_tflite needs a mode (one of {', '.join(conv.MODES)}) "
+        raise QuantizeInputError(f"export_tflite needs a mode (one of {modes}) "
                                  "or the quantized model chosen by freeze_quantize")
-    if mode and mode not in conv.MODES:
-        raise QuantizeInputError(f"mode {mode!r} is not one of {', '.join(conv.MODES)}")
+    if mode and mode not in tflite_convert.MODES:
+        raise QuantizeInputError(f"mode {mode!r} is not one of {modes}")
     if validation_examples < 1:
         raise QuantizeInputError(f"validation_examples {validation_examples} is below 1")
     if not 0.0 <= min_agreement <= 1.0:
         raise QuantizeInputError(f"min_agreement {min_agreement} is outside [0, 1]")
 
 
-def _take(quantized_dir: str, signature: str) -> Tuple[bytes, str]:
-    """The .tflite bytes and mode of a freeze_quantize output folder."""
-    path = uris.join(quantized_dir, TFLITE_FILE)
-    if not uris.exists(path):
-        raise QuantizeInputError(f"{quantized_dir} has no {TFLITE_FILE}: expected the "
-                                 "tflite_model folder written by freeze_quantize")
-    made_for = json.loads(uris.read_text(uris.join(quantized_dir, QUANTIZATION_FILE)))
-    if made_for.get("signature") != signature:
-        raise QuantizeInputError(f"{quantized_dir} was converted from signature "
-                                 f"{made_for.get('signature')!r}, not {signature!r}")
-    with uris.open_file(path, "rb") as f:
-        return f.read(), made_for["mode"]
-
-
 def _convert(model_dir, dataset, signature, mode, names, calibration_examples, integer_io,
              select_tf_ops) -> bytes:
     representative = None
-    if mode in conv.CALIBRATED:
-        calibration = inputs.load_examples(dataset, "train", calibration_examples, names,
-                                           "calibration")
-        representative = conv.representative_dataset(calibration.features)
-    return conv.convert(model_dir, signature, mode, representative, integer_io=integer_io,
-                        select_tf_ops=select_tf_ops)
+    if mode in tflite_convert.CALIBRATED:
+        calibration = tflite_inputs.load_examples(dataset, "train", calibration_examples, names,
+                                                  "calibration")
+        representative = tflite_convert.representative_dataset(calibration.features)
+    return tflite_convert.convert(model_dir, signature, mode, representative,
+                                  integer_io=integer_io, select_tf_ops=select_tf_ops)
 
 
 def _gate(figures: Figures, max_accuracy_drop: float, min_agreement: float) -> None:
-    evaluate.check_drop(figures, max_accuracy_drop, f"export gate ({figures.mode})")
+    tflite_parity.check_drop(figures, max_accuracy_drop, f"export gate ({figures.mode})")
     if figures.agreement < min_agreement:
         raise QualityGateError(
             f"export gate ({figures.mode}): top-1 agreement with the SavedModel "

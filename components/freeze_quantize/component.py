@@ -50,8 +50,8 @@ def freeze_quantize(
     """
     import logging
 
+    from tfkfp.components.common.tflite_parity import Timing
     from tfkfp.components.freeze_quantize.core import freeze_quantize as run
-    from tfkfp.components.freeze_quantize.evaluate import Timing
 
     logging.basicConfig(level=logging.INFO)
     result = run(model.path, dataset.path, tflite_model.path, frozen_graph.path, mode=mode,

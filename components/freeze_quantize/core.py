@@ -10,23 +10,24 @@ names and renamed into place: a failed run writes nothing.
 """
 
 import dataclasses
-import json
 import logging
 import time
 from typing import Dict, List
 
-from tfkfp.components.common import savedmodel
-from tfkfp.components.freeze_quantize import convert as conv
-from tfkfp.components.freeze_quantize import evaluate, freeze, inputs, report
-from tfkfp.components.freeze_quantize.evaluate import Figures, QualityGateError, Timing
-from tfkfp.components.freeze_quantize.inputs import QuantizeInputError
-from tfkfp.components.freeze_quantize.publish import publish_dir
+from tfkfp.components.common import (
+    savedmodel,
+    tflite_convert,
+    tflite_inputs,
+    tflite_parity,
+    uris,
+)
+from tfkfp.components.common.tflite_inputs import QuantizeInputError
+from tfkfp.components.common.tflite_parity import Figures, QualityGateError, Timing
+from tfkfp.components.freeze_quantize import artifact, freeze, report
 
 log = logging.getLogger("tfkfp.freeze_quantize")
 
-MODES = (*conv.MODES, "auto")
-TFLITE_FILE = "model.tflite"
-QUANTIZATION_FILE = "quantization.json"
+MODES = (*tflite_convert.MODES, "auto")
 
 
 @dataclasses.dataclass(frozen=True)
@@ -121,16 +122,18 @@ def freeze_quantize(
     """
     started = time.monotonic()
     _check_options(mode, calibration_examples, eval_examples)
-    loaded, fn = inputs.load_signature(model_dir, signature)
-    inputs.check_schema(fn, signature, inputs.dataset_schema(dataset), f"dataset {dataset}")
-    names = sorted(inputs.signature_inputs(fn))
-    examples = inputs.load_examples(dataset, eval_split, eval_examples, names, "evaluation")
-    modes = list(conv.MODES) if mode == "auto" else [mode]
+    loaded, fn = tflite_inputs.load_signature(model_dir, signature)
+    schema = tflite_inputs.dataset_schema(dataset)
+    tflite_inputs.check_schema(fn, signature, schema, f"dataset {dataset}")
+    names = sorted(tflite_inputs.signature_inputs(fn))
+    examples = tflite_inputs.load_examples(dataset, eval_split, eval_examples, names,
+                                           "evaluation")
+    modes = list(tflite_convert.MODES) if mode == "auto" else [mode]
     calibration = None
-    if set(modes) & set(conv.CALIBRATED):
-        calibration = inputs.load_examples(dataset, calibration_split, calibration_examples,
-                                           names, "calibration")
-    reference = inputs.reference_outputs(fn, examples)
+    if set(modes) & set(tflite_convert.CALIBRATED):
+        calibration = tflite_inputs.load_examples(dataset, calibration_split,
+                                                  calibration_examples, names, "calibration")
+    reference = tflite_inputs.reference_outputs(fn, examples)
     frozen = freeze.freeze(loaded, fn)
     frozen_out = freeze.run_graph(frozen.graph_def, frozen.inputs, frozen.outputs, examples)
     contents, figures = {}, []
@@ -145,10 +148,9 @@ def freeze_quantize(
         frozen_agreement=_agreement(frozen_out, reference),
         frozen_max_abs_diff=_max_diff(frozen_out, reference), tflite_dir=tflite_dir,
         frozen_dir=frozen_dir, seconds=time.monotonic() - started)
-    publish_dir(frozen.files(), frozen_dir)
-    body = {**result.metadata(), "integer_io": integer_io, "select_tf_ops": select_tf_ops}
-    publish_dir({TFLITE_FILE: contents[chosen.mode],
-                 QUANTIZATION_FILE: (json.dumps(body, indent=2) + "\n").encode()}, tflite_dir)
+    uris.publish_dir(frozen.files(), frozen_dir)
+    options = {"integer_io": integer_io, "select_tf_ops": select_tf_ops}
+    artifact.write(tflite_dir, contents[chosen.mode], {**result.metadata(), **options})
     log.info("chose %s: %d bytes, accuracy %.4f (drop %.2f points)", chosen.mode,
              chosen.size_bytes, chosen.accuracy, 100 * chosen.accuracy_drop)
     return result
@@ -167,11 +169,11 @@ def _check_options(mode: str, calibration_examples: int, eval_examples: int) -> 
 def _convert_and_measure(model_dir, signature, mode, calibration, integer_io, select_tf_ops,
                          examples, reference, timing):
     started = time.monotonic()
-    representative = (conv.representative_dataset(calibration.features)
-                      if mode in conv.CALIBRATED else None)
-    content = conv.convert(model_dir, signature, mode, representative,
-                           integer_io=integer_io, select_tf_ops=select_tf_ops)
-    figures = evaluate.compare(mode, content, signature, examples, reference, timing)
+    representative = (tflite_convert.representative_dataset(calibration.features)
+                      if mode in tflite_convert.CALIBRATED else None)
+    content = tflite_convert.convert(model_dir, signature, mode, representative,
+                                     integer_io=integer_io, select_tf_ops=select_tf_ops)
+    figures = tflite_parity.compare(mode, content, signature, examples, reference, timing)
     log.info("%s: %d bytes, accuracy %.4f, agreement %.4f (%.1fs)", mode, len(content),
              figures.accuracy, figures.agreement, time.monotonic() - started)
     return content, figures
@@ -179,7 +181,7 @@ def _convert_and_measure(model_dir, signature, mode, calibration, integer_io, se
 
 def _choose(figures: List[Figures], mode: str, max_accuracy_drop: float) -> Figures:
     if mode != "auto":
-        evaluate.check_drop(figures[0], max_accuracy_drop, f"mode {mode!r}")
+        tflite_parity.check_drop(figures[0], max_accuracy_drop, f"mode {mode!r}")
         return figures[0]
     within = [f for f in figures if f.accuracy_drop <= max_accuracy_drop]
     if not within:

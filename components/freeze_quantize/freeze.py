@@ -15,8 +15,8 @@ from typing import Dict
 
 import numpy as np
 
+from tfkfp.components.common.tflite_inputs import Examples
 from tfkfp.components.freeze_quantize import fold
-from tfkfp.components.freeze_quantize.inputs import Examples
 
 GRAPH_FILE = "frozen_graph.pb"
 SPEC_FILE = "frozen_graph.json"

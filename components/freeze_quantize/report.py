@@ -2,7 +2,7 @@
 
 from typing import Dict, List
 
-from tfkfp.components.freeze_quantize.evaluate import Figures
+from tfkfp.components.common.tflite_parity import Figures
 
 
 def mode_table(figures: List[Figures], chosen: str, float_size: int | None) -> str:

@@ -87,8 +87,6 @@ def test_every_rendered_container_runs_the_suite_image(rendered):
         assert images, f"{overlay}: no workload uses the suite image"
         for name, image in images.items():
             assert image == IMAGE, f"{overlay}: {name} runs {image!r}, expected {IMAGE!r}"
-        config = one(docs, "ConfigMap", "tfkfp-config")["data"]
-        assert config["image"] == IMAGE, f"{overlay}: tfkfp-config image {config['image']!r}"
 
 
 def test_every_image_reference_in_the_manifest_sources_matches():
@@ -309,9 +307,8 @@ def test_object_store_credentials_are_references(rendered):
     for overlay, (_, docs) in rendered.items():
         assert not of_kind(docs, "Secret"), f"{overlay} renders a Secret"
         launcher = one(docs, "ConfigMap", "kfp-launcher")["data"]
-        config = one(docs, "ConfigMap", "tfkfp-config")["data"]
         root = launcher["defaultPipelineRoot"]
-        assert root and config["pipelineRoot"] == root, f"{overlay}: pipeline roots differ"
+        assert root, f"{overlay}: kfp-launcher sets no defaultPipelineRoot"
         providers = yaml.safe_load(launcher["providers"])
         if overlay == "gke":
             assert root.startswith("gs://")
@@ -325,7 +322,7 @@ def test_object_store_credentials_are_references(rendered):
             credentials = providers[scheme]["default"]["credentials"]
             ref = credentials["secretRef"]
             assert credentials["fromEnv"] is False
-            assert ref["secretName"] == config["objectStoreSecret"]
+            assert ref["secretName"], f"{overlay}: the object store Secret has no name"
             assert ref["accessKeyKey"] and ref["secretKeyKey"]
 
 

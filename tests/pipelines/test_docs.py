@@ -1,5 +1,7 @@
 import pathlib
 
+import pytest
+
 from tfkfp.pipelines import docs
 
 README = pathlib.Path(__file__).resolve().parents[2] / "README.md"
@@ -13,9 +15,20 @@ def test_readme_parameter_tables_match_the_docstrings():
 
 
 def test_every_component_parameter_is_documented():
-    import importlib
-
-    for name in docs.available_components():
-        component = getattr(importlib.import_module(f"tfkfp.components.{name}.component"), name)
+    for name, component in docs.components():
         for row in docs.table(component)[2:]:
             assert not row.rstrip().endswith("|  |"), f"{name}: undocumented {row}"
+
+
+def test_every_component_of_every_folder_is_listed():
+    names = [name for name, _ in docs.components()]
+    folders = sorted(p.parent.name for p in (README.parent / "components").glob("*/component.py"))
+    assert set(folders) <= set(names), f"components missing from the tables: {folders}"
+    assert {"merge_datasets", "merge_predictions", "vertex_batch_predict"} <= set(names)
+    assert len(names) == len(set(names)), f"a component is listed twice: {names}"
+
+
+def test_a_component_module_that_fails_to_import_fails_the_tables(monkeypatch):
+    monkeypatch.setattr(docs, "component_modules", lambda: ["tfkfp.components.nothing.component"])
+    with pytest.raises(ModuleNotFoundError, match="tfkfp.components.nothing"):
+        docs.generated()

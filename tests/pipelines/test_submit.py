@@ -19,14 +19,14 @@ class FakeKfp(BaseHTTPRequestHandler):
     posted = []  # (path, body) of each POST, in order
     reject_runs = False
 
-    def do_GET(self):  # noqa: N802 - BaseHTTPRequestHandler's name
+    def do_GET(self):  # BaseHTTPRequestHandler's name
         if self.path.startswith(f"{API}/healthz"):
             return self._answer({"multi_user": False})
         if self.path.startswith(f"{API}/experiments"):
             return self._answer({})  # no experiment of that name yet
         self._answer({"error": f"no route {self.path}"}, 404)
 
-    def do_POST(self):  # noqa: N802
+    def do_POST(self):
         body = json.loads(self.rfile.read(int(self.headers["Content-Length"])) or b"{}")
         self.posted.append((self.path, body))
         if self.path == f"{API}/experiments":

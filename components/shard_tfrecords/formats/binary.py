@@ -54,7 +54,7 @@ def _parquet_file(uri: str):
 
     try:
         return pq.ParquetFile(uris.open_file(uri) if uris.is_remote(uri) else uri)
-    except Exception as err:  # noqa: BLE001
+    except Exception as err:
         raise ShardInputError(f"{uri} is not a readable Parquet file: {err}") from err
 
 
@@ -90,7 +90,7 @@ def _load_npz(uri: str) -> Dict[str, np.ndarray]:
     try:
         with uris.open_file(uri) as f, np.load(io.BytesIO(f.read()), allow_pickle=False) as z:
             return {name: z[name] for name in z.files}
-    except Exception as err:  # noqa: BLE001
+    except Exception as err:
         raise ShardInputError(f"{uri} is not a readable .npz file: {err}") from err
 
 

@@ -67,7 +67,7 @@ def _image_info(path: str, blob: bytes) -> Tuple[int, int, int]:
             img.load()  # decodes the pixels: a truncated file fails here
             channels = {"L": 1, "P": 3, "RGB": 3, "RGBA": 4, "LA": 2}.get(img.mode, 3)
             return img.height, img.width, 1 if channels == 2 else channels
-    except Exception as err:  # noqa: BLE001
+    except Exception as err:
         raise ShardInputError(f"{path} is not a readable image ({err}); expected PNG, JPEG, "
                               "BMP or GIF") from err
 

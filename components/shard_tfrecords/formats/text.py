@@ -59,7 +59,7 @@ class Csv:
         try:
             table = pcsv.read_csv(io.BytesIO(header + b"\n" + body),
                                   convert_options=_csv_convert(column_types))
-        except Exception as err:  # noqa: BLE001 - pyarrow raises several types
+        except Exception as err:  # pyarrow raises several types
             raise diagnose.csv_error(uri, 0, len(sample), names, column_types,
                                      err) from err
         cols = [RawColumn(n, column_types.get(n) or dtype_of_arrow(t, f"{uri}, column {n!r}")[0])
@@ -88,7 +88,7 @@ class Csv:
                 read_options=pcsv.ReadOptions(column_names=names, use_threads=False),
                 convert_options=_csv_convert(types))
             return {c.name: to_numpy(table.column(c.name), c, chunk.uri) for c in columns}
-        except Exception as err:  # noqa: BLE001 - pyarrow raises several types
+        except Exception as err:  # pyarrow raises several types
             raise diagnose.csv_error(chunk.uri, chunk.start, chunk.end, names, types,
                                      err) from err
 
@@ -123,7 +123,7 @@ class Jsonl:
             raise ShardInputError(f"{uri} is empty: expected one JSON object per line")
         try:
             table = pjson.read_json(io.BytesIO(sample))
-        except Exception as err:  # noqa: BLE001
+        except Exception as err:
             raise diagnose.jsonl_error(uri, 0, len(sample), None, err) from err
         cols = []
         for name, arrow_type in zip(table.column_names, table.schema.types):
@@ -148,7 +148,7 @@ class Jsonl:
             if missing:
                 raise ShardInputError(f"{chunk.uri}: field {missing[0]!r} never appears")
             return {c.name: to_numpy(table.column(c.name), c, chunk.uri) for c in columns}
-        except Exception as err:  # noqa: BLE001
+        except Exception as err:
             raise diagnose.jsonl_error(chunk.uri, chunk.start, chunk.end, columns, err) from err
 
 

@@ -4,8 +4,8 @@ import pytest
 @pytest.fixture(scope="session")
 def dynamic_dir(demo_model, demo_dataset, tmp_path_factory):
     """freeze_quantize's tflite_model folder for the demo model in dynamic mode."""
+    from tfkfp.components.common.tflite_parity import Timing
     from tfkfp.components.freeze_quantize.core import freeze_quantize
-    from tfkfp.components.freeze_quantize.evaluate import Timing
 
     out = tmp_path_factory.mktemp("dynamic")
     freeze_quantize(demo_model, demo_dataset, str(out / "tflite"), str(out / "frozen"),

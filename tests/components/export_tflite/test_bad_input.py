@@ -2,9 +2,9 @@ import os
 
 import pytest
 
+from tfkfp.components.common.tflite_inputs import QuantizeInputError
+from tfkfp.components.common.tflite_parity import QualityGateError
 from tfkfp.components.export_tflite.core import export_tflite
-from tfkfp.components.freeze_quantize.evaluate import QualityGateError
-from tfkfp.components.freeze_quantize.inputs import QuantizeInputError
 
 
 def test_needs_a_mode_or_a_quantized_model(demo_model, demo_dataset, tmp_path):

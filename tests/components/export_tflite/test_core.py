@@ -4,9 +4,8 @@ import os
 import numpy as np
 import pytest
 
-from tfkfp.components.common import litert
+from tfkfp.components.common import litert, tflite_inputs
 from tfkfp.components.export_tflite.core import export_tflite
-from tfkfp.components.freeze_quantize import inputs
 
 pytestmark = pytest.mark.slow
 
@@ -40,13 +39,13 @@ def test_float16_agrees_with_the_savedmodel_in_litert(float16_bundle, demo_model
     assert f.agreement == 1.0 and f.max_abs_diff < 5e-3 and f.mean_abs_diff < 1e-3
     assert f.accuracy == f.reference_accuracy > 0.9
     # the bundle's model, run again here, gives the SavedModel's classes
-    _, fn = inputs.load_signature(demo_model, "serving_raw")
-    names = sorted(inputs.signature_inputs(fn))
-    examples = inputs.load_examples(demo_dataset, "eval", 64, names, "test")
+    _, fn = tflite_inputs.load_signature(demo_model, "serving_raw")
+    names = sorted(tflite_inputs.signature_inputs(fn))
+    examples = tflite_inputs.load_examples(demo_dataset, "eval", 64, names, "test")
     runner = litert.signature_runner(litert.load_interpreter(
         os.path.join(float16_bundle.output_dir, "model.tflite")), "serving_raw")
     got = litert.run(runner, examples.features, batch_size=16)
-    want = inputs.reference_outputs(fn, examples)
+    want = tflite_inputs.reference_outputs(fn, examples)
     np.testing.assert_array_equal(got["classes"], want["classes"])
     np.testing.assert_allclose(got["probabilities"], want["probabilities"], atol=5e-3)
 

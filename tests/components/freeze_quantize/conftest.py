@@ -62,8 +62,8 @@ def erf_model(demo_dataset, tmp_path_factory):
 @pytest.fixture(scope="session")
 def auto_result(wide_model, demo_dataset, tmp_path_factory):
     """freeze_quantize in auto mode on the wide model: every mode converted and measured."""
+    from tfkfp.components.common.tflite_parity import Timing
     from tfkfp.components.freeze_quantize.core import freeze_quantize
-    from tfkfp.components.freeze_quantize.evaluate import Timing
 
     out = tmp_path_factory.mktemp("auto")
     return freeze_quantize(wide_model, demo_dataset, str(out / "tflite"), str(out / "frozen"),

@@ -2,10 +2,10 @@ import os
 
 import pytest
 
-from tfkfp.components.freeze_quantize.convert import ConversionError, convert
+from tfkfp.components.common.tflite_convert import ConversionError, convert
+from tfkfp.components.common.tflite_inputs import QuantizeInputError
+from tfkfp.components.common.tflite_parity import QualityGateError
 from tfkfp.components.freeze_quantize.core import freeze_quantize
-from tfkfp.components.freeze_quantize.evaluate import QualityGateError
-from tfkfp.components.freeze_quantize.inputs import QuantizeInputError
 
 
 def run(model, dataset, tmp_path, **kwargs):

@@ -4,20 +4,21 @@ import os
 import numpy as np
 import pytest
 
-from tfkfp.components.freeze_quantize import convert, freeze, inputs
+from tfkfp.components.common import tflite_convert, tflite_inputs
+from tfkfp.components.freeze_quantize import freeze
 
 pytestmark = pytest.mark.slow
 
 
 def eval_examples(model_dir, dataset, limit=1000):
-    _, fn = inputs.load_signature(model_dir, "serving_raw")
-    names = sorted(inputs.signature_inputs(fn))
-    examples = inputs.load_examples(dataset, "eval", limit, names, "test")
+    _, fn = tflite_inputs.load_signature(model_dir, "serving_raw")
+    names = sorted(tflite_inputs.signature_inputs(fn))
+    examples = tflite_inputs.load_examples(dataset, "eval", limit, names, "test")
     return fn, examples
 
 
 def test_every_mode_converts_and_runs_in_litert(auto_result):
-    assert [f.mode for f in auto_result.figures] == list(convert.MODES)
+    assert [f.mode for f in auto_result.figures] == list(tflite_convert.MODES)
     for f in auto_result.figures:
         assert f.size_bytes > 0 and f.examples > 100
         assert f.accuracy > 0.85, f
@@ -37,7 +38,7 @@ def test_auto_keeps_the_smallest_mode_within_the_accuracy_drop(auto_result):
     assert auto_result.mode == min(within, key=lambda f: f.size_bytes).mode
     saved = json.load(open(os.path.join(auto_result.tflite_dir, "quantization.json")))
     assert saved["mode"] == auto_result.mode
-    assert set(saved["modes"]) == set(convert.MODES)
+    assert set(saved["modes"]) == set(tflite_convert.MODES)
     content = open(os.path.join(auto_result.tflite_dir, "model.tflite"), "rb").read()
     assert len(content) == auto_result.chosen.size_bytes
 
@@ -55,7 +56,7 @@ def test_frozen_graph_loads_and_agrees_with_the_savedmodel(auto_result, wide_mod
     graph_def = freeze.load_graph_def(os.path.join(auto_result.frozen_dir, "frozen_graph.pb"))
     fn, examples = eval_examples(wide_model, demo_dataset)
     got = freeze.run_graph(graph_def, spec["inputs"], spec["outputs"], examples)
-    want = inputs.reference_outputs(fn, examples)
+    want = tflite_inputs.reference_outputs(fn, examples)
     np.testing.assert_allclose(got["probabilities"], want["probabilities"], atol=1e-5)
     np.testing.assert_array_equal(got["class_ids"], want["class_ids"])
     np.testing.assert_array_equal(got["classes"], want["classes"])
@@ -67,7 +68,7 @@ def test_frozen_graph_loads_and_agrees_with_the_savedmodel(auto_result, wide_mod
 
 def test_metrics_and_report_cover_every_mode(auto_result):
     metrics = auto_result.metrics()
-    for mode in convert.MODES:
+    for mode in tflite_convert.MODES:
         for name in ("size_bytes", "accuracy", "agreement", "latency_ms_batch"):
             assert f"{mode}_{name}" in metrics
     text = auto_result.markdown()
@@ -108,5 +109,5 @@ def test_batch_norms_are_folded_and_the_frozen_graph_still_agrees(tmp_path):
     feats = {"a": rng.random((5, 8), dtype=np.float32),
              "b": rng.random((5, 8, 8, 3), dtype=np.float32)}
     got = freeze.run_graph(frozen.graph_def, frozen.inputs, frozen.outputs,
-                           inputs.Examples(feats, np.zeros(5)))
+                           tflite_inputs.Examples(feats, np.zeros(5)))
     np.testing.assert_allclose(got["out"], fn(**feats)["out"].numpy(), atol=1e-4)

@@ -1,4 +1,5 @@
-"""Measuring a converted model in LiteRT against the SavedModel it came from."""
+"""Measuring a converted model in LiteRT against the SavedModel it came from, and the
+accuracy gate freeze_quantize and export_tflite apply to the figures."""
 
 import dataclasses
 from typing import Dict
@@ -6,7 +7,7 @@ from typing import Dict
 import numpy as np
 
 from tfkfp.components.common import litert
-from tfkfp.components.freeze_quantize.inputs import Examples
+from tfkfp.components.common.tflite_inputs import Examples
 
 
 @dataclasses.dataclass(frozen=True)

@@ -1,5 +1,6 @@
-"""Loading and checking what freeze_quantize and export_tflite consume: a tfkfp SavedModel,
-one of its signatures, and examples from a sharded Dataset whose schema matches it."""
+"""The reference a converted model is measured against: one signature of a tfkfp
+SavedModel, examples from a sharded Dataset whose schema matches it, and the signature's
+outputs on them. Loaded and checked here for freeze_quantize and export_tflite."""
 
 import dataclasses
 from typing import Dict

@@ -1,4 +1,5 @@
-"""SavedModel signature -> TFLite flatbuffer, in one of the quantization modes.
+"""SavedModel signature -> TFLite flatbuffer, in one of the quantization modes (for
+freeze_quantize, which tries them, and export_tflite, which converts in one).
 
 Modes: ``none`` (float32), ``dynamic`` (int8 weights, float activations), ``float16``
 (float16 weights), ``int8`` (int8 weights and activations, calibrated on a representative

@@ -1,0 +1,36 @@
+"""The tflite_model folder freeze_quantize writes: public, export_tflite reads it back.
+
+The folder holds ``model.tflite`` (the model in the chosen mode) and ``quantization.json``
+(that mode, the signature it was converted from, the figures of every mode tried and the
+converter options). This module is the one place that knows the layout; other components
+import nothing else of freeze_quantize.
+"""
+
+import json
+from typing import Dict, Tuple
+
+from tfkfp.components.common import uris
+from tfkfp.components.common.tflite_inputs import QuantizeInputError
+
+TFLITE_FILE = "model.tflite"
+QUANTIZATION_FILE = "quantization.json"
+
+
+def write(tflite_dir: str, content: bytes, quantization: Dict) -> None:
+    """Publish the .tflite bytes and their quantization.json into tflite_dir, all at once."""
+    body = (json.dumps(quantization, indent=2) + "\n").encode()
+    uris.publish_dir({TFLITE_FILE: content, QUANTIZATION_FILE: body}, tflite_dir)
+
+
+def read(tflite_dir: str, signature: str) -> Tuple[bytes, str]:
+    """The .tflite bytes and mode of a tflite_model folder converted from signature."""
+    path = uris.join(tflite_dir, TFLITE_FILE)
+    if not uris.exists(path):
+        raise QuantizeInputError(f"{tflite_dir} has no {TFLITE_FILE}: expected the "
+                                 "tflite_model folder written by freeze_quantize")
+    made_for = json.loads(uris.read_text(uris.join(tflite_dir, QUANTIZATION_FILE)))
+    if made_for.get("signature") != signature:
+        raise QuantizeInputError(f"{tflite_dir} was converted from signature "
+                                 f"{made_for.get('signature')!r}, not {signature!r}")
+    with uris.open_file(path, "rb") as f:
+        return f.read(), made_for["mode"]
