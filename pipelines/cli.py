@@ -50,6 +50,9 @@ def _parser() -> argparse.ArgumentParser:
     shard.add_argument("--format", default="auto", dest="input_format",
                        choices=["auto", "csv", "jsonl", "parquet", "npz", "images"])
     shard.add_argument("--workers", type=int, default=0, help="threads (default: cores)")
+    shard.add_argument("--missing", choices=["impute", "error"], default="impute",
+                       help="impute: keep rows with blank, null or NaN values, filled inside "
+                            "the trained model (default); error: refuse the first gap")
 
     demo_data = commands.add_parser("demo-data", help="write the built-in demo data")
     demo_data.add_argument("directory")
@@ -92,7 +95,7 @@ def _shard(args: argparse.Namespace) -> None:
         eval_fraction=args.eval_fraction, compression=args.compression,
         shard_size_mb=args.shard_size, num_shards=args.num_shards,
         min_shards=args.min_shards, input_format=args.input_format, workers=args.workers,
-        progress_stream=sys.stderr)
+        missing=args.missing, progress_stream=sys.stderr)
     print(result.markdown())
     print(f"Dataset written to {args.output_dir}")
 

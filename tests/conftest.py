@@ -35,6 +35,45 @@ def table_csv(tmp_path):
     return write_csv(tmp_path / "table.csv", ["id", "x", "y", "color", "animal"], rows), rows
 
 
+COLOURS = ["rouge, foncé", 'say "hi"', "青", "plain"]
+
+
+def messy_rows(count: int, seed: int = 11):
+    """Rows like users' tables: a Unicode string feature with commas and quotes, numeric and
+    string gaps, ``nan`` text, a whole-number column with blanks, and a string label that
+    follows the features (so a model can learn it)."""
+    rng = np.random.default_rng(seed)
+    rows = []
+    for i in range(count):
+        colour = int(rng.integers(len(COLOURS)))
+        x = float(rng.normal())
+        label = "yes" if x + (colour == 0) * 1.5 > 0.3 else "no"
+        rows.append([i, "" if i % 9 == 4 else round(x, 4), "nan" if i % 13 == 6 else
+                     round(float(rng.uniform()), 4), "" if i % 11 == 3 else COLOURS[colour],
+                     "" if i % 7 == 2 else int(rng.integers(0, 5)), label])
+    return rows
+
+
+MESSY_HEADER = ["id", "x", "y", "colour", "count", "label"]
+
+
+def write_messy_csv(path, rows):
+    """A CSV written with the csv module, so commas and quotes inside values are quoted."""
+    import csv
+
+    with open(path, "w", newline="", encoding="utf-8") as f:
+        writer = csv.writer(f)
+        writer.writerow(MESSY_HEADER)
+        writer.writerows(rows)
+    return str(path)
+
+
+@pytest.fixture
+def messy_csv(tmp_path):
+    rows = messy_rows(600)
+    return write_messy_csv(tmp_path / "messy.csv", rows), rows
+
+
 @pytest.fixture(scope="session")
 def demo_dir(tmp_path_factory):
     from tfkfp.components.common.demo_data import write_demo_data

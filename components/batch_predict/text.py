@@ -19,7 +19,7 @@ from tfkfp.components.batch_predict.records import (
     concat_columns,
     split_failures,
 )
-from tfkfp.components.common import uris
+from tfkfp.components.common import missing, uris
 from tfkfp.components.common.schema import Column
 
 _ARROW = {"float32": "float32", "int64": "int64", "string": "string"}
@@ -32,9 +32,9 @@ def check_columns(path: str, fmt: str, columns: List[Column]) -> None:
     with uris.open_file(path) as f:
         header = f.readline().decode("utf-8").strip("\r\n")
     names = [n.strip() for n in next(csv.reader([header]))] if header else []
-    missing = [c.name for c in columns if c.name not in names]
-    if missing:
-        raise PredictInputError(f"{path}: the header has no column(s) {missing} that the model "
+    absent = [c.name for c in columns if c.name not in names]
+    if absent:
+        raise PredictInputError(f"{path}: the header has no column(s) {absent} that the model "
                                 f"or the keys need; its columns are {names}")
 
 
@@ -123,10 +123,12 @@ def _describe(columns: List[Column], name: str) -> str:
 def _to_numpy(array, col: Column) -> np.ndarray:
     import pyarrow.compute as pc
 
-    if array.null_count:
-        raise ValueError(f"column {col.name!r}: missing value; expected "
-                         f"{_describe([col], col.name)}")
     array = array.combine_chunks()
+    if array.null_count:  # a gap: NaN or "", filled inside the model (common.missing)
+        if col.shape or not missing.can_hold_gaps(col.dtype):
+            raise ValueError(f"column {col.name!r}: missing value; expected "
+                             f"{_describe([col], col.name)}, which cannot hold a gap")
+        array = missing.fill_nulls(array, col.dtype)
     if col.shape:
         lengths = pc.list_value_length(array).to_numpy(zero_copy_only=False)
         width = int(np.prod(col.shape))

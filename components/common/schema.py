@@ -1,9 +1,10 @@
 """The dataset schema every component agrees on, stored as ``schema.json`` beside the shards.
 
 Each column has a name, a dtype (``float32``, ``int64`` or ``string``), a per-example shape,
-and a role: ``feature`` (model input), ``label`` (target) or ``key`` (passthrough, carried to
-predictions so they can be joined back). Encoded images are ``string`` columns with
-``encoding="image"`` and the decoded ``image_shape``. A classification label carries its
+a role: ``feature`` (model input), ``label`` (target) or ``key`` (passthrough, carried to
+predictions so they can be joined back), and the count of rows with a gap (``missing``, see
+``common.missing``). Encoded images are ``string`` columns with ``encoding="image"`` and the
+decoded ``image_shape``. A classification label carries its
 vocabulary: the sorted distinct values, whose positions are the class indices.
 """
 
@@ -33,6 +34,7 @@ class Column:
     encoding: str | None = None
     image_shape: Tuple[int, int, int] | None = None
     vocabulary: Tuple[Any, ...] | None = None
+    missing: int = 0  # rows with a gap (see common.missing) when the data was sharded
 
     def __post_init__(self) -> None:
         _require(self.dtype in DTYPES, f"column {self.name!r}: dtype {self.dtype!r}", DTYPES)
@@ -58,6 +60,8 @@ class Column:
             out["image_shape"] = list(self.image_shape)
         if self.vocabulary is not None:
             out["vocabulary"] = list(self.vocabulary)
+        if self.missing:
+            out["missing"] = self.missing
         return out
 
     @classmethod
@@ -71,6 +75,7 @@ class Column:
                 encoding=data.get("encoding"),
                 image_shape=tuple(data["image_shape"]) if data.get("image_shape") else None,
                 vocabulary=tuple(data["vocabulary"]) if "vocabulary" in data else None,
+                missing=int(data.get("missing", 0)),
             )
         except KeyError as err:
             raise SchemaError(f"schema column {data!r} has no {err.args[0]!r} field") from err
@@ -152,6 +157,7 @@ class Schema:
             "label": label.name if label else None,
             "num_classes": len(label.vocabulary) if label and label.vocabulary else None,
             "keys": [c.name for c in self.keys],
+            "missing": {c.name: c.missing for c in self.columns if c.missing},
         }
 
 

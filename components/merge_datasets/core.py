@@ -53,22 +53,24 @@ def merge_datasets(inputs: Sequence[str], output_dir: str) -> MergeResult:
 
 
 def merged_schema(schemas: List[Schema], names: Sequence[str]) -> Schema:
-    """The common schema; the columns must agree except for the label's vocabulary."""
+    """The common schema; the columns must agree except for the label's vocabulary (the
+    union) and the gap counts (the sum)."""
     first = schemas[0]
     for schema, name in zip(schemas[1:], names[1:]):
-        if _without_vocabulary(schema) != _without_vocabulary(first):
+        if _shape_only(schema) != _shape_only(first):
             raise SchemaError(f"{name} has columns {schema.to_json()} but {names[0]} has "
                               f"{first.to_json()}; only Datasets of one table can be merged")
-    label = first.label
-    if label is None or label.vocabulary is None:
-        return first
-    vocabulary = set()
-    for schema in schemas:
-        vocabulary.update(schema.label.vocabulary or ())
-    merged = dataclasses.replace(label, vocabulary=tuple(sorted(vocabulary)))
-    return Schema(tuple(merged if c.role == "label" else c for c in first.columns))
+    columns = []
+    for i, col in enumerate(first.columns):
+        parts = [schema.columns[i] for schema in schemas]
+        vocabulary = col.vocabulary
+        if col.role == "label" and vocabulary is not None:
+            vocabulary = tuple(sorted({v for c in parts for v in c.vocabulary or ()}))
+        columns.append(dataclasses.replace(col, vocabulary=vocabulary,
+                                           missing=sum(c.missing for c in parts)))
+    return Schema(tuple(columns))
 
 
-def _without_vocabulary(schema: Schema) -> Schema:
-    return Schema(tuple(dataclasses.replace(c, vocabulary=None) for c in schema.columns))
-
+def _shape_only(schema: Schema) -> Schema:
+    return Schema(tuple(dataclasses.replace(c, vocabulary=None, missing=0)
+                        for c in schema.columns))

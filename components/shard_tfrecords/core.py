@@ -14,7 +14,7 @@ import dataclasses
 import tempfile
 import threading
 import time
-from typing import Dict, List, Sequence
+from typing import Dict, List, Sequence, Tuple
 
 from tfkfp.components.common import uris
 from tfkfp.components.common.dataset import (
@@ -24,6 +24,7 @@ from tfkfp.components.common.dataset import (
     Manifest,
     select_group,
 )
+from tfkfp.components.common.missing import POLICIES as MISSING_POLICIES
 from tfkfp.components.common.progress import Progress, log
 from tfkfp.components.common.schema import SCHEMA_FILE, Column, Schema
 from tfkfp.components.shard_tfrecords import sources, summary, writer
@@ -31,6 +32,7 @@ from tfkfp.components.shard_tfrecords.errors import ShardInputError
 from tfkfp.components.shard_tfrecords.worker import ChunkResult, EncodePlan, encode_chunk
 
 MAX_VOCABULARY = 10_000
+MIN_SPLIT_RECORDS = 10  # fewer eval records cannot say much about accuracy
 
 
 @dataclasses.dataclass(frozen=True)
@@ -43,6 +45,7 @@ class ShardResult:
     compression: str
     input_files: int
     seconds: float
+    warnings: Tuple[str, ...] = ()
 
     @property
     def total_records(self) -> int:
@@ -58,6 +61,7 @@ class ShardResult:
             "num_shards": {s: len(v) for s, v in self.shards.items()},
             "schema": self.schema.summary(), "input_files": self.input_files,
             "records_per_second": round(self.records_per_second, 1),
+            "warnings": list(self.warnings),
         }
 
     def markdown(self) -> str:
@@ -80,6 +84,7 @@ def shard_tfrecords(
     file_group: int = 0,
     num_file_groups: int = 1,
     workers: int = 0,
+    missing: str = "impute",
     progress_stream=None,
 ) -> ShardResult:
     """Shard the input into TFRecords under output_dir; see the module docstring.
@@ -102,11 +107,14 @@ def shard_tfrecords(
         file_group, num_file_groups: process only every num_file_groups-th input file,
             starting at file_group, for a fan-out over groups of files.
         workers: threads for reading and encoding (0: one per core).
+        missing: ``impute`` keeps rows with gaps (blank, null or NaN; stored as NaN or "",
+            filled inside the trained model) and counts them in the schema; ``error``
+            refuses the first gap. A gap in the label is always refused.
     """
     started = time.monotonic()
     column_types = dict(column_types or {})
     _check_options(eval_fraction, compression, shard_size_mb, num_shards, min_shards,
-                   column_types, split_column)
+                   column_types, split_column, missing)
     fmt, files = sources.resolve_files(input_uri, input_format)
     files = select_group(files, file_group, num_file_groups, error=ShardInputError)
     raw = sources.infer_columns(fmt, files, column_types)
@@ -120,7 +128,7 @@ def shard_tfrecords(
     with tempfile.TemporaryDirectory(prefix="tfkfp-spool-") as spool_dir, \
             uris.staging_dir(output_dir) as staging:
         plan = EncodePlan(tuple(raw), tuple(keys), label or None, split_column or None,
-                          eval_fraction, spool_dir)
+                          eval_fraction, spool_dir, missing)
         results = _encode_all(chunks, plan, workers, progress_stream)
         schema = _schema(raw, label, keys, split_column, results)
         shards = _write_shards(results, spool_dir, staging, compression, shard_size_mb,
@@ -131,6 +139,9 @@ def shard_tfrecords(
             bytes={s: sum(i.bytes for i in v) for s, v in shards.items()},
             shards=shards, compression=compression, input_files=len(files),
             seconds=time.monotonic() - started)
+        result = dataclasses.replace(result, warnings=small_split_warnings(result, split_column))
+        for warning in result.warnings:
+            log.warning("%s", warning)
         schema.save(staging)
         _publish(staging, output_dir, result)
     log.info("wrote %d records in %.1fs (%.0f records/s) to %s", result.total_records,
@@ -140,7 +151,9 @@ def shard_tfrecords(
 
 def _check_options(eval_fraction: float, compression: str, shard_size_mb: float,
                    num_shards: int, min_shards: int, column_types: Dict[str, str],
-                   split_column: str | None) -> None:
+                   split_column: str | None, missing: str) -> None:
+    if missing not in MISSING_POLICIES:
+        raise ShardInputError(f"missing {missing!r} is not one of {MISSING_POLICIES}")
     if not split_column and not 0.0 < eval_fraction < 1.0:
         raise ShardInputError(f"eval_fraction {eval_fraction} is outside (0, 1); expected e.g. "
                               "0.1 for 10% of rows in the eval split")
@@ -214,8 +227,24 @@ def _schema(raw, label: str, keys: Sequence[str], split_column: str | None,
         vocabulary = _vocabulary(col, results) if role == "label" else None
         columns.append(Column(col.name, col.dtype, col.shape, role,
                               encoding="image" if col.image_shape else None,
-                              image_shape=col.image_shape, vocabulary=vocabulary))
+                              image_shape=col.image_shape, vocabulary=vocabulary,
+                              missing=sum(r.gaps.get(col.name, 0) for r in results)))
     return Schema(tuple(columns))
+
+
+def small_split_warnings(result: ShardResult, split_column: str | None) -> Tuple[str, ...]:
+    """A split too small to train on or to measure with: said in the log and the summary."""
+    fix = f"the {split_column!r} column's values" if split_column else "eval_fraction"
+    warnings = []
+    for split, records in result.records.items():
+        if records == 0:
+            warnings.append(f"the {split} split has no records: train cannot use this "
+                            f"Dataset; give it more rows or change {fix}")
+        elif records < MIN_SPLIT_RECORDS:
+            warnings.append(f"the {split} split has only {records} record(s), too few to "
+                            f"measure with (under {MIN_SPLIT_RECORDS}); give it more rows or "
+                            f"change {fix}")
+    return tuple(warnings)
 
 
 def _vocabulary(col: sources.RawColumn, results: List[ChunkResult]):

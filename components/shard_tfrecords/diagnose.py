@@ -11,8 +11,9 @@ import json
 from typing import Dict, List
 
 from tfkfp.components.common import uris
+from tfkfp.components.common.missing import can_hold_gaps
 from tfkfp.components.shard_tfrecords.errors import ShardInputError
-from tfkfp.components.shard_tfrecords.formats.base import first_line_number
+from tfkfp.components.shard_tfrecords.formats.base import first_line_number, missing_problem
 
 _PARSERS = {"float32": float, "int64": int}
 
@@ -42,17 +43,17 @@ def _csv_row_problem(row: List[str], names: List[str], types: Dict[str, str]) ->
         return (f": ragged row: found {len(row)} fields, expected {len(names)} "
                 f"({', '.join(names)})")
     for name, value in zip(names, row):
-        problem = _value_problem(value, types.get(name))
+        problem = _value_problem(name, value, types.get(name))
         if problem:
             return f", column {name!r}: {problem}"
     return ""
 
 
-def _value_problem(value: str, dtype: str) -> str:
+def _value_problem(name: str, value: str, dtype: str) -> str:
     if dtype not in _PARSERS:
         return ""
     if value.strip() == "":
-        return f"missing value; expected {dtype}"
+        return "" if can_hold_gaps(dtype) else missing_problem(name, dtype)
     try:
         _PARSERS[dtype](value)
     except ValueError:
@@ -100,8 +101,12 @@ def _json_line_problem(line: str, columns: list) -> str:
     if extra:
         return f": unexpected field {extra[0]!r}; expected only {names}"
     for col in columns:
-        if col.name not in record or record[col.name] is None:
+        if col.name not in record:
             return f", field {col.name!r}: missing value; expected {col.dtype}"
+        if record[col.name] is None:
+            if col.shape or not can_hold_gaps(col.dtype):
+                return f", field {col.name!r}: {missing_problem(col.name, col.dtype)}"
+            continue
         problem = _json_value_problem(record[col.name], col)
         if problem:
             return f", field {col.name!r}: {problem}"

@@ -90,21 +90,22 @@ def plan_chunks(fmt: str, files: List[str]) -> List[Chunk]:
 
 
 def read_chunk(chunk: Chunk, columns: List[RawColumn]) -> Dict[str, np.ndarray]:
-    """The chunk's rows as ``{column: array}``; bad data raises ShardInputError."""
+    """The chunk's rows as ``{column: array}``, gaps as NaN or "" (see common.missing);
+    bad data raises ShardInputError."""
     data = _READERS[chunk.fmt].read(chunk, columns)
     for col in columns:
         if col.dtype == "float32" and col.image_shape is None:
-            _check_finite(data[col.name], col.name, chunk)
+            _check_not_infinite(data[col.name], col.name, chunk)
     return data
 
 
-def _check_finite(values: np.ndarray, name: str, chunk: Chunk) -> None:
-    """``inf`` or ``nan`` in a feature turns the training loss into NaN (or, on some CPUs,
-    silently into a chance-level model): refuse it where it enters, naming the row."""
-    finite = np.isfinite(values.reshape(len(values), -1))
-    if finite.all():
+def _check_not_infinite(values: np.ndarray, name: str, chunk: Chunk) -> None:
+    """``inf`` in a feature turns the training loss into NaN (or, on some CPUs, silently
+    into a chance-level model): refuse it where it enters, naming the row. NaN is a gap."""
+    infinite = np.isinf(values.reshape(len(values), -1))
+    if not infinite.any():
         return
-    row = int(np.flatnonzero(~finite.all(axis=1))[0])
-    found = values.reshape(len(values), -1)[row][~finite[row]][0]
+    row = int(np.flatnonzero(infinite.any(axis=1))[0])
+    found = values.reshape(len(values), -1)[row][infinite[row]][0]
     raise ShardInputError(f"{row_location(chunk, row)}, column {name!r}: found {found}, "
                           "expected a finite float32 (remove or fix the value)")

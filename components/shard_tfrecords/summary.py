@@ -17,13 +17,15 @@ def render(result) -> str:
     for split, shards in result.shards.items():
         lines.append(f"| {split} | {result.records[split]:,} | {len(shards)} | "
                      f"{result.bytes[split] / 1e6:,.2f} |")
-    lines += ["", "| column | role | dtype | shape |", "|---|---|---|---|"]
+    lines += [line for w in result.warnings for line in ("", f"**Warning:** {w}.")]
+    lines += ["", "| column | role | dtype | shape | missing |", "|---|---|---|---|---:|"]
     columns = result.schema.columns
     shown = columns if len(columns) <= MAX_ROWS else columns[:MAX_ROWS - 2] + columns[-1:]
     for col in shown:
         shape = list(col.image_shape) if col.image_shape else list(col.shape)
         extra = f" ({len(col.vocabulary)} classes)" if col.vocabulary else ""
-        lines.append(f"| {col.name} | {col.role}{extra} | {col.dtype} | {shape} |")
+        lines.append(f"| {col.name} | {col.role}{extra} | {col.dtype} | {shape} | "
+                     f"{col.missing:,} |")
         if col is shown[-2] and len(shown) < len(columns):
-            lines.append(f"| ... {len(columns) - len(shown)} more | | | |")
+            lines.append(f"| ... {len(columns) - len(shown)} more | | | | |")
     return "\n".join(lines) + "\n"

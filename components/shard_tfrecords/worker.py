@@ -11,9 +11,11 @@ from typing import Dict, List, Tuple
 
 import numpy as np
 
+from tfkfp.components.common import missing
 from tfkfp.components.common.dataset import SPLITS
 from tfkfp.components.common.examples import encode_examples
 from tfkfp.components.shard_tfrecords.errors import ShardInputError
+from tfkfp.components.shard_tfrecords.formats.base import row_location
 from tfkfp.components.shard_tfrecords.sources import Chunk, RawColumn, read_chunk
 
 TRAIN_NAMES = ("train", "training")
@@ -29,6 +31,7 @@ class EncodePlan:
     split_column: str | None
     eval_fraction: float
     spool_dir: str
+    missing: str = "impute"  # a common.missing policy
 
 
 @dataclasses.dataclass
@@ -36,6 +39,7 @@ class ChunkResult:
     index: int
     lengths: Dict[str, np.ndarray]  # record sizes per split, in order
     labels: np.ndarray | None  # distinct label values seen
+    gaps: Dict[str, int] = dataclasses.field(default_factory=dict)  # rows with gaps, by column
 
 
 def spool_path(spool_dir: str, index: int, split: str) -> str:
@@ -49,6 +53,7 @@ def encode_chunk(chunk: Chunk, plan: EncodePlan) -> ChunkResult:
         for split in SPLITS:
             open(spool_path(plan.spool_dir, chunk.index, split), "wb").close()
         return ChunkResult(chunk.index, {s: np.zeros(0, np.int64) for s in SPLITS}, None)
+    gaps = count_gaps(data, plan, chunk)
     is_eval = _eval_mask(data, plan, chunk)
     written = {c.name: (c.dtype, data[c.name]) for c in plan.columns
                if c.name != plan.split_column}
@@ -60,7 +65,26 @@ def encode_chunk(chunk: Chunk, plan: EncodePlan) -> ChunkResult:
     if plan.label is not None:
         labels = np.unique(data[plan.label].astype(str) if data[plan.label].dtype == object
                            else data[plan.label])
-    return ChunkResult(chunk.index, lengths, labels)
+    return ChunkResult(chunk.index, lengths, labels, gaps)
+
+
+def count_gaps(data: Dict[str, np.ndarray], plan: EncodePlan, chunk: Chunk) -> Dict[str, int]:
+    """Rows with a gap, per column; a gap in the label, or under the ``error`` policy the
+    first gap of the chunk, is refused naming its row and column."""
+    rows = {c.name: missing.gap_rows(data[c.name], c.dtype) for c in plan.columns
+            if c.name != plan.split_column and c.image_shape is None}
+    rows = {name: found for name, found in rows.items() if found.any()}
+    refused = [plan.label] if plan.label in rows else list(rows) if plan.missing == "error" \
+        else []
+    if refused:
+        first = {name: int(np.flatnonzero(rows[name])[0]) for name in refused}
+        name = min(first, key=first.get)
+        what = "missing label" if name == plan.label else "missing value"
+        hint = "" if name == plan.label else " (missing='impute' keeps such rows)"
+        dtype = next(c.dtype for c in plan.columns if c.name == name)
+        raise ShardInputError(f"{row_location(chunk, first[name])}, column {name!r}: {what} "
+                              f"(blank, null or NaN); expected {dtype}{hint}")
+    return {name: int(found.sum()) for name, found in rows.items()}
 
 
 def _spool(columns: Dict[str, Tuple[str, np.ndarray]], path: str) -> np.ndarray:

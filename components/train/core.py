@@ -14,6 +14,7 @@ import tempfile
 import time
 from typing import Any, Dict, Tuple
 
+from tfkfp.components.common.dataset import Manifest
 from tfkfp.components.common.schema import Schema, SchemaError
 from tfkfp.components.train import loop, report
 from tfkfp.components.train.config import TrainConfig, TrainConfigError, validate
@@ -59,6 +60,7 @@ def train(data: str, model_dir: str, launcher: str = "local",
     """
     config, launch = check_request(data, model_dir, launcher, launcher_options, **options)
     _check_schema(config)
+    _check_splits(config.data)
     if launcher != "local":
         return _train_on_cluster(config, launcher, launch)
     if config.strategy == "tpu":
@@ -137,3 +139,13 @@ def _check_schema(config: TrainConfig) -> None:
                           "vocabulary; train fits classifiers over a categorical label")
     if not schema.features:
         raise SchemaError(f"{config.data}: the schema has no feature columns")
+
+
+def _check_splits(data: str) -> None:
+    """Both splits need records: one to learn from, one to measure accuracy on."""
+    manifest = Manifest.load(data)
+    for split in ("train", "eval"):
+        if manifest.records(split) == 0:
+            raise SchemaError(f"{data}: the {split} split has no records, so there is nothing "
+                              f"to {'learn from' if split == 'train' else 'evaluate on'}; shard "
+                              "more rows, or change eval_fraction (or the split column)")

@@ -7,7 +7,7 @@ serves raw features. Built with tf_keras: Keras 3 cannot train under the multi-w
 parameter-server strategies.
 """
 
-from typing import Dict, List
+from typing import Dict, List, Tuple
 
 import numpy as np
 
@@ -100,15 +100,43 @@ def _tabular(inputs, columns: List[Column], sample: Dict[str, np.ndarray]):
         x = tf_keras.layers.Flatten()(tf_keras.layers.Lambda(
             lambda t: tf.cast(t, tf.float32), name=f"{col.name}_float")(x))
         if col.encoding != "image":
-            values = np.asarray(sample[col.name], np.float64).reshape(len(sample[col.name]), -1)
-            x = tf_keras.layers.Normalization(mean=values.mean(0), variance=values.var(0) + 1e-6,
+            mean, variance = gap_free_moments(sample[col.name])
+            if col.dtype == "float32":  # only floats carry gaps (common.missing)
+                x = _imputed(x, mean.astype(np.float32), col.name)
+            x = tf_keras.layers.Normalization(mean=mean, variance=variance + 1e-6,
                                               name=f"{col.name}_norm")(x)
         parts.append(x)
     return parts[0] if len(parts) == 1 else tf_keras.layers.Concatenate()(parts)
 
 
+def gap_free_moments(values: np.ndarray) -> Tuple[np.ndarray, np.ndarray]:
+    """Per-element mean and variance over the rows without a gap (NaN); 0 and 1 for an
+    element that is always missing."""
+    flat = np.asarray(values, np.float64).reshape(len(values), -1)
+    present = ~np.isnan(flat)
+    count = present.sum(axis=0)
+    filled = np.where(present, flat, 0.0)
+    mean = np.where(count > 0, filled.sum(axis=0) / np.maximum(count, 1), 0.0)
+    spread = np.where(present, (flat - mean) ** 2, 0.0).sum(axis=0)
+    variance = np.where(count > 0, spread / np.maximum(count, 1), 1.0)
+    return mean, variance
+
+
+def _imputed(x, fill: np.ndarray, name: str):
+    """Gaps (NaN) replaced by ``fill`` inside the model, so raw rows with gaps predict.
+    ``x != x`` is NaN's test in TFLite builtins (NOT_EQUAL, SELECT_V2) as well as in TF."""
+    import tensorflow as tf
+    import tf_keras
+
+    return tf_keras.layers.Lambda(lambda t: tf.where(tf.not_equal(t, t), fill, t),
+                                  name=f"{name}_impute")(x)
+
+
 def _top_strings(values: np.ndarray) -> List[str]:
-    tokens, counts = np.unique(np.asarray(values).reshape(-1), return_counts=True)
+    """The most frequent strings; the empty string is a gap, left out-of-vocabulary."""
+    flat = np.asarray(values).reshape(-1)
+    flat = flat[(flat != b"") & (flat != "")]
+    tokens, counts = np.unique(flat, return_counts=True)
     order = np.argsort(-counts, kind="stable")[:MAX_STRING_TOKENS]
     return sorted(t.decode() if isinstance(t, bytes) else str(t) for t in tokens[order])
 

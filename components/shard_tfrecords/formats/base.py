@@ -5,7 +5,7 @@ from typing import Tuple
 
 import numpy as np
 
-from tfkfp.components.common import uris
+from tfkfp.components.common import missing, uris
 from tfkfp.components.shard_tfrecords.errors import ShardInputError
 
 
@@ -82,18 +82,28 @@ def to_numpy(array, col: RawColumn, where: str) -> np.ndarray:
     """An arrow column as a NumPy array of the column's dtype and shape."""
     import pyarrow as pa
 
-    if array.null_count:
-        row = next(i for i, v in enumerate(array.is_null().to_pylist()) if v)
-        raise ShardInputError(f"{where}, row {row + 1}, column {col.name!r}: missing value; "
-                              f"expected {col.dtype}")
     if isinstance(array, pa.ChunkedArray):
         array = array.combine_chunks()
+    if array.null_count:
+        if col.shape or not missing.can_hold_gaps(col.dtype):
+            row = next(i for i, v in enumerate(array.is_null().to_pylist()) if v)
+            raise ShardInputError(f"{where}, row {row + 1}, column {col.name!r}: "
+                                  f"{missing_problem(col.name, col.dtype)}")
+        array = missing.fill_nulls(array, col.dtype)
     if pa.types.is_list(array.type) or pa.types.is_fixed_size_list(array.type):
         return lists_to_numpy(array, col, where)
     if col.dtype == "string":
         return np.asarray(array.to_numpy(zero_copy_only=False), dtype=object)
     return array.to_numpy(zero_copy_only=False).astype(np.float32 if col.dtype == "float32"
                                                         else np.int64)
+
+
+def missing_problem(name: str, dtype: str) -> str:
+    """What to say of a blank in a column that cannot hold one."""
+    if dtype == "int64":
+        return (f"missing value; expected int64, which cannot hold a gap (set column_types "
+                f"{{{name!r}: 'float32'}} to keep the rows, their gaps imputed)")
+    return f"missing value; expected {dtype}"
 
 
 def lists_to_numpy(array, col: RawColumn, where: str) -> np.ndarray:

@@ -62,8 +62,9 @@ class Csv:
         except Exception as err:  # pyarrow raises several types
             raise diagnose.csv_error(uri, 0, len(sample), names, column_types,
                                      err) from err
-        cols = [RawColumn(n, column_types.get(n) or dtype_of_arrow(t, f"{uri}, column {n!r}")[0])
-                for n, t in zip(table.column_names, table.schema.types)]
+        cols = [RawColumn(n, column_types.get(n) or _inferred(table.column(n), f"{uri}, "
+                                                               f"column {n!r}"))
+                for n in table.column_names]
         for col in cols:
             if col.dtype == "string" and col.name not in column_types:
                 _check_not_mostly_numeric(uri, col.name, table.column(col.name).to_pylist())
@@ -91,6 +92,12 @@ class Csv:
         except Exception as err:  # pyarrow raises several types
             raise diagnose.csv_error(chunk.uri, chunk.start, chunk.end, names, types,
                                      err) from err
+
+
+def _inferred(values, where: str) -> str:
+    """The column's dtype; whole numbers with blanks are float32, as int64 holds no gap."""
+    dtype = dtype_of_arrow(values.type, where)[0]
+    return "float32" if dtype == "int64" and values.null_count else dtype
 
 
 def _check_not_mostly_numeric(uri: str, name: str, values: List[str]) -> None:
@@ -128,6 +135,8 @@ class Jsonl:
         cols = []
         for name, arrow_type in zip(table.column_names, table.schema.types):
             dtype, shape = list_type(table.column(name), arrow_type, f"{uri}, field {name!r}")
+            if dtype == "int64" and not shape and table.column(name).null_count:
+                dtype = "float32"  # whole numbers with gaps, as in _inferred
             cols.append(RawColumn(name, column_types.get(name, dtype), shape))
         return cols
 

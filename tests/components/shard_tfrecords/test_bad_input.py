@@ -47,9 +47,10 @@ def test_float_in_a_column_inferred_as_int_says_how_to_fix_it(tmp_path):
           column_types={"x": "int64"})
 
 
-def test_missing_value(tmp_path):
+def test_missing_value_under_missing_error(tmp_path):
     path = write_csv(tmp_path / "m.csv", ["x", "label"], [[1.5, 0], ["", 1]])
-    fails(tmp_path, path, r"m\.csv, line 3, column 'x': missing value; expected float32")
+    fails(tmp_path, path, r"m\.csv, line 3, column 'x': missing value \(blank, null or NaN\); "
+          "expected float32", missing="error")
 
 
 @pytest.mark.parametrize("value,found", [("inf", "inf"), ("-inf", "-inf"), ("1e39", "inf")])
@@ -68,10 +69,13 @@ def test_non_finite_number_in_jsonl_and_parquet(tmp_path):
     lines = [f'{{"x": {1.5 if i != 4 else "Infinity"}, "label": {i % 2}}}' for i in range(6)]
     (tmp_path / "f.jsonl").write_text("\n".join(lines) + "\n")
     fails(tmp_path, tmp_path / "f.jsonl", r"f\.jsonl, line 5, column 'x': found inf")
-    table = pa.table({"x": [1.0, 2.0, float("nan")], "label": [0, 1, 0]})
+    table = pa.table({"x": [1.0, float("nan"), float("-inf")], "label": [0, 1, 0]})
     pq.write_table(table, tmp_path / "f.parquet")
     fails(tmp_path, tmp_path / "f.parquet", r"f\.parquet, row group 0, row 3, column 'x': "
-          "found nan, expected a finite float32")
+          "found -inf, expected a finite float32")
+    pq.write_table(table.slice(0, 2), tmp_path / "n.parquet")
+    fails(tmp_path, tmp_path / "n.parquet", r"n\.parquet, row group 0, row 2, column 'x': "
+          r"missing value \(blank, null or NaN\)", missing="error")
 
 
 def test_unknown_label_column(tmp_path):
