@@ -47,6 +47,7 @@ def make_training(gpu: Gpu | None = None):
         keys: List[str] = [],  # noqa: B006 - KFP reads defaults from the signature
         eval_fraction: float = 0.1,
         compression: str = "none",
+        missing: str = "impute",
         shard_groups: int = 1,
         model_name: str = "mlp",
         model_fn: str = "",
@@ -76,6 +77,9 @@ def make_training(gpu: Gpu | None = None):
             keys: Passthrough key columns carried into predictions.
             eval_fraction: Share of rows held out for evaluation.
             compression: TFRecord compression: none or gzip.
+            missing: impute (keep rows with blank, null or NaN values: the model fills numbers
+                with the column mean and maps empty strings to out-of-vocabulary) or error
+                (refuse the first gap). A blank label is always refused.
             shard_groups: Parallel sharding tasks over groups of input files (1: one task).
             model_name: mlp, cnn, resnet50 or mobilenet_v2.
             model_fn: package.module:function building a custom tf_keras model.
@@ -105,7 +109,8 @@ def make_training(gpu: Gpu | None = None):
         with dsl.ParallelFor(groups.output) as group:
             part = shard_tfrecords(input_uri=input_uri, label=label, keys=keys,
                                    eval_fraction=eval_fraction, compression=compression,
-                                   file_group=group, num_file_groups=shard_groups)
+                                   missing=missing, file_group=group,
+                                   num_file_groups=shard_groups)
         data = merge_datasets(datasets=dsl.Collected(part.outputs["dataset"]))
         dataset = data.outputs["dataset"]
         with dsl.If(diagnose == True, name="diagnose"):  # noqa: E712 - a KFP condition
