@@ -135,7 +135,8 @@ def _run(args: argparse.Namespace) -> None:
 
     parameters = registry.parse_parameters(args.name, args.parameters)
     task = local_run.run_local(args.name, parameters, args.pipeline_root)
-    print("\n".join(local_run.summary_lines(local_run.outputs_of(task))))
+    outputs = local_run.outputs_of(task)
+    print("\n".join(local_run.summary_lines(outputs, args.pipeline_root)))
 
 
 def _submit(args: argparse.Namespace) -> None:

@@ -19,13 +19,23 @@ def run_local(name: str, parameters: Dict[str, Any], pipeline_root: str):
 
 
 def outputs_of(task) -> Dict[str, Any]:
-    """The pipeline's outputs by name (one unnamed output is called ``output``)."""
-    outputs = getattr(task, "outputs", None) or {}
-    return dict(outputs) if outputs else {"output": task.output}
+    """The pipeline's outputs by name; none for a pipeline that declares none (kfp's
+    ``task.output`` then raises, as it does for several)."""
+    return dict(getattr(task, "outputs", None) or {})
 
 
-def summary_lines(outputs: Dict[str, Any]) -> list:
+def latest_run(pipeline_root: str) -> str:
+    """The folder of the newest run under ``pipeline_root`` (the local runner names it)."""
+    runs = [os.path.join(pipeline_root, n) for n in os.listdir(pipeline_root)]
+    runs = [r for r in runs if os.path.isdir(r)]
+    return max(runs, key=os.path.getmtime) if runs else pipeline_root
+
+
+def summary_lines(outputs: Dict[str, Any], pipeline_root: str = "") -> list:
     """A table of the outputs: where each is, and the figures in its metadata."""
+    if not outputs:
+        where = latest_run(pipeline_root) if pipeline_root else "the pipeline root"
+        return [f"The pipeline has no outputs; every task's outputs are under {where}"]
     lines = ["| output | figures | path |", "|---|---|---|"]
     for name, artifact in outputs.items():
         figures = ", ".join(f"{k}={_short(v)}" for k, v in sorted(artifact.metadata.items())

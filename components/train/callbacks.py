@@ -35,11 +35,11 @@ class EpochTimer(tf_keras.callbacks.Callback):
     def on_epoch_end(self, epoch, logs=None):
         self.epoch_seconds.append(time.perf_counter() - self._epoch_start)
 
-    def figures(self) -> Dict[str, float]:
+    def figures(self) -> Dict[str, float | None]:
         # The first epoch pays for tracing and compiling; leave it out when there are more.
         timed = self.epoch_seconds[1:] or self.epoch_seconds
-        if not timed:
-            return {"examples_per_second": 0.0, "mean_step_ms": 0.0}
+        if not timed:  # nothing trained in this run (resumed after the last epoch)
+            return {"examples_per_second": None, "mean_step_ms": None}
         seconds = sum(timed) / len(timed)
         return {"examples_per_second": self.steps_per_epoch * self.global_batch / seconds,
                 "mean_step_ms": 1000.0 * seconds / self.steps_per_epoch}

@@ -69,6 +69,7 @@ def run(config: TrainConfig, result_path: str) -> Dict[str, Any] | None:
             model.fit(_train_input(config, schema, global_batch), epochs=config.epochs,
                       initial_epoch=initial_epoch, steps_per_epoch=steps, callbacks=callbacks,
                       verbose=2 if chief else 0)
+        evaluation.set_model(model)  # fit sets it, but a finished run's rerun skips fit
         final = evaluation.evaluate() if initial_epoch >= config.epochs else {
             "val_loss": history["val_loss"][-1], "val_accuracy": history["val_accuracy"][-1]}
         wait = None if config.multi_process else _input_wait(model, strategy, config, schema,

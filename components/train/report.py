@@ -32,9 +32,12 @@ def summary_rows(result: Dict[str, Any]) -> List[tuple]:
              if result["initial_epoch"] else result["epochs"]),
             ("parameters", f"{result['parameters']:,}"),
             ("eval accuracy", f"{result['eval_accuracy']:.4f}"),
-            ("eval loss", f"{result['eval_loss']:.4f}"),
-            ("examples per second", f"{result['examples_per_second']:,.0f}"),
-            ("mean step time", f"{result['mean_step_ms']:.2f} ms")]
+            ("eval loss", f"{result['eval_loss']:.4f}")]
+    if result.get("examples_per_second") is None:  # a rerun of a finished run trains nothing
+        rows.append(("training", "none in this run: the checkpoint had reached every epoch"))
+    else:
+        rows += [("examples per second", f"{result['examples_per_second']:,.0f}"),
+                 ("mean step time", f"{result['mean_step_ms']:.2f} ms")]
     if result.get("input_wait_fraction") is not None:
         rows.append(("step time waiting for input", f"{result['input_wait_fraction']:.0%}"))
     if result.get("seconds_to_target") is not None:

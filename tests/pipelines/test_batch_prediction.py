@@ -6,10 +6,11 @@ import json
 import os
 
 import pytest
-from kfp import compiler, local
+from kfp import compiler
 
 from tfkfp.components.batch_predict.core import batch_predict
 from tfkfp.pipelines.batch_prediction import batch_prediction
+from tfkfp.pipelines.cli import main
 
 
 def rows_in(folders):
@@ -28,12 +29,14 @@ def test_compiles(tmp_path):
 
 
 @pytest.mark.slow
-def test_fan_out_gives_the_same_rows_as_one_task(demo_model, demo_dataset, tmp_path):
+def test_fan_out_gives_the_same_rows_as_one_task(demo_model, demo_dataset, tmp_path, capsys):
     one = str(tmp_path / "one")
     single = batch_predict(demo_model, demo_dataset, one, top_k=2)
-    local.init(runner=local.SubprocessRunner(use_venv=False),
-               pipeline_root=str(tmp_path / "root"), raise_on_error=True)
-    batch_prediction(model_uri=demo_model, data_uri=demo_dataset, num_shard_groups=2, top_k=2)
+    code = main(["run", "batch_prediction", "--local", "--pipeline-root", str(tmp_path / "root"),
+                 "--set", f"model_uri={demo_model}", "--set", f"data_uri={demo_dataset}",
+                 "--set", "num_shard_groups=2", "--set", "top_k=2"])
+    assert code == 0  # the command a user types, not only the pipeline function
+    assert "every task's outputs are under" in capsys.readouterr().out
     group_dirs = sorted({os.path.dirname(p) for p in glob.glob(
         str(tmp_path / "root" / "**" / "summary-group-*.json"), recursive=True)})
     assert len(group_dirs) == 2

@@ -111,3 +111,18 @@ def test_vertex_directories_take_the_place_of_the_defaults(demo_dataset, tmp_pat
     assert not (tmp_path / "model").exists()
     assert (tmp_path / "vertex-ckpt" / "ckpt-1.index").exists()
     assert list((tmp_path / "vertex-tb").rglob("events.out.tfevents.*"))
+
+
+def test_rerunning_a_finished_run_exports_from_its_checkpoint(demo_dataset, tmp_path):
+    options = {"epochs": 2, "hidden_units": "16", "steps_per_epoch": 5,
+               "checkpoint_dir": str(tmp_path / "ckpt")}
+    first = train(demo_dataset, str(tmp_path / "first"), **options)
+    again = train(demo_dataset, str(tmp_path / "again"), **options)  # the same call, twice
+    assert again.figures["initial_epoch"] == 2
+    assert again.history == first.history
+    assert again.figures["eval_accuracy"] == pytest.approx(first.figures["eval_accuracy"],
+                                                           abs=1e-6)
+    np.testing.assert_allclose(predictions(again.model_dir, demo_dataset),
+                               predictions(first.model_dir, demo_dataset), atol=1e-6)
+    assert "examples_per_second" not in again.metrics()
+    assert "none in this run" in again.markdown()
