@@ -15,9 +15,11 @@ from typing import Any, Dict, Sequence, Tuple
 from tfkfp.components.common.dataset import Manifest
 from tfkfp.components.common.schema import Schema, SchemaError
 from tfkfp.components.diagnose_bottleneck import probe, report, verdict
-from tfkfp.components.train.config import TrainConfig, TrainConfigError, validate
+from tfkfp.components.train import strategies
+from tfkfp.components.train.config import TrainConfig, TrainConfigError
+from tfkfp.components.train.shape import validate
 
-IN_PROCESS = ("default", "one_device", "mirrored", "tpu")
+IN_PROCESS = strategies.names(multi_process=False)  # the strategies this process can run
 METRICS = ("input_records_per_second", "input_mb_per_second", "read_records_per_second",
            "read_mb_per_second", "compute_records_per_second", "combined_records_per_second",
            "input_wait_fraction", "step_ms", "parameters", "parameter_mb", "activation_mb",
@@ -111,10 +113,7 @@ def _check(config: TrainConfig, memory_limit_mb: int, seconds: float) -> None:
             f"strategy {config.strategy!r} runs as several processes, which diagnose_bottleneck "
             f"does not start; expected one of {', '.join(IN_PROCESS)} (diagnose one worker's "
             "step with 'default' or 'mirrored')")
-    if config.strategy == "tpu":
-        from tfkfp.components.train.strategies import resolve_tpu
-
-        resolve_tpu("")
+    strategies.get(config.strategy).preflight(config)  # e.g. no TPU: fail before measuring
     if memory_limit_mb < 0:
         raise TrainConfigError(f"memory_limit_mb must be 0 (what the host has) or positive, "
                                f"got {memory_limit_mb}")

@@ -7,6 +7,7 @@ import os
 from typing import Any, Dict, List, Tuple
 
 from tfkfp.components.diagnose_bottleneck.memory import HEADROOM
+from tfkfp.components.train import strategies
 
 INPUT, COMPUTE, MEMORY = "input-bound", "compute-bound", "memory-bound"
 VERDICTS = (INPUT, COMPUTE, MEMORY)
@@ -16,6 +17,10 @@ TARGET_SHARD_MB = 128.0  # shard_tfrecords' default shard size
 FAST_STEP_MS = 5.0  # steps shorter than this are dominated by per-step dispatch
 BALANCED = 1.25  # input and step rates closer than this: both sides' remedies matter
 CONTENTION = 0.8  # both together below this share of the slower one alone: shared cores
+# The strategies a compute-bound step is pointed to: one process on every local GPU, and
+# workers on several machines stepping together, each with its share of the batch.
+EVERY_GPU = strategies.names(devices="local", multi_process=False)[0]
+MORE_MACHINES = strategies.names(devices="cluster", sync=True)[0]
 
 
 @dataclasses.dataclass(frozen=True)
@@ -160,11 +165,11 @@ def _compute(f: Dict[str, Any]) -> List[Tuple[float, Remedy]]:
 
 
 def _device_remedy(f: Dict[str, Any]) -> Remedy:
-    if f["gpus"] > 1 and f["strategy"] != "mirrored":
-        return Remedy("train on every GPU", "train strategy='mirrored'",
+    if f["gpus"] > 1 and f["strategy"] != EVERY_GPU:
+        return Remedy("train on every GPU", f"train strategy='{EVERY_GPU}'",
                       f"{f['gpus']} GPUs are visible, the strategy {f['strategy']!r} uses one")
     return Remedy("use a faster device or more machines",
-                  "train strategy='multi_worker_mirrored', workers=N",
+                  f"train strategy='{MORE_MACHINES}', workers=N",
                   f"one step consumes {f['compute_records_per_second']:,.0f} records/s on "
                   f"{'a GPU' if f['gpus'] else f'{os.cpu_count()} CPU core(s)'}; a GPU or TPU, "
                   "or N workers each with its share of the batch, raise that")

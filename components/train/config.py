@@ -1,4 +1,6 @@
-"""What a training run is asked to do, and the checks made before any work starts."""
+"""What a training run is asked to do, and the checks of its fields made before any work
+starts. shape.validate checks the whole request: these fields, then the strategy and its
+cluster shape against the table in strategies.py (which builds on this module)."""
 
 import dataclasses
 import importlib
@@ -6,9 +8,6 @@ import json
 import os
 from typing import Any, Dict, Tuple
 
-STRATEGIES = ("default", "one_device", "mirrored", "multi_worker_mirrored", "parameter_server",
-              "tpu")
-MULTI_PROCESS = ("multi_worker_mirrored", "parameter_server")
 MODELS = ("mlp", "cnn", "resnet50", "mobilenet_v2")
 OPTIMIZERS = ("adam", "sgd", "rmsprop")
 PRECISIONS = ("float32", "mixed_float16", "mixed_bfloat16")
@@ -67,17 +66,10 @@ class TrainConfig:
             checkpoint_dir=env.get("AIP_CHECKPOINT_DIR") or self.checkpoint_dir,
             tensorboard_dir=env.get("AIP_TENSORBOARD_LOG_DIR") or self.tensorboard_dir)
 
-    @property
-    def multi_process(self) -> bool:
-        return self.strategy in MULTI_PROCESS
 
-
-def validate(config: TrainConfig, launcher: str = "local") -> None:
-    """Refuse, with the allowed values, anything that would fail later in training, including
-    a cluster shape the strategy or the launcher cannot run."""
-    from tfkfp.components.train.shape import ClusterShape  # shape builds on this module
-
-    _one_of("strategy", config.strategy, STRATEGIES)
+def check_fields(config: TrainConfig) -> None:
+    """Refuse, with the allowed values, a field that would fail later in training (all but
+    the strategy and its cluster shape: see shape.validate)."""
     _one_of("optimizer", config.optimizer, OPTIMIZERS)
     _one_of("precision", config.precision, PRECISIONS)
     if config.model_fn:
@@ -88,7 +80,6 @@ def validate(config: TrainConfig, launcher: str = "local") -> None:
     _not_negative(config, "global_batch_size", "steps_per_epoch", "eval_steps", "seed")
     if not 0.0 <= config.target_accuracy <= 1.0:
         raise TrainConfigError(f"target_accuracy {config.target_accuracy} is not in [0, 1]")
-    ClusterShape.for_config(config).validate(launcher)
 
 
 def check_batch(config: TrainConfig, replicas: int) -> int:

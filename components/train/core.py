@@ -1,10 +1,10 @@
 """train: a sharded Dataset in, a tfkfp SavedModel, metrics and a report out.
 
-With launcher ``local`` (the default), in-process strategies (default, one_device, mirrored,
-tpu) train in this process and the multi-process ones (multi_worker_mirrored,
-parameter_server) run as a cluster of processes on this machine. Launchers ``tfjob`` and
-``vertex`` run the same cluster shape as a Kubeflow TFJob or a Vertex AI CustomJob (see
-launchers/). Everything is checked before any training starts.
+With launcher ``local`` (the default), a strategy that runs in one process trains in this
+process and a multi-process one runs as a cluster of processes on this machine (the table in
+strategies.py says which is which). Launchers ``tfjob`` and ``vertex`` run the same cluster
+shape as a Kubeflow TFJob or a Vertex AI CustomJob (see launchers/). Everything is checked
+before any training starts.
 """
 
 import dataclasses
@@ -16,10 +16,10 @@ from typing import Any, Dict, Tuple
 
 from tfkfp.components.common.dataset import Manifest
 from tfkfp.components.common.schema import Schema, SchemaError
-from tfkfp.components.train import loop, report
-from tfkfp.components.train.config import TrainConfig, TrainConfigError, validate
+from tfkfp.components.train import loop, report, strategies
+from tfkfp.components.train.config import TrainConfig, TrainConfigError
 from tfkfp.components.train.launchers import job, local, tfjob, vertex
-from tfkfp.components.train.shape import ClusterShape
+from tfkfp.components.train.shape import ClusterShape, validate
 
 METRICS = ("eval_accuracy", "eval_loss", "examples_per_second", "mean_step_ms",
            "input_wait_fraction", "seconds_to_target", "training_seconds", "parameters")
@@ -63,14 +63,12 @@ def train(data: str, model_dir: str, launcher: str = "local",
     _check_splits(config.data)
     if launcher != "local":
         return _train_on_cluster(config, launcher, launch)
-    if config.strategy == "tpu":
-        from tfkfp.components.train.strategies import resolve_tpu
-
-        resolve_tpu(config.tpu)  # fail before any work when there is no TPU
+    strategy = strategies.get(config.strategy)
+    strategy.preflight(config)  # fail before any work when, e.g., there is no TPU
     started = time.perf_counter()
     with tempfile.TemporaryDirectory(prefix="tfkfp-train-") as tmp:
         result_path = os.path.join(tmp, "result.json")
-        if config.multi_process:
+        if strategy.multi_process:
             local.run_cluster(config, result_path)
         else:
             loop.run(config, result_path)
@@ -102,7 +100,7 @@ def _train_on_cluster(config: TrainConfig, launcher: str,
 def _result(config: TrainConfig, figures: Dict[str, Any], started: float) -> TrainResult:
     """The chief's figures with what only the caller knows: wall time and worker count."""
     figures["training_seconds"] = time.perf_counter() - started
-    figures["workers"] = config.workers if config.multi_process else 1
+    figures["workers"] = config.workers if strategies.get(config.strategy).multi_process else 1
     return TrainResult(config.model_dir, config, figures)
 
 

@@ -56,7 +56,7 @@ def run(config: TrainConfig, result_path: str) -> Dict[str, Any] | None:
         evaluation = Evaluation(_eval_dataset(config, schema), config.target_accuracy, timer)
         history_path = uris.join(checkpoint_dir, HISTORY_FILE)
         history = load_history(history_path, initial_epoch)
-        guard = NanGuard if config.strategy == "parameter_server" else StepNanGuard
+        guard = StepNanGuard if strategies.get(config.strategy).batch_callbacks else NanGuard
         callbacks = [timer, guard(config.checkpoint_dir if chief else None), evaluation,
                      EpochCheckpoint(manager, epoch_var, history, history_path if chief else None)]
         if config.tensorboard_dir:
@@ -72,8 +72,8 @@ def run(config: TrainConfig, result_path: str) -> Dict[str, Any] | None:
         evaluation.set_model(model)  # fit sets it, but a finished run's rerun skips fit
         final = evaluation.evaluate() if initial_epoch >= config.epochs else {
             "val_loss": history["val_loss"][-1], "val_accuracy": history["val_accuracy"][-1]}
-        wait = None if config.multi_process else _input_wait(model, strategy, config, schema,
-                                                              global_batch)
+        wait = None if strategies.get(config.strategy).multi_process else _input_wait(
+            model, strategy, config, schema, global_batch)
         result = {
             "history": history, "initial_epoch": initial_epoch, "epochs": config.epochs,
             "steps_per_epoch": steps, "global_batch_size": global_batch, "replicas": replicas,

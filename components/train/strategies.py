@@ -1,109 +1,136 @@
-"""One parameter picks the ``tf.distribute`` strategy; the cluster shape for the multi-process
-ones is described once and rendered as each process's ``TF_CONFIG``."""
+"""What a ``tf.distribute`` strategy name means, in one table (``STRATEGIES``): the processes
+it runs as, where its replicas run, what it allows of Keras and of the launchers, what must be
+there before any work, and how its strategy object is built.
+
+This is train's public module for strategies. The rest of train (checks, cluster shape,
+launchers, worker, loop) and diagnose_bottleneck read the table here instead of naming
+strategies, so adding a strategy is a change to this file only. It imports no TensorFlow at
+module scope: builders import it when they run, in the process that trains."""
 
 import dataclasses
 import json
 import logging
 import os
-import socket
-from typing import Dict, List
+from typing import Any, Callable, Dict, List, Mapping, Tuple
 
 from tfkfp.components.train.config import TrainConfig, TrainConfigError
-from tfkfp.components.train.shape import ClusterShape
 
 log = logging.getLogger("tfkfp")
 
 
+def _default(config: TrainConfig):
+    import tensorflow as tf
+
+    return tf.distribute.get_strategy()
+
+
+def _one_device(config: TrainConfig):
+    import tensorflow as tf
+
+    gpus = tf.config.list_logical_devices("GPU")
+    return tf.distribute.OneDeviceStrategy(gpus[0].name if gpus else "/cpu:0")
+
+
+def _mirrored(config: TrainConfig):
+    import tensorflow as tf
+
+    gpus = tf.config.list_logical_devices("GPU")
+    devices = gpus or tf.config.list_logical_devices("CPU")
+    if len(devices) == 1:
+        log.warning("strategy 'mirrored' found one device (%s): it trains one replica, "
+                    "which uses every CPU core through TensorFlow's threads", devices[0].name)
+    return tf.distribute.MirroredStrategy([d.name for d in devices])
+
+
+def _multi_worker_mirrored(config: TrainConfig):
+    import tensorflow as tf
+
+    return tf.distribute.MultiWorkerMirroredStrategy()
+
+
+def _parameter_server(config: TrainConfig):
+    import tensorflow as tf
+
+    resolver = tf.distribute.cluster_resolver.TFConfigClusterResolver()
+    return tf.distribute.ParameterServerStrategy(resolver)
+
+
+def _tpu(config: TrainConfig):
+    import tensorflow as tf
+
+    resolver = resolve_tpu(config.tpu)
+    tf.config.experimental_connect_to_cluster(resolver)
+    tf.tpu.experimental.initialize_tpu_system(resolver)
+    return tf.distribute.TPUStrategy(resolver)
+
+
+def _tpu_found(config: TrainConfig) -> None:
+    resolve_tpu(config.tpu)
+
+
+def _nothing_to_check(config: TrainConfig) -> None:
+    """Strategies that run on whatever devices this process has need nothing up front."""
+
+
 @dataclasses.dataclass(frozen=True)
-class Task:
-    type: str  # chief, worker or ps
-    index: int
+class Strategy:
+    """One strategy name's meaning. Field defaults describe a strategy that trains in one
+    process on one device."""
+
+    name: str
+    build: Callable[[TrainConfig], Any]  # the tf.distribute object, in the training process
+    # TF_CONFIG task types it runs as, in launch order: "chief" (one), "worker" (``workers``),
+    # "ps" (``parameter_servers``). ("chief",) alone: it trains in the caller's process.
+    roles: Tuple[str, ...] = ("chief",)
+    # Task types that only serve the chief (a tf.distribute.Server) and never finish.
+    servers: Tuple[str, ...] = ()
+    # Where its replicas run: "one" device, every "local" GPU (else the CPU), the devices of
+    # every worker of a "cluster", or a "tpu"'s cores.
+    devices: str = "one"
+    sync: bool = True  # replicas step together (False: workers step on their own)
+    batch_callbacks: bool = True  # Keras calls per-batch hooks (not under parameter servers)
+    # launcher -> why that launcher cannot run it (said after "strategy '<name>'").
+    refused_by: Mapping[str, str] = dataclasses.field(default_factory=dict, hash=False)
+    # Fails, before any work, when what the strategy runs on is not there.
+    preflight: Callable[[TrainConfig], None] = _nothing_to_check
 
     @property
-    def name(self) -> str:
-        return f"{self.type}-{self.index}"
+    def multi_process(self) -> bool:
+        return self.roles != ("chief",)
 
 
-@dataclasses.dataclass(frozen=True)
-class Cluster:
-    """The processes of a multi-process strategy and their loopback addresses."""
-
-    spec: Dict[str, List[str]]
-
-    @property
-    def tasks(self) -> List[Task]:
-        return [Task(kind, i) for kind, hosts in self.spec.items() for i in range(len(hosts))]
-
-    @property
-    def chief(self) -> Task:
-        return Task("chief", 0) if "chief" in self.spec else Task("worker", 0)
-
-    def tf_config(self, task: Task) -> str:
-        return json.dumps({"cluster": self.spec, "task": {"type": task.type,
-                                                          "index": task.index}})
+STRATEGIES: Dict[str, Strategy] = {s.name: s for s in (
+    Strategy("default", _default),
+    Strategy("one_device", _one_device),
+    Strategy("mirrored", _mirrored, devices="local"),
+    Strategy("multi_worker_mirrored", _multi_worker_mirrored, roles=("worker",),
+             devices="cluster"),
+    Strategy("parameter_server", _parameter_server, roles=("chief", "worker", "ps"),
+             servers=("worker", "ps"), devices="cluster", sync=False, batch_callbacks=False),
+    Strategy("tpu", _tpu, devices="tpu", preflight=_tpu_found, refused_by={
+        "tfjob": "cannot run as a TFJob (its pods have no TPU); use launcher 'vertex' or run "
+                 "on a TPU VM with 'local'"}),
+)}
 
 
-def local_cluster(shape: ClusterShape) -> Cluster:
-    """The shape's tasks as processes on loopback ports (worker 0 leads when there is no
-    chief)."""
-    ports = iter(free_ports(sum(shape.replicas.values())))
-    return Cluster({role: [f"127.0.0.1:{next(ports)}" for _ in range(n)]
-                    for role, n in shape.replicas.items()})
+def get(name: str) -> Strategy:
+    """The table entry for ``name``, or a TrainConfigError naming the known strategies."""
+    if name not in STRATEGIES:
+        raise TrainConfigError(f"strategy {name!r} is not known; expected one of "
+                               f"{', '.join(STRATEGIES)}")
+    return STRATEGIES[name]
 
 
-def free_ports(count: int) -> List[int]:
-    sockets = []
-    try:
-        for _ in range(count):
-            s = socket.socket()
-            s.bind(("127.0.0.1", 0))
-            sockets.append(s)
-        return [s.getsockname()[1] for s in sockets]
-    finally:
-        for s in sockets:
-            s.close()
-
-
-def current_task() -> Task | None:
-    """This process's task from ``TF_CONFIG``, or None outside a cluster."""
-    body = json.loads(os.environ.get("TF_CONFIG") or "{}")
-    task = body.get("task")
-    return Task(task["type"], int(task["index"])) if task else None
-
-
-def is_chief(task: Task | None) -> bool:
-    return task is None or task.type == "chief" or (
-        task.type == "worker" and task.index == 0 and "chief" not in _cluster_spec())
-
-
-def _cluster_spec() -> Dict[str, List[str]]:
-    return json.loads(os.environ.get("TF_CONFIG") or "{}").get("cluster", {})
+def names(**properties: Any) -> Tuple[str, ...]:
+    """Strategy names in table order whose properties have these values, e.g.
+    ``names(multi_process=False)``."""
+    return tuple(name for name, strategy in STRATEGIES.items()
+                 if all(getattr(strategy, k) == v for k, v in properties.items()))
 
 
 def make_strategy(config: TrainConfig):
     """The strategy object, created in the process that trains (or coordinates)."""
-    import tensorflow as tf
-
-    name = config.strategy
-    if name == "default":
-        return tf.distribute.get_strategy()
-    if name == "one_device":
-        gpus = tf.config.list_logical_devices("GPU")
-        return tf.distribute.OneDeviceStrategy(gpus[0].name if gpus else "/cpu:0")
-    if name == "mirrored":
-        gpus = tf.config.list_logical_devices("GPU")
-        devices = gpus or tf.config.list_logical_devices("CPU")
-        if len(devices) == 1:
-            log.warning("strategy 'mirrored' found one device (%s): it trains one replica, "
-                        "which uses every CPU core through TensorFlow's threads",
-                        devices[0].name)
-        return tf.distribute.MirroredStrategy([d.name for d in devices])
-    if name == "multi_worker_mirrored":
-        return tf.distribute.MultiWorkerMirroredStrategy()
-    if name == "parameter_server":
-        resolver = tf.distribute.cluster_resolver.TFConfigClusterResolver()
-        return tf.distribute.ParameterServerStrategy(resolver)
-    return _tpu_strategy(config.tpu)
+    return get(config.strategy).build(config)
 
 
 def resolve_tpu(tpu: str):
@@ -122,17 +149,34 @@ def resolve_tpu(tpu: str):
     return resolver
 
 
-def _tpu_strategy(tpu: str):
-    import tensorflow as tf
+@dataclasses.dataclass(frozen=True)
+class Task:
+    type: str  # chief, worker or ps
+    index: int
 
-    resolver = resolve_tpu(tpu)
-    tf.config.experimental_connect_to_cluster(resolver)
-    tf.tpu.experimental.initialize_tpu_system(resolver)
-    return tf.distribute.TPUStrategy(resolver)
+    @property
+    def name(self) -> str:
+        return f"{self.type}-{self.index}"
+
+
+def current_task() -> Task | None:
+    """This process's task from ``TF_CONFIG``, or None outside a cluster."""
+    body = json.loads(os.environ.get("TF_CONFIG") or "{}")
+    task = body.get("task")
+    return Task(task["type"], int(task["index"])) if task else None
+
+
+def is_chief(task: Task | None) -> bool:
+    return task is None or task.type == "chief" or (
+        task.type == "worker" and task.index == 0 and "chief" not in _cluster_spec())
+
+
+def _cluster_spec() -> Dict[str, List[str]]:
+    return json.loads(os.environ.get("TF_CONFIG") or "{}").get("cluster", {})
 
 
 def run_server(task: Task, workers: int) -> None:
-    """Serve as a parameter-server-strategy worker or PS until killed."""
+    """Serve as one of a strategy's ``servers`` tasks until killed."""
     import tensorflow as tf
 
     resolver = tf.distribute.cluster_resolver.TFConfigClusterResolver()
@@ -142,4 +186,3 @@ def run_server(task: Task, workers: int) -> None:
                                   task_index=task.index, protocol="grpc", config=proto,
                                   start=True)
     server.join()
-

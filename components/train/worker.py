@@ -18,7 +18,7 @@ def main(argv=None) -> int:
     logging.getLogger("tfkfp").setLevel(logging.INFO)
     config = TrainConfig.from_json(uris.read_text(config_uri))
     task = strategies.current_task()
-    if config.strategy == "parameter_server" and task.type in ("worker", "ps"):
+    if task and task.type in strategies.get(config.strategy).servers:
         strategies.run_server(task, config.workers)
         return 0
     from tfkfp.components.train import loop

@@ -5,23 +5,67 @@ fails if any task fails, and every task is shut down whatever happens."""
 import collections
 import contextlib
 import ctypes
+import dataclasses
+import json
 import os
 import signal
+import socket
 import subprocess
 import sys
 import tempfile
 import threading
 import time
-from typing import Deque, Dict, TextIO
+from typing import Deque, Dict, List, TextIO
 
+from tfkfp.components.train import strategies
 from tfkfp.components.train.config import TrainConfig
 from tfkfp.components.train.launchers import TAIL_LINES, indented, sigterm_raises
 from tfkfp.components.train.shape import ClusterShape
-from tfkfp.components.train.strategies import Task, local_cluster
+from tfkfp.components.train.strategies import Task
 
 
 class WorkerFailed(RuntimeError):
     """A task of the local cluster exited with an error."""
+
+
+@dataclasses.dataclass(frozen=True)
+class Cluster:
+    """The processes of a multi-process strategy and their loopback addresses."""
+
+    spec: Dict[str, List[str]]
+
+    @property
+    def tasks(self) -> List[Task]:
+        return [Task(kind, i) for kind, hosts in self.spec.items() for i in range(len(hosts))]
+
+    @property
+    def chief(self) -> Task:
+        return Task("chief", 0) if "chief" in self.spec else Task("worker", 0)
+
+    def tf_config(self, task: Task) -> str:
+        return json.dumps({"cluster": self.spec, "task": {"type": task.type,
+                                                          "index": task.index}})
+
+
+def local_cluster(shape: ClusterShape) -> Cluster:
+    """The shape's tasks as processes on loopback ports (worker 0 leads when there is no
+    chief)."""
+    ports = iter(free_ports(sum(shape.replicas.values())))
+    return Cluster({role: [f"127.0.0.1:{next(ports)}" for _ in range(n)]
+                    for role, n in shape.replicas.items()})
+
+
+def free_ports(count: int) -> List[int]:
+    sockets = []
+    try:
+        for _ in range(count):
+            s = socket.socket()
+            s.bind(("127.0.0.1", 0))
+            sockets.append(s)
+        return [s.getsockname()[1] for s in sockets]
+    finally:
+        for s in sockets:
+            s.close()
 
 
 def run_cluster(config: TrainConfig, result_path: str, stream: TextIO | None = None) -> None:
@@ -42,8 +86,8 @@ def run_cluster(config: TrainConfig, result_path: str, stream: TextIO | None = N
                                              result_path)
                     tails[task] = collections.deque(maxlen=TAIL_LINES)
                     threads.append(_stream(processes[task], task, tails[task], stream))
-                _wait(processes, cluster.chief, tails, servers_linger=config.strategy ==
-                      "parameter_server")
+                _wait(processes, cluster.chief, tails,
+                      servers_linger=bool(strategies.get(config.strategy).servers))
             finally:
                 _stop(processes.values())
                 for thread in threads:

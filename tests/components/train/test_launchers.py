@@ -10,8 +10,8 @@ from tfkfp.components._image import IMAGE
 from tfkfp.components.train.config import TrainConfig, TrainConfigError
 from tfkfp.components.train.core import train
 from tfkfp.components.train.launchers import job, tfjob, vertex
+from tfkfp.components.train.launchers.local import local_cluster
 from tfkfp.components.train.shape import ClusterShape
-from tfkfp.components.train.strategies import local_cluster
 
 
 def config(strategy="default", **fields):
