@@ -25,6 +25,7 @@ SHARED = ("common", "_image")  # what every component may import
 PUBLIC = {
     "train.config": "diagnose_bottleneck checks its request as train does (TrainConfig)",
     "train.models": "diagnose_bottleneck probes the model train would build",
+    "train.shape": "diagnose_bottleneck validates its request as train does (validate)",
     "train.strategies": "diagnose_bottleneck probes under the strategy train would use",
     "freeze_quantize.artifact": "export_tflite reads the tflite_model folder freeze_quantize "
                                 "writes",
