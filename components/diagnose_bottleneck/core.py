@@ -16,7 +16,8 @@ from tfkfp.components.common.dataset import Manifest
 from tfkfp.components.common.schema import Schema, SchemaError
 from tfkfp.components.diagnose_bottleneck import probe, report, verdict
 from tfkfp.components.train import strategies
-from tfkfp.components.train.config import TrainConfig, TrainConfigError
+from tfkfp.components.train.config import TrainConfig
+from tfkfp.components.train.errors import TrainConfigError
 from tfkfp.components.train.shape import validate
 
 IN_PROCESS = strategies.names(multi_process=False)  # the strategies this process can run

@@ -9,10 +9,7 @@ from typing import Dict, List
 import tf_keras
 
 from tfkfp.components.common import uris
-
-
-class TrainingDiverged(RuntimeError):
-    """The loss became NaN or infinite; the last good checkpoint, if any, is kept."""
+from tfkfp.components.train.errors import TrainingDiverged
 
 
 class EpochTimer(tf_keras.callbacks.Callback):

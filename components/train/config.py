@@ -8,13 +8,12 @@ import json
 import os
 from typing import Any, Dict, Tuple
 
+from tfkfp.components.train.errors import TrainConfigError
+
 MODELS = ("mlp", "cnn", "resnet50", "mobilenet_v2")
 OPTIMIZERS = ("adam", "sgd", "rmsprop")
 PRECISIONS = ("float32", "mixed_float16", "mixed_bfloat16")
 
-
-class TrainConfigError(ValueError):
-    """A training request that cannot run; raised before any training work."""
 
 
 @dataclasses.dataclass(frozen=True)

@@ -17,7 +17,8 @@ from typing import Any, Dict, Tuple
 from tfkfp.components.common.dataset import Manifest
 from tfkfp.components.common.schema import Schema, SchemaError
 from tfkfp.components.train import loop, report, strategies
-from tfkfp.components.train.config import TrainConfig, TrainConfigError
+from tfkfp.components.train.config import TrainConfig
+from tfkfp.components.train.errors import TrainConfigError
 from tfkfp.components.train.launchers import job, local, tfjob, vertex
 from tfkfp.components.train.shape import ClusterShape, validate
 

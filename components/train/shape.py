@@ -8,7 +8,8 @@ import dataclasses
 from typing import Dict
 
 from tfkfp.components.train import strategies
-from tfkfp.components.train.config import TrainConfig, TrainConfigError, check_fields
+from tfkfp.components.train.config import TrainConfig, check_fields
+from tfkfp.components.train.errors import TrainConfigError
 
 LAUNCHERS = ("local", "tfjob", "vertex")
 # Local processes share one machine's cores; a cluster's size is the user's to choose, within

@@ -13,7 +13,8 @@ import logging
 import os
 from typing import Any, Callable, Dict, List, Mapping, Tuple
 
-from tfkfp.components.train.config import TrainConfig, TrainConfigError
+from tfkfp.components.train.config import TrainConfig
+from tfkfp.components.train.errors import TrainConfigError
 
 log = logging.getLogger("tfkfp")
 

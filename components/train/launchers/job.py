@@ -11,7 +11,8 @@ from typing import Any, Dict
 
 from tfkfp.components._image import IMAGE
 from tfkfp.components.common import uris
-from tfkfp.components.train.config import TrainConfig, TrainConfigError
+from tfkfp.components.train.config import TrainConfig
+from tfkfp.components.train.errors import TrainConfigError
 
 log = logging.getLogger("tfkfp")
 

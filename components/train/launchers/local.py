@@ -19,13 +19,10 @@ from typing import Deque, Dict, List, TextIO
 
 from tfkfp.components.train import strategies
 from tfkfp.components.train.config import TrainConfig
+from tfkfp.components.train.errors import WorkerFailed
 from tfkfp.components.train.launchers import TAIL_LINES, indented, sigterm_raises
 from tfkfp.components.train.shape import ClusterShape
 from tfkfp.components.train.strategies import Task
-
-
-class WorkerFailed(RuntimeError):
-    """A task of the local cluster exited with an error."""
 
 
 @dataclasses.dataclass(frozen=True)

@@ -11,6 +11,7 @@ import time
 import uuid
 from typing import Any, Deque, Dict
 
+from tfkfp.components.train.errors import TFJobFailed, TFJobReportedFailure
 from tfkfp.components.train.launchers import TAIL_LINES, indented, sigterm_raises
 from tfkfp.components.train.launchers.job import JobPlan, LaunchOptions, worker_command
 from tfkfp.components.train.shape import ClusterShape
@@ -28,12 +29,6 @@ POD_NAMESPACE_FILE = "/var/run/secrets/kubernetes.io/serviceaccount/namespace"
 DEADLINE_GRACE_SECONDS = 60
 
 
-class TFJobFailed(RuntimeError):
-    """The TFJob failed, passed its deadline, or could not be created."""
-
-
-class TFJobReportedFailure(TFJobFailed):
-    """The operator marked the TFJob Failed (the job is kept for inspection)."""
 
 
 def manifest(shape: ClusterShape, job: JobPlan, options: LaunchOptions, name: str,

@@ -7,6 +7,7 @@ import time
 import uuid
 from typing import List
 
+from tfkfp.components.train.errors import VertexJobFailed
 from tfkfp.components.train.launchers import sigterm_raises
 from tfkfp.components.train.launchers.job import JobPlan, LaunchOptions, worker_command
 from tfkfp.components.train.shape import ClusterShape
@@ -16,9 +17,6 @@ log = logging.getLogger("tfkfp")
 ENDED = ("JOB_STATE_SUCCEEDED", "JOB_STATE_FAILED", "JOB_STATE_CANCELLED",
          "JOB_STATE_EXPIRED")
 
-
-class VertexJobFailed(RuntimeError):
-    """The CustomJob failed, was cancelled or expired."""
 
 
 def pool_counts(shape: ClusterShape) -> List[int]:

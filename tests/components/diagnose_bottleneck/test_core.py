@@ -9,7 +9,7 @@ from tfkfp.components.common.schema import SchemaError
 from tfkfp.components.diagnose_bottleneck import memory, report
 from tfkfp.components.diagnose_bottleneck.core import diagnose_bottleneck
 from tfkfp.components.diagnose_bottleneck.verdict import COMPUTE, INPUT, MEMORY
-from tfkfp.components.train.config import TrainConfigError
+from tfkfp.components.train.errors import TrainConfigError
 
 SECONDS = 0.5
 

@@ -5,9 +5,8 @@ import pytest
 
 from conftest import write_csv
 from tfkfp.components.common.schema import SchemaError
-from tfkfp.components.train.callbacks import TrainingDiverged
-from tfkfp.components.train.config import TrainConfigError
 from tfkfp.components.train.core import train
+from tfkfp.components.train.errors import TrainConfigError, TrainingDiverged
 
 
 @pytest.mark.parametrize("options,message", [

@@ -7,8 +7,9 @@ import os
 import pytest
 
 from tfkfp.components._image import IMAGE
-from tfkfp.components.train.config import TrainConfig, TrainConfigError
+from tfkfp.components.train.config import TrainConfig
 from tfkfp.components.train.core import train
+from tfkfp.components.train.errors import TrainConfigError, VertexJobFailed
 from tfkfp.components.train.launchers import job, tfjob, vertex
 from tfkfp.components.train.launchers.local import local_cluster
 from tfkfp.components.train.shape import ClusterShape
@@ -189,7 +190,7 @@ def test_the_vertex_launcher_waits_fails_with_the_error_and_cancels_when_stopped
     assert not ok.cancelled
 
     failed = FakeJobService(["JOB_STATE_RUNNING", "JOB_STATE_FAILED"], error="OOM in chief")
-    with pytest.raises(vertex.VertexJobFailed, match="ended JOB_STATE_FAILED: OOM in chief"):
+    with pytest.raises(VertexJobFailed, match="ended JOB_STATE_FAILED: OOM in chief"):
         vertex.run(shape, plan, options, client=failed)
     assert not failed.cancelled
 

@@ -18,6 +18,7 @@ from cluster_tools import run as run_tool
 from cluster_tools import tool
 
 from tfkfp.components.train.core import train
+from tfkfp.components.train.errors import TFJobFailed
 from tfkfp.components.train.launchers import tfjob
 
 pytestmark = pytest.mark.slow
@@ -157,7 +158,7 @@ def test_a_failed_tfjob_fails_the_step_with_its_reason_and_is_kept(kubeconfig, d
     check = operator.play("broken", lambda job: operator.set_condition(
         "broken", "Failed", "TFJobFailed",
         "TFJob team/broken has failed because 1 Worker replica(s) failed."))
-    with pytest.raises(tfjob.TFJobFailed, match=r"TFJob team/broken failed: TFJobFailed: "
+    with pytest.raises(TFJobFailed, match=r"TFJob team/broken failed: TFJobFailed: "
                                                 r"TFJob team/broken has failed because 1 "
                                                 r"Worker replica\(s\) failed"):
         train(demo_dataset, str(tmp_path / "model"), strategy="multi_worker_mirrored",
@@ -172,7 +173,7 @@ def test_a_tfjob_past_its_deadline_is_deleted_and_fails_the_step(kubeconfig, dem
     monkeypatch.setattr(tfjob, "DEADLINE_GRACE_SECONDS", 0)
     operator = Operator(kubeconfig)
     check = operator.play("slow", lambda job: operator.set_condition("slow", "Running"))
-    with pytest.raises(tfjob.TFJobFailed, match="passed its deadline of 2 s"):
+    with pytest.raises(TFJobFailed, match="passed its deadline of 2 s"):
         train(demo_dataset, str(tmp_path / "model"), launcher="tfjob",
               launcher_options=options(tmp_path, "slow", deadline_seconds=2))
     check()
@@ -201,7 +202,7 @@ def test_cancelling_the_step_deletes_the_tfjob(kubeconfig, demo_dataset, tmp_pat
 
 
 def test_a_tfjob_that_cannot_be_created_says_why(kubeconfig, demo_dataset, tmp_path):
-    with pytest.raises(tfjob.TFJobFailed, match=r"could not create TFJob nowhere/lost: 404 "
+    with pytest.raises(TFJobFailed, match=r"could not create TFJob nowhere/lost: 404 "
                                                 r"Not Found: namespaces \"nowhere\" not found"):
         train(demo_dataset, str(tmp_path / "model"), launcher="tfjob",
               launcher_options={**options(tmp_path, "lost"), "namespace": "nowhere"})
