@@ -155,3 +155,15 @@ def test_subclassed_model_fn_counts_parameters_and_says_activations_are_unknown(
     assert result.figures["parameters"] == 64 * 10 + 10
     assert result.figures["activations_known"] is False
     assert "unknown for this model" in result.markdown()
+
+
+def test_a_table_with_gaps_and_unicode_strings_is_diagnosed(tmp_path):
+    from conftest import messy_rows, write_messy_csv
+    from tfkfp.components.shard_tfrecords.core import shard_tfrecords
+
+    path = write_messy_csv(tmp_path / "messy.csv", messy_rows(600))
+    shard_tfrecords(path, str(tmp_path / "ds"), label="label", keys=["id"])
+    result = diagnose_bottleneck(str(tmp_path / "ds"), seconds=SECONDS)
+    assert result.verdict in (COMPUTE, INPUT, MEMORY)
+    assert result.figures["input_records_per_second"] > 0
+    assert result.figures["compute_records_per_second"] > 0
