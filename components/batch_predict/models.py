@@ -2,22 +2,27 @@
 
 Both are called on raw feature columns (the ``serving_raw`` signature, which is also what
 the TFLite model was converted from): records are parsed once by the reader, so key columns
-can be carried through and a bad record can be told apart from its batch. The model is
+can be carried through and a bad record can be told apart from its batch. String columns are
+fed as they are read (UTF-8 bytes; the model looks them up itself). A TFLite bundle's
+``signature.json`` gives the fill of each imputed float input: a gap (NaN) is fed as it,
+since a NaN does not survive a quantized input (common.tflite_feeding). The model is
 injected into the core as a ``Predictor``, so tests and benchmarks can hand it a small real
 one.
 """
 
 import dataclasses
+import json
 import os
 from typing import Callable, Dict, List, Tuple
 
 import numpy as np
 
 from tfkfp.components.batch_predict.errors import PredictInputError
-from tfkfp.components.common import savedmodel, uris
+from tfkfp.components.common import savedmodel, tflite_feeding, uris
 from tfkfp.components.common.schema import Schema
 
 TFLITE_FILE = "model.tflite"
+SIGNATURE_FILE = "signature.json"  # beside model.tflite in an export_tflite bundle
 _NUMPY_DTYPES = {np.dtype(np.float32): "float32", np.dtype(np.int64): "int64",
                  np.dtype(np.bytes_): "string", np.dtype(np.object_): "string"}
 
@@ -116,12 +121,29 @@ def _load_tflite(path: str, labels_uri: str, threads: int) -> Predictor:
     details = runner.get_input_details()
     inputs = {name: _tflite_input(d) for name, d in details.items()}
     output = runner.get_output_details()["probabilities"]
+    fills = _bundle_fills(path)
 
     def predict(features: Dict[str, np.ndarray]) -> np.ndarray:
-        out = runner(**{name: _quantize(features[name], details[name]) for name in inputs})
+        out = runner(**{name: _quantize(tflite_feeding.fill_gaps(features[name],
+                                                                 fills.get(name)),
+                                        details[name]) for name in inputs})
         return _dequantize(out["probabilities"], output)
 
     return Predictor("tflite", path, inputs, labels, predict, handle=interpreter)
+
+
+def _bundle_fills(path: str) -> Dict[str, np.ndarray]:
+    """The gap fills of the bundle's signature.json beside the .tflite file, if there is one."""
+    head = path.rpartition("/")[0] or "."
+    signature = uris.join(head, SIGNATURE_FILE)
+    if not uris.exists(signature):
+        return {}
+    try:
+        return tflite_feeding.fills_from_signature(json.loads(uris.read_text(signature)))
+    except (ValueError, AttributeError, TypeError) as err:
+        raise PredictInputError(f"{signature}: not a readable TFLite bundle signature "
+                                f"({err}); expected the signature.json export_tflite "
+                                "writes") from err
 
 
 def _cores() -> int:

@@ -4,7 +4,9 @@
 ``ai_edge_litert.interpreter.Interpreter`` and signature runners, so inputs and outputs are
 addressed by the names of the SavedModel signature the model was converted from. Quantized
 inputs (int8/int16 with a scale) are quantized from float on the way in and quantized
-outputs dequantized on the way out, so callers always see real values.
+outputs dequantized on the way out, so callers always see real values. Given the model's
+fills (common.tflite_feeding), a gap (NaN) in a float input is replaced by its fill before
+quantizing: a NaN does not survive a QUANTIZE op or an int8 input.
 """
 
 import os
@@ -15,6 +17,7 @@ from typing import Any, Dict, List
 import numpy as np
 
 from tfkfp.components.common import uris
+from tfkfp.components.common.tflite_feeding import fill_gaps
 
 
 class LiteRTError(ValueError):
@@ -70,8 +73,10 @@ def io_details(runner) -> Dict[str, Dict[str, Dict[str, Any]]]:
             "outputs": describe(runner.get_output_details())}
 
 
-def run(runner, inputs: Dict[str, np.ndarray], batch_size: int = 256) -> Dict[str, np.ndarray]:
-    """Run a signature over inputs in batches; quantized tensors are handled both ways."""
+def run(runner, inputs: Dict[str, np.ndarray], batch_size: int = 256,
+        fills: Dict[str, np.ndarray] | None = None) -> Dict[str, np.ndarray]:
+    """Run a signature over inputs in batches; quantized tensors are handled both ways and
+    gaps (NaN) in an input with a fill are fed as the fill."""
     in_details = runner.get_input_details()
     missing = sorted(set(in_details) - set(inputs))
     extra = sorted(set(inputs) - set(in_details))
@@ -82,14 +87,16 @@ def run(runner, inputs: Dict[str, np.ndarray], batch_size: int = 256) -> Dict[st
     count = len(next(iter(inputs.values())))
     parts: Dict[str, List[np.ndarray]] = {}
     for start in range(0, count, batch_size):
-        batch = {k: _to_input(v[start:start + batch_size], in_details[k])
+        batch = {k: _to_input(v[start:start + batch_size], in_details[k], (fills or {}).get(k))
                  for k, v in inputs.items()}
         for name, value in runner(**batch).items():
             parts.setdefault(name, []).append(_from_output(value, out_details[name]))
     return {name: np.concatenate(values) for name, values in parts.items()}
 
 
-def _to_input(values: np.ndarray, details: Dict) -> np.ndarray:
+def _to_input(values: np.ndarray, details: Dict, fill: np.ndarray | None = None) -> np.ndarray:
+    """values as the input tensor takes them: gaps filled, quantized if it is quantized."""
+    values = fill_gaps(values, fill)
     dtype = np.dtype(details["dtype"])
     scale, zero_point = details["quantization"]
     if scale and values.dtype.kind == "f" and dtype.kind in "iu":
@@ -105,10 +112,12 @@ def _from_output(values: np.ndarray, details: Dict) -> np.ndarray:
     return np.array(values, copy=True)  # the runner's buffers are reused by the next call
 
 
-def latency(runner, inputs: Dict[str, np.ndarray], batch_size: int, runs: int) -> float:
+def latency(runner, inputs: Dict[str, np.ndarray], batch_size: int, runs: int,
+            fills: Dict[str, np.ndarray] | None = None) -> float:
     """Median seconds per call of the signature on the first batch_size examples."""
     details = runner.get_input_details()
-    batch = {k: _to_input(v[:batch_size], details[k]) for k, v in inputs.items()}
+    batch = {k: _to_input(v[:batch_size], details[k], (fills or {}).get(k))
+             for k, v in inputs.items()}
     runner(**batch)  # warm-up: allocation, delegate preparation
     times = []
     for _ in range(max(runs, 1)):

@@ -7,24 +7,58 @@ dataset; ``integer_io`` also makes float inputs/outputs int8) and ``int16x8`` (i
 activations, int8 weights). Ops that cannot be quantized (casts, argmax, the label gather)
 stay in float or integer builtins; ``select_tf_ops`` lets ops with no builtin fall back to
 TensorFlow kernels (Flex), at the price of a larger runtime in the app.
+
+``prepare`` freezes the signature first (common.tflite_graph): its lookup tables, the fills of
+imputed inputs and the vocabularies of string inputs come from there. A signature with a
+Keras one-hot (``DenseBincount``, a Flex-only op) is converted from that frozen graph, the
+one-hot rewritten to builtins and the tables attached again, saved as a SavedModel
+(``convertible``); any other straight from its SavedModel, tables included.
 """
 
+import contextlib
+import dataclasses
 import re
+import tempfile
 from typing import Callable, Dict, Iterator, List
 
 import numpy as np
 
+from tfkfp.components.common import tflite_feeding, tflite_graph
+from tfkfp.components.common.tflite_feeding import CALIBRATED, Feeding
+
 MODES = ("none", "dynamic", "float16", "int8", "int16x8")
-CALIBRATED = ("int8", "int16x8")
 
 
 class ConversionError(RuntimeError):
     """The converter refused the model; the message names the ops and the option to try."""
 
 
+@dataclasses.dataclass(frozen=True)
+class Prepared:
+    frozen: tflite_graph.FrozenSignature
+    feeding: Feeding
+
+
+def prepare(fn) -> Prepared:
+    """Freeze a signature function and read how its inputs are fed."""
+    frozen = tflite_graph.freeze_signature(fn)
+    return Prepared(frozen, tflite_feeding.from_frozen(frozen))
+
+
+@contextlib.contextmanager
+def convertible(model_dir: str, signature: str, fn, prepared: Prepared) -> Iterator[str]:
+    """The SavedModel directory to convert: model_dir, or the rewritten frozen graph saved in
+    a temporary directory for as long as the context lasts."""
+    if not prepared.frozen.needs_rebuild:
+        yield model_dir
+        return
+    with tempfile.TemporaryDirectory(prefix="tfkfp-tflite-") as tmp:
+        yield tflite_graph.write_convertible(prepared.frozen, signature, fn, tmp)
+
+
 def convert(model_dir: str, signature: str, mode: str,
             representative: Callable[[], Iterator[Dict[str, np.ndarray]]] | None = None,
-            integer_io: bool = False, select_tf_ops: bool = False) -> bytes:
+            integer_io: bool = False, select_tf_ops: bool = False, source: str = "") -> bytes:
     """Convert one signature of a SavedModel to a .tflite flatbuffer.
 
     Args:
@@ -34,12 +68,15 @@ def convert(model_dir: str, signature: str, mode: str,
         representative: yields dicts of single-example input arrays, for int8/int16x8.
         integer_io: int8 mode: float inputs and outputs become int8 too.
         select_tf_ops: allow TensorFlow ops that have no TFLite builtin (Flex).
+        source: the SavedModel actually read (see ``convertible``); default model_dir, which
+            errors name either way.
     """
     import tensorflow as tf
 
     if mode not in MODES:
         raise ValueError(f"quantization mode {mode!r} is not one of {MODES}")
-    converter = tf.lite.TFLiteConverter.from_saved_model(model_dir, signature_keys=[signature])
+    converter = tf.lite.TFLiteConverter.from_saved_model(source or model_dir,
+                                                         signature_keys=[signature])
     ops: List = [tf.lite.OpsSet.TFLITE_BUILTINS]
     if mode != "none":
         converter.optimizations = [tf.lite.Optimize.DEFAULT]
@@ -92,10 +129,14 @@ def conversion_error(err: Exception, model_dir: str, signature: str, mode: str,
                            f"kernel; {hint}")
 
 
-def representative_dataset(features: Dict[str, np.ndarray]
+def representative_dataset(features: Dict[str, np.ndarray],
+                           fills: Dict[str, np.ndarray] | None = None
                            ) -> Callable[[], Iterator[Dict[str, np.ndarray]]]:
-    """A generator factory yielding one example at a time, as the converter calibrates."""
+    """A generator factory yielding one example at a time, as the converter calibrates.
+    Gaps (NaN) are replaced by the model's fills: a NaN would spoil the calibrated ranges."""
     count = len(next(iter(features.values())))
+    features = {name: tflite_feeding.fill_gaps(values, (fills or {}).get(name))
+                for name, values in features.items()}
 
     def generate() -> Iterator[Dict[str, np.ndarray]]:
         for i in range(count):

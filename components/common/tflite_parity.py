@@ -44,11 +44,13 @@ class Timing:
 
 
 def compare(mode: str, content: bytes, signature: str, examples: Examples,
-            reference: Dict[str, np.ndarray], timing: Timing | None = None) -> Figures:
-    """Run the .tflite model on every example and, if timing is given, time it."""
+            reference: Dict[str, np.ndarray], timing: Timing | None = None,
+            fills: Dict[str, np.ndarray] | None = None) -> Figures:
+    """Run the .tflite model on every example (gaps fed as the model's fills, see
+    common.tflite_feeding) and, if timing is given, time it."""
     interpreter = litert.load_interpreter(content, timing.num_threads if timing else 0)
     runner = litert.signature_runner(interpreter, signature)
-    got = litert.run(runner, examples.features)
+    got = litert.run(runner, examples.features, fills=fills)
     probs, ref_probs = got["probabilities"], reference["probabilities"]
     diff = np.abs(probs.astype(np.float64) - ref_probs)
     figures = dict(
@@ -62,9 +64,9 @@ def compare(mode: str, content: bytes, signature: str, examples: Examples,
         batch = min(timing.batch_size, len(examples))
         figures.update(
             latency_example_ms=1000 * litert.latency(runner, examples.features, 1,
-                                                     timing.runs * 5),
+                                                     timing.runs * 5, fills),
             latency_batch_ms=1000 * litert.latency(runner, examples.features, batch,
-                                                   timing.runs),
+                                                   timing.runs, fills),
             batch_size=batch)
     return Figures(**figures)
 

@@ -6,7 +6,9 @@ LiteRT, the runtime the app ships, on held-out examples next to the SavedModel i
 TensorFlow: top-1 agreement, max and mean absolute difference of the probabilities and the
 accuracy of both. A gate (``max_accuracy_drop``, ``min_agreement``) fails the export with
 the figures when the model is not good enough; the bundle (``model.tflite``, ``labels.txt``,
-``signature.json``, ``validation.json``) is only written when it passes.
+``signature.json``, ``validation.json``) is only written when it passes. ``signature.json``
+says how each input is fed: string inputs as raw UTF-8 (the model holds its vocabulary), and
+what to feed for a gap (common.tflite_feeding).
 """
 
 import dataclasses
@@ -109,23 +111,27 @@ def export_tflite(
     """
     started = time.monotonic()
     _check_options(mode, quantized_dir, validation_examples, min_agreement)
-    _, fn = tflite_inputs.load_signature(model_dir, signature)
+    loaded, fn = tflite_inputs.load_signature(model_dir, signature)  # loaded owns fn's tables
     schema = tflite_inputs.dataset_schema(dataset)
     tflite_inputs.check_schema(fn, signature, schema, f"dataset {dataset}")
     names = sorted(tflite_inputs.signature_inputs(fn))
+    prepared = tflite_convert.prepare(fn)
+    fills = prepared.feeding.fills
     if quantized_dir:
         (content, mode), source = artifact.read(quantized_dir, signature), quantized_dir
     else:
-        content, source = _convert(model_dir, dataset, signature, mode, names,
-                                   calibration_examples, integer_io, select_tf_ops), "converted"
+        with tflite_convert.convertible(model_dir, signature, fn, prepared) as converted:
+            content = _convert(model_dir, converted, dataset, signature, mode, names,
+                               calibration_examples, integer_io, select_tf_ops, fills)
+        source = "converted"
     examples = tflite_inputs.load_examples(dataset, validation_split, validation_examples,
                                            names, "validation")
     reference = tflite_inputs.reference_outputs(fn, examples)
-    figures = tflite_parity.compare(mode, content, signature, examples, reference)
+    figures = tflite_parity.compare(mode, content, signature, examples, reference, fills=fills)
     _gate(figures, max_accuracy_drop, min_agreement)
     labels = savedmodel.load_labels(model_dir)
     sig = bundle.signature_json(content, signature, savedmodel.load_schema(model_dir), labels,
-                                mode)
+                                mode, prepared.feeding)
     result = ExportResult(output_dir, mode, source, figures, sig, max_accuracy_drop,
                           min_agreement, time.monotonic() - started)
     validation = {**result.metadata(), "seconds": round(result.seconds, 2)}
@@ -154,15 +160,16 @@ def _check_options(mode: str, quantized_dir: str, validation_examples: int,
         raise QuantizeInputError(f"min_agreement {min_agreement} is outside [0, 1]")
 
 
-def _convert(model_dir, dataset, signature, mode, names, calibration_examples, integer_io,
-             select_tf_ops) -> bytes:
+def _convert(model_dir, converted, dataset, signature, mode, names, calibration_examples,
+             integer_io, select_tf_ops, fills) -> bytes:
     representative = None
     if mode in tflite_convert.CALIBRATED:
         calibration = tflite_inputs.load_examples(dataset, "train", calibration_examples, names,
                                                   "calibration")
-        representative = tflite_convert.representative_dataset(calibration.features)
+        representative = tflite_convert.representative_dataset(calibration.features, fills)
     return tflite_convert.convert(model_dir, signature, mode, representative,
-                                  integer_io=integer_io, select_tf_ops=select_tf_ops)
+                                  integer_io=integer_io, select_tf_ops=select_tf_ops,
+                                  source=converted)
 
 
 def _gate(figures: Figures, max_accuracy_drop: float, min_agreement: float) -> None:

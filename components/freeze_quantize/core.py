@@ -1,10 +1,12 @@
 """Freeze a tfkfp SavedModel and quantize it to TFLite, measuring every mode tried.
 
-The SavedModel's ``serving_raw`` signature (tensor inputs, no strings in) is frozen into an
-optimised inference GraphDef, checked against the SavedModel, and converted to TFLite in the
+The SavedModel's ``serving_raw`` signature (one tensor per feature column, strings included)
+is frozen into an optimised inference GraphDef, checked against the SavedModel, and
+converted to TFLite (lookup tables as TFLite hash-table builtins) in the
 requested mode, or in every mode for ``auto``. Each converted model is run in LiteRT on the
 eval split: size, accuracy, top-1 agreement with the SavedModel, output difference and
-latency. ``auto`` keeps the smallest model whose accuracy drop is within
+latency; gaps (NaN) are fed as the model's fills (common.tflite_feeding), recorded per input
+in quantization.json. ``auto`` keeps the smallest model whose accuracy drop is within
 ``max_accuracy_drop``; an explicit mode must meet it too. Outputs are written under staging
 names and renamed into place: a failed run writes nothing.
 """
@@ -17,6 +19,7 @@ from typing import Dict, List
 from tfkfp.components.common import (
     savedmodel,
     tflite_convert,
+    tflite_feeding,
     tflite_inputs,
     tflite_parity,
     uris,
@@ -134,14 +137,16 @@ def freeze_quantize(
         calibration = tflite_inputs.load_examples(dataset, calibration_split,
                                                   calibration_examples, names, "calibration")
     reference = tflite_inputs.reference_outputs(fn, examples)
-    frozen = freeze.freeze(loaded, fn)
+    prepared = tflite_convert.prepare(fn)
+    frozen = freeze.freeze(loaded, fn, prepared.frozen)
     frozen_out = freeze.run_graph(frozen.graph_def, frozen.inputs, frozen.outputs, examples)
     contents, figures = {}, []
-    for m in modes:
-        contents[m], measured = _convert_and_measure(
-            model_dir, signature, m, calibration, integer_io, select_tf_ops, examples,
-            reference, timing or Timing())
-        figures.append(measured)
+    with tflite_convert.convertible(model_dir, signature, fn, prepared) as source:
+        for m in modes:
+            contents[m], measured = _convert_and_measure(
+                model_dir, source, signature, m, calibration, integer_io, select_tf_ops,
+                examples, reference, timing or Timing(), prepared.feeding.fills)
+            figures.append(measured)
     chosen = _choose(figures, mode, max_accuracy_drop)
     result = FreezeQuantizeResult(
         mode=chosen.mode, signature=signature, figures=figures, frozen=frozen.spec(),
@@ -149,7 +154,9 @@ def freeze_quantize(
         frozen_max_abs_diff=_max_diff(frozen_out, reference), tflite_dir=tflite_dir,
         frozen_dir=frozen_dir, seconds=time.monotonic() - started)
     uris.publish_dir(frozen.files(), frozen_dir)
-    options = {"integer_io": integer_io, "select_tf_ops": select_tf_ops}
+    options = {"integer_io": integer_io, "select_tf_ops": select_tf_ops,
+               "fills": {k: tflite_feeding.to_json(v)
+                         for k, v in sorted(prepared.feeding.fills.items())}}
     artifact.write(tflite_dir, contents[chosen.mode], {**result.metadata(), **options})
     log.info("chose %s: %d bytes, accuracy %.4f (drop %.2f points)", chosen.mode,
              chosen.size_bytes, chosen.accuracy, 100 * chosen.accuracy_drop)
@@ -166,14 +173,16 @@ def _check_options(mode: str, calibration_examples: int, eval_examples: int) -> 
         raise QuantizeInputError(f"eval_examples {eval_examples} is below 1")
 
 
-def _convert_and_measure(model_dir, signature, mode, calibration, integer_io, select_tf_ops,
-                         examples, reference, timing):
+def _convert_and_measure(model_dir, source, signature, mode, calibration, integer_io,
+                         select_tf_ops, examples, reference, timing, fills):
     started = time.monotonic()
-    representative = (tflite_convert.representative_dataset(calibration.features)
+    representative = (tflite_convert.representative_dataset(calibration.features, fills)
                       if mode in tflite_convert.CALIBRATED else None)
     content = tflite_convert.convert(model_dir, signature, mode, representative,
-                                     integer_io=integer_io, select_tf_ops=select_tf_ops)
-    figures = tflite_parity.compare(mode, content, signature, examples, reference, timing)
+                                     integer_io=integer_io, select_tf_ops=select_tf_ops,
+                                     source=source)
+    figures = tflite_parity.compare(mode, content, signature, examples, reference, timing,
+                                    fills)
     log.info("%s: %d bytes, accuracy %.4f, agreement %.4f (%.1fs)", mode, len(content),
              figures.accuracy, figures.agreement, time.monotonic() - started)
     return content, figures

@@ -7,6 +7,7 @@ import json
 import os
 
 import pytest
+from string_tables import string_table  # noqa: F401  (a session fixture)
 
 
 @pytest.fixture(scope="session")

@@ -1,4 +1,5 @@
 import pytest
+from string_tables import string_table  # noqa: F401  (a session fixture)
 
 
 @pytest.fixture(scope="session")
