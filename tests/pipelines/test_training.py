@@ -1,46 +1,50 @@
 import json
-import os
+import re
 
-import numpy as np
 import pytest
 
-from conftest import write_csv
+from conftest import messy_rows, write_messy_csv
 from tfkfp.pipelines import local_run
+from tfkfp.pipelines.cli import main
 
 
 @pytest.fixture(scope="module")
 def two_file_table(tmp_path_factory):
-    """A small learnable table split over two CSV files (for sharding fan-out)."""
+    """A learnable table like users have (Unicode strings with commas and quotes, blank
+    cells, ``nan``, whole numbers with blanks, a string label) split over two CSV files."""
     folder = tmp_path_factory.mktemp("table")
-    rng = np.random.default_rng(0)
+    rows = messy_rows(800)
     for part in range(2):
-        rows = []
-        for i in range(part * 400, part * 400 + 400):
-            x, y = rng.normal(size=2)
-            rows.append([i, round(x, 4), round(y, 4), "up" if x + y > 0 else "down"])
-        write_csv(folder / f"part{part}.csv", ["id", "x", "y", "side"], rows)
+        write_messy_csv(folder / f"part{part}.csv", rows[part * 400:(part + 1) * 400])
     return str(folder)
 
 
 @pytest.mark.slow
 def test_training_pipeline_fans_out_sharding_and_ships_a_validated_tflite_model(
-        two_file_table, tmp_path):
-    task = local_run.run_local("training", {
-        "input_uri": two_file_table, "label": "side", "keys": ["id"], "shard_groups": 2,
-        "epochs": 3, "hidden_units": "16", "learning_rate": 0.01, "quantization": "dynamic",
-        "max_accuracy_drop": 0.05, "min_agreement": 0.9, "output_format": "csv",
-        "diagnose": True},
-        str(tmp_path / "root"))
-    outputs = local_run.outputs_of(task)
-    assert outputs["model"].metadata["eval_accuracy"] > 0.85
-    assert os.path.exists(os.path.join(outputs["tflite"].path, "model.tflite"))
-    assert outputs["tflite"].metadata["agreement"] >= 0.9
-    predictions = outputs["predictions"].metadata
-    assert predictions["inputs"] == predictions["predictions"] > 0
-    merged = json.load(open(next((tmp_path / "root").rglob("merge-datasets/dataset/"
-                                                          "manifest.json"))))
+        two_file_table, tmp_path, capsys):
+    root = tmp_path / "root"
+    settings = {"input_uri": two_file_table, "keys": '["id"]', "shard_groups": 2,
+                "epochs": 6, "hidden_units": "16", "learning_rate": 0.01,
+                "quantization": "dynamic", "max_accuracy_drop": 0.05, "min_agreement": 0.9,
+                "output_format": "csv", "diagnose": "true"}
+    code = main(["run", "training", "--local", "--pipeline-root", str(root)]
+                + [arg for k, v in settings.items() for arg in ("--set", f"{k}={v}")])
+    assert code == 0  # the command a user types
+    table = capsys.readouterr().out
+    assert "| model |" in table and "| tflite |" in table
+    model_row = next(line for line in table.splitlines() if line.startswith("| model |"))
+    assert float(re.search(r"eval_accuracy=([\d.]+)", model_row).group(1)) > 0.7
+    bundle = next(root.rglob("export-tflite/bundle"))
+    assert (bundle / "model.tflite").exists()
+    signature = json.load(open(bundle / "signature.json"))
+    inputs = signature["inputs"]  # how an app feeds strings and gaps to the bundle
+    assert inputs["colour"]["missing"]["feed"] == "" and inputs["colour"]["lookup"]
+    assert inputs["x"]["missing"]["feed"] == "NaN" and len(inputs["x"]["missing"]["fill"]) == 1
+    merged = json.load(open(next(root.rglob("merge-datasets/dataset/manifest.json"))))
     assert len(merged["merged_from"]) == 2
-    report = next((tmp_path / "root").rglob("diagnose-bottleneck/report")).read_text()
+    schema = json.load(open(next(root.rglob("merge-datasets/dataset/schema.json"))))
+    assert {c["name"]: c.get("missing", 0) for c in schema["columns"]}["x"] > 0
+    report = next(root.rglob("diagnose-bottleneck/report")).read_text()
     assert "bound" in report
 
 
@@ -48,7 +52,7 @@ def test_training_pipeline_fans_out_sharding_and_ships_a_validated_tflite_model(
 def test_the_accuracy_gate_stops_the_pipeline(two_file_table, tmp_path, capfd):
     with pytest.raises(RuntimeError, match="export-tflite"):
         local_run.run_local("training", {
-            "input_uri": two_file_table, "label": "side", "epochs": 1, "hidden_units": "8",
+            "input_uri": two_file_table, "epochs": 1, "hidden_units": "8",
             "quantization": "dynamic", "min_agreement": 1.5}, str(tmp_path / "root"))
     log = "".join(capfd.readouterr())
     assert "agreement" in log and "min_agreement" in log
