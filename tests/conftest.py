@@ -115,3 +115,15 @@ def demo_model(demo_dataset, tmp_path_factory):
     model.fit(make_dataset(demo_dataset, batch_size=64, seed=1), epochs=8, verbose=0)
     out = str(tmp_path_factory.mktemp("demo_model") / "model")
     return export_model(model, schema, out, {"framework": "tensorflow"})
+
+
+def cut_shard(path, keep):
+    """Truncate an uncompressed TFRecord shard after its first ``keep`` records, exactly on a
+    record boundary (every record left reads cleanly). Returns (records, bytes) before and
+    the bytes after."""
+    import tensorflow as tf
+
+    lengths = [len(r.numpy()) for r in tf.data.TFRecordDataset(path)]
+    before = os.path.getsize(path)
+    os.truncate(path, sum(n + 16 for n in lengths[:keep]))  # 16: the frame of a record
+    return len(lengths), before, os.path.getsize(path)

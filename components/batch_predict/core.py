@@ -9,8 +9,10 @@ summary of a group goes to ``summary-group-G-of-M.json``.
 Per file, three stages overlap: a reader thread reads and parses batches (TensorFlow ops
 release the GIL), the calling thread runs the model, and a writer thread formats and writes
 the previous batch. Each output file is written under a temporary name and renamed when
-complete; a rerun overwrites it. Options, the model and the data's schema are checked
-before anything is written, so a model/data mismatch leaves no output behind.
+complete; a rerun overwrites it. Options, the model, the data's schema and a Dataset's shard
+sizes (against its manifest) are checked before anything is written, so a model/data
+mismatch or a truncated shard leaves no output behind. A record the manifest lists but the
+shard does not yield is an error row: inputs = predictions + errors = the manifest's count.
 """
 
 import concurrent.futures
@@ -26,6 +28,7 @@ from tfkfp.components.batch_predict.errors import PredictInputError
 from tfkfp.components.batch_predict.merge import SUMMARY_PREFIX
 from tfkfp.components.batch_predict.models import Predictor, load_predictor
 from tfkfp.components.batch_predict.records import Chunk, ErrorRow, prefetch, split_failures
+from tfkfp.components.batch_predict.tfrecords import missing_records
 from tfkfp.components.common import uris
 from tfkfp.components.common.dataset import select_group
 from tfkfp.components.common.progress import Progress, log
@@ -123,6 +126,7 @@ def batch_predict(
                                 f"{len(predictor.labels)} classes")
     chosen = select_group(range(len(plan.files)), shard_group, num_shard_groups, what="shard",
                           error=PredictInputError, allow_empty=True)
+    sources.check_shards(plan, chosen)
     read = _reader(plan, [plan.files[i] for i in chosen], features, key_columns, batch_size)
     uris.makedirs(output_dir)
     total = sum(plan.expected[i] for i in chosen) if None not in plan.expected else None
@@ -214,11 +218,8 @@ class _Task:
         good, bad = split_failures(attempt, chunk.rows)
         errors = [ErrorRow(path, int(chunk.records[i]), -1, f"prediction failed: {err}")
                   for i, err in bad]
-        if bad:
-            keep = np.setdiff1d(np.arange(chunk.rows), [i for i, _ in bad])
-            keys = {n: v[keep] for n, v in chunk.keys.items()}
-        else:
-            keys = chunk.keys
+        keep = np.setdiff1d(np.arange(chunk.rows), [i for i, _ in bad]) if bad else None
+        keys = chunk.keys if keep is None else {n: v[keep] for n, v in chunk.keys.items()}
         if not good:
             return self.empty(), errors
         probs = np.concatenate([np.asarray(p) for _, _, p in good]) if len(good) > 1 \
@@ -254,9 +255,8 @@ def top_k_of(probs: np.ndarray, k: int):
 
 def _finish(result: PredictResult) -> None:
     """Drop output of another layout or format from earlier runs; write the summary."""
-    keep = set()
-    for index in range(result.num_shards):
-        keep.update(writers.shard_names(index, result.num_shards, result.output_format).values())
+    keep = {name for index in range(result.num_shards) for name in
+            writers.shard_names(index, result.num_shards, result.output_format).values()}
     for name in uris.listdir(result.output_dir):
         stale_shard = name.startswith(("predictions-", "errors-")) and name not in keep
         stale_summary = name.startswith(SUMMARY_PREFIX) and \
@@ -277,6 +277,7 @@ class _Shard:
         self.out = writers.ShardWriter(uris.join(output_dir, self.names["predictions"]), fmt)
         self.errors: List[ErrorRow] = []
         self.inputs = self.rows = 0
+        self.expected = plan.expected[index]  # records the manifest lists, if it does
 
     def add(self, chunk: Chunk, failed: List[ErrorRow], rows: int) -> None:
         self.errors += chunk.errors + failed
@@ -284,6 +285,8 @@ class _Shard:
 
     def finish(self, empty) -> None:
         """Close the shard: rename its predictions into place, write its errors file."""
+        missing = missing_records(self.path, self.expected, self.inputs)
+        self.errors, self.inputs = self.errors + missing, self.inputs + len(missing)
         self.out.commit(empty)
         writers.write_errors(uris.join(self.output_dir, self.names["errors"]), self.fmt,
                              self.errors)

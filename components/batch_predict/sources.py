@@ -14,7 +14,9 @@ from tfkfp.components.batch_predict.errors import PredictInputError
 from tfkfp.components.batch_predict.models import Predictor
 from tfkfp.components.common import uris
 from tfkfp.components.common.dataset import (
+    MANIFEST_FILE,
     Manifest,
+    check_sizes,
     compression_of_files,
     is_dataset,
     tf_compression,
@@ -35,6 +37,8 @@ class InputPlan:
     compression: str  # 'GZIP' or '' (TFRecords)
     schema: Schema  # the columns the data has
     expected: Tuple[int | None, ...]  # records per file where a manifest says
+    sizes: Tuple[int | None, ...] = ()  # bytes per file where a manifest says
+    manifest: str = ""  # the manifest.json that lists the files, if one does
 
 
 def resolve_input(data_uri: str, split: str = "all", schema_uri: str = "",
@@ -62,11 +66,29 @@ def _dataset_dir(data_uri: str, split: str, schema_uri: str) -> InputPlan:
         raise PredictInputError(f"{data_uri} has no split {split!r}; it has "
                                 f"{list(manifest.splits)} (or use 'all')")
     splits = list(manifest.splits) if split == "all" else [split]
-    files = [f for name in splits for f in manifest.shard_files(name)]
+    files = [f for name in splits for f in manifest.shard_files(name, check=False)]
     expected = [n for name in splits for n in manifest.shard_records(name)]
+    sizes = [n for name in splits for n in manifest.shard_sizes(name)]
+    if not schema_uri:
+        _as_input_error(manifest.check_schema)
     schema = Schema.load(schema_uri or data_uri)
     return InputPlan("tfrecord", tuple(files), tf_compression(manifest.compression), schema,
-                     tuple(expected))
+                     tuple(expected), tuple(sizes), uris.join(data_uri, MANIFEST_FILE))
+
+
+def check_shards(plan: InputPlan, chosen: Sequence[int]) -> None:
+    """One stat per chosen shard against the manifest's bytes, before anything is read: a
+    shard truncated (even on a record boundary), replaced or removed fails the run, named."""
+    if plan.manifest:
+        _as_input_error(check_sizes, [plan.files[i] for i in chosen],
+                        [plan.sizes[i] for i in chosen], plan.manifest)
+
+
+def _as_input_error(check, *args) -> None:
+    try:
+        check(*args)
+    except SchemaError as err:
+        raise PredictInputError(str(err)) from None
 
 
 def _files(data_uri: str) -> List[str]:

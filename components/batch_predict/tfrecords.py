@@ -10,6 +10,10 @@ go wrong, and neither aborts the run:
 - the file itself is corrupt or truncated: reading stops with a DataLossError. The records
   of the batch in progress are read again one by one up to the failure, and the shard is
   reported with its file name, the record index and the byte offset where reading failed.
+
+A shard listed in a manifest yields as many inputs as the manifest lists: each listed record
+it did not yield (cut on a record boundary, or unread after a corruption) is an error row
+naming the shard and both counts (``missing_records``).
 """
 
 import re
@@ -17,13 +21,14 @@ from typing import Iterator, List
 
 import numpy as np
 
-from tfkfp.components.batch_predict.errors import clean_tf_message
+from tfkfp.components.batch_predict.errors import PredictInputError, clean_tf_message
 from tfkfp.components.batch_predict.records import (
     Chunk,
     ErrorRow,
     concat_columns,
     split_failures,
 )
+from tfkfp.components.common.progress import log
 from tfkfp.components.common.reader import decode_column, feature_spec
 from tfkfp.components.common.schema import Column
 
@@ -120,3 +125,19 @@ def _after_corruption(path: str, compression: str, parse, done: int, offset: int
         path, done + len(tail), at,
         f"corrupt TFRecord shard {path}: reading failed at record {done + len(tail)}, "
         f"{where} ({message}); the rest of the shard was not read")])
+
+
+def missing_records(path: str, expected: int | None, found: int) -> List[ErrorRow]:
+    """An error row for each record the manifest lists (``expected``) that the shard did not
+    yield; a shard yielding more than its manifest lists is refused, named."""
+    if expected is None or found == expected:
+        return []
+    if found > expected:
+        raise PredictInputError(f"shard {path} yielded {found} records but its manifest lists "
+                                f"{expected}; the shard or manifest.json was changed after "
+                                "sharding: shard the data again")
+    reason = (f"record not in shard {path}: its manifest lists {expected} records, the shard "
+              f"yielded {found}")
+    log.warning("%s: %d listed record(s) were not there (expected %d records, found %d)",
+                path, expected - found, expected, found)
+    return [ErrorRow(path, i, -1, reason) for i in range(found, expected)]

@@ -4,13 +4,23 @@ diagnose_bottleneck, batch_predict).
 
 A Dataset directory holds ``schema.json`` (see ``schema``), ``manifest.json`` and the
 shards. The manifest lists, per split, the record and byte counts and every shard file by a
-path relative to the directory (or a full URI, in a merged Dataset), with the compression
-of all of them. Only this module reads or writes the manifest; everything else asks it.
+path relative to the directory (or a full URI, in a merged Dataset) with its records, bytes
+and CRC32C, the compression of all of them, the SHA-256 of the schema.json it was written
+with, and its generation (each rewrite of a Dataset in place names its shards anew, so the
+old manifest's shards stay whole until the new manifest replaces it). Only this module
+reads or writes the manifest; everything else asks it.
+
+Readers get the shards through ``Manifest.shard_files`` / ``split_files``, which check them
+first: one stat per shard against the manifest's bytes (a shard truncated or replaced since
+it was written, even on a record boundary, is an error naming it), and schema.json against
+the manifest's digest.
 """
 
+import concurrent.futures
 import dataclasses
+import hashlib
 import json
-from typing import Dict, List, Sequence, Tuple, TypeVar
+from typing import Dict, List, Sequence, Set, Tuple, TypeVar
 
 from tfkfp.components.common import uris
 from tfkfp.components.common.schema import SCHEMA_FILE, SchemaError
@@ -37,16 +47,23 @@ def compression_of_files(files: Sequence[str], where: str) -> str:
     return "gzip" if gz.pop() else "none"
 
 
+class DatasetMismatchError(SchemaError):
+    """A Dataset whose files disagree with its manifest (a shard truncated, replaced or gone;
+    a schema.json that is not the one the manifest was written with)."""
+
+
 @dataclasses.dataclass(frozen=True)
 class Manifest:
     """What ``manifest.json`` in the Dataset directory ``data`` says: per split
     ``{"records", "bytes", "shards"}``, each shard a dict with at least ``file`` and
-    ``records``."""
+    ``records`` (and ``bytes``, checked before reading, where the writer recorded it)."""
 
     data: str
     splits: Dict[str, Dict]
     compression: str = "none"
     merged_from: Tuple[str, ...] = ()
+    generation: int = 0
+    schema_sha256: str = ""
 
     @classmethod
     def load(cls, data: str) -> "Manifest":
@@ -56,16 +73,28 @@ class Manifest:
                               "directory written by shard_tfrecords or merge_datasets")
         body = json.loads(uris.read_text(path))
         return cls(data, body["splits"], body.get("compression", "none"),
-                   tuple(body.get("merged_from", ())))
+                   tuple(body.get("merged_from", ())), int(body.get("generation", 0)),
+                   body.get("schema_sha256", ""))
 
-    def save(self) -> str:
-        """Write the manifest atomically: it goes last, so its presence means complete."""
+    def save(self, staging: str = "") -> str:
+        """Write the manifest in one rename over the old one: it goes last, so its presence
+        means complete. It records the digest of the schema.json beside it, if any. With
+        ``staging`` (a folder on the same filesystem) the file is written there first."""
+        schema = uris.join(self.data, SCHEMA_FILE)
+        digest = _sha256(schema) if uris.exists(schema) else ""
         body = {"version": 1, "compression": self.compression, "schema": SCHEMA_FILE,
-                "splits": self.splits}
+                "generation": self.generation, "splits": self.splits}
+        if digest:
+            body["schema_sha256"] = digest
         if self.merged_from:
             body["merged_from"] = list(self.merged_from)
         path = uris.join(self.data, MANIFEST_FILE)
-        uris.write_text_atomic(path, json.dumps(body, indent=2) + "\n")
+        text = json.dumps(body, indent=2) + "\n"
+        if not staging:
+            uris.write_text_atomic(path, text)
+            return path
+        uris.write_text_atomic(uris.join(staging, MANIFEST_FILE), text)
+        uris.rename(uris.join(staging, MANIFEST_FILE), path)
         return path
 
     def split(self, name: str) -> Dict:
@@ -77,12 +106,75 @@ class Manifest:
     def records(self, split: str) -> int:
         return int(self.split(split)["records"])
 
-    def shard_files(self, split: str) -> List[str]:
-        """The split's shard files as URIs (relative entries resolved against ``data``)."""
-        return [uris.resolve(self.data, s["file"]) for s in self.split(split)["shards"]]
+    def shard_files(self, split: str, check: bool = True) -> List[str]:
+        """The split's shard files as URIs (relative entries resolved against ``data``),
+        checked against the manifest first (see ``check``) unless ``check`` is False."""
+        files = [uris.resolve(self.data, s["file"]) for s in self.split(split)["shards"]]
+        if check:
+            check_sizes(files, self.shard_sizes(split), uris.join(self.data, MANIFEST_FILE))
+            self.check_schema()
+        return files
 
     def shard_records(self, split: str) -> List[int]:
         return [int(s["records"]) for s in self.split(split)["shards"]]
+
+    def shard_sizes(self, split: str) -> List[int | None]:
+        """Each shard's bytes as written (None where the manifest does not say)."""
+        return [None if s.get("bytes") is None else int(s["bytes"])
+                for s in self.split(split)["shards"]]
+
+    def listed(self) -> Set[str]:
+        """Every shard entry's ``file``, as the manifest names it."""
+        return {s["file"] for body in self.splits.values() for s in body["shards"]}
+
+    def check_schema(self) -> None:
+        """Raise DatasetMismatchError when schema.json is not the one this manifest was
+        written with (a rewrite interrupted between the two, or an edited schema)."""
+        if not self.schema_sha256:
+            return
+        path = uris.join(self.data, SCHEMA_FILE)
+        found = _sha256(path) if uris.exists(path) else "nothing"
+        if found != self.schema_sha256:
+            raise DatasetMismatchError(
+                f"{path} does not match {uris.join(self.data, MANIFEST_FILE)}: expected "
+                f"SHA-256 {self.schema_sha256}, found {found}; the Dataset was changed after "
+                "it was written (or a rewrite was interrupted): shard the data again")
+
+
+def check_sizes(files: Sequence[str], sizes: Sequence[int | None], manifest: str) -> None:
+    """One stat per shard: raise DatasetMismatchError naming every shard whose size is not
+    the one ``manifest`` lists (None: not recorded, not checked)."""
+    known = [(f, want) for f, want in zip(files, sizes) if want is not None]
+    found = _sizes([f for f, _ in known])
+    bad = [f"{f} is {'missing' if have is None else f'{have} bytes'}, expected {want} bytes"
+           for (f, want), have in zip(known, found) if have != want]
+    if bad:
+        more = f" (and {len(bad) - 5} more)" if len(bad) > 5 else ""
+        raise DatasetMismatchError(
+            f"{len(bad)} shard(s) of {manifest} do not match it: {'; '.join(bad[:5])}{more}. "
+            "A shard was truncated, replaced or removed after it was written; shard the data "
+            "again or restore the files")
+
+
+def _sizes(files: Sequence[str]) -> List[int | None]:
+    if not any(uris.is_remote(f) for f in files):
+        return [_size(f) for f in files]
+    with concurrent.futures.ThreadPoolExecutor(16) as pool:  # one round trip each
+        return list(pool.map(_size, files))
+
+
+def _size(uri: str) -> int | None:
+    try:
+        return uris.size(uri)
+    except Exception:  # FileNotFoundError locally, NotFoundError remotely
+        if uris.exists(uri):
+            raise
+        return None
+
+
+def _sha256(uri: str) -> str:
+    with uris.open_file(uri, "rb") as f:
+        return hashlib.sha256(f.read()).hexdigest()
 
 
 def is_dataset(uri: str) -> bool:

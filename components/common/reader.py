@@ -61,6 +61,12 @@ def make_dataset(
 
     Labels with a vocabulary come out as class indices (int64); images as float32 in [0, 1]
     with the schema's image_shape.
+
+    Raises:
+        DatasetMismatchError: before anything is read, naming each shard of a Dataset
+            directory whose size is not the one its manifest lists (truncated, even on a
+            record boundary, replaced or missing), or a schema.json that is not the
+            manifest's.
     """
     import tensorflow as tf
 

@@ -154,17 +154,6 @@ def publish_dir(files: Dict[str, bytes], target: str) -> str:
     return target
 
 
-@contextlib.contextmanager
-def staging_dir(parent: str) -> Iterator[str]:
-    """A hidden scratch directory inside parent, removed whatever happens."""
-    path = join(parent, f".tfkfp-staging-{uuid.uuid4().hex[:12]}")
-    makedirs(path)
-    try:
-        yield path
-    finally:
-        rmtree(path)
-
-
 def kfp_remote_uri(path: str) -> str | None:
     """The object-store URI behind a KFP artifact path (KFP mounts gs://B/... at /gcs/B/...),
     the URI itself when it is one, or None for a path only this machine can see."""

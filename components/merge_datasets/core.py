@@ -1,8 +1,10 @@
 """merge_datasets: several Datasets from fanned-out shard_tfrecords tasks as one.
 
 The shards stay where they are; the merged Dataset is a manifest that lists them by their
-full URIs, with one schema whose label vocabulary is the union of the parts' (labels are
-stored as values in the records, so class indices follow the merged vocabulary).
+full URIs with their records, bytes and CRC32C (readers check their sizes as in any
+Dataset; each part's shards are checked when merging too), with one schema whose label
+vocabulary is the union of the parts' (labels are stored as values in the records, so
+class indices follow the merged vocabulary).
 """
 
 import dataclasses
@@ -31,6 +33,9 @@ def merge_datasets(inputs: Sequence[str], output_dir: str) -> MergeResult:
     if not inputs:
         raise SchemaError("merge_datasets needs at least one Dataset to merge")
     manifests = [Manifest.load(d) for d in inputs]
+    for manifest in manifests:  # a damaged part fails here, named, not in every reader later
+        for split in manifest.splits:
+            manifest.shard_files(split)
     schemas = [Schema.load(d) for d in inputs]
     schema = merged_schema(schemas, inputs)
     compressions = {m.compression for m in manifests}

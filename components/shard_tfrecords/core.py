@@ -5,29 +5,22 @@ The output directory gets ``train/`` and ``eval/`` shards named
 counts, bytes and CRC32C per shard). Work happens in two phases: worker threads read,
 split and encode chunks of the input into local spool files (parallel across cores), then
 shards are cut from the spools with exact, equal record counts. Everything is written in a
-staging folder first and moved into place at the end, manifest last: a failed run leaves
-the previous output as it was and nothing that looks like new output.
+staging folder first and published atomically at the end, manifest last (see ``publish``):
+at every instant the output is the previous Dataset or the new one. The staging and spool
+folders go away when the run ends, on SIGTERM too; a killed run's are removed by the next.
 """
 
 import concurrent.futures
 import dataclasses
-import tempfile
-import threading
 import time
 from typing import Dict, List, Sequence, Tuple
 
-from tfkfp.components.common import uris
-from tfkfp.components.common.dataset import (
-    COMPRESSIONS,
-    MANIFEST_FILE,
-    SPLITS,
-    Manifest,
-    select_group,
-)
+from tfkfp.components.common import scratch, uris
+from tfkfp.components.common.dataset import COMPRESSIONS, Manifest, select_group
 from tfkfp.components.common.missing import POLICIES as MISSING_POLICIES
 from tfkfp.components.common.progress import Progress, log
-from tfkfp.components.common.schema import SCHEMA_FILE, Column, Schema
-from tfkfp.components.shard_tfrecords import sources, summary, writer
+from tfkfp.components.common.schema import Column, Schema
+from tfkfp.components.shard_tfrecords import publish, sources, summary, writer
 from tfkfp.components.shard_tfrecords.errors import ShardInputError
 from tfkfp.components.shard_tfrecords.worker import ChunkResult, EncodePlan, encode_chunk
 
@@ -125,14 +118,18 @@ def shard_tfrecords(
     log.info("sharding %d %s file(s) in %d chunk(s) into %s", len(files), fmt, len(chunks),
              output_dir)
     uris.makedirs(output_dir)
-    with tempfile.TemporaryDirectory(prefix="tfkfp-spool-") as spool_dir, \
-            uris.staging_dir(output_dir) as staging:
+    publish.remove_leftovers(output_dir)
+    generation = publish.next_generation(output_dir)
+    with scratch.exit_on_sigterm(), \
+            scratch.owned_dir(publish.spool_parent(), publish.SPOOL_PREFIX) as spool_dir, \
+            scratch.owned_dir(output_dir, publish.STAGING_PREFIX) as staging:
         plan = EncodePlan(tuple(raw), tuple(keys), label or None, split_column or None,
                           eval_fraction, spool_dir, missing)
         results = _encode_all(chunks, plan, workers, progress_stream)
         schema = _schema(raw, label, keys, split_column, results)
-        shards = _write_shards(results, spool_dir, staging, compression, shard_size_mb,
-                               num_shards, min_shards, workers, progress_stream)
+        shards = writer.write_shards(results, spool_dir, staging, compression, shard_size_mb,
+                                     num_shards, min_shards, workers, progress_stream,
+                                     generation)
         result = ShardResult(
             output_dir=output_dir, schema=schema,
             records={s: sum(i.records for i in v) for s, v in shards.items()},
@@ -143,7 +140,7 @@ def shard_tfrecords(
         for warning in result.warnings:
             log.warning("%s", warning)
         schema.save(staging)
-        _publish(staging, output_dir, result)
+        publish.publish(staging, dataset_manifest(result, generation))
     log.info("wrote %d records in %.1fs (%.0f records/s) to %s", result.total_records,
              result.seconds, result.records_per_second, output_dir)
     return result
@@ -214,6 +211,7 @@ def _take(pending, progress: Progress) -> ChunkResult:
     chunk, future = pending.pop(0)
     result = future.result()
     progress.update(chunk.size)
+    scratch.pause_point("encoding")
     return result
 
 
@@ -260,49 +258,8 @@ def _vocabulary(col: sources.RawColumn, results: List[ChunkResult]):
     return tuple(sorted(seen))
 
 
-def _write_shards(results, spool_dir: str, staging: str, compression: str,
-                  shard_size_mb: float, num_shards: int, min_shards: int, workers: int,
-                  stream) -> Dict[str, List[writer.ShardInfo]]:
-    import tensorflow  # noqa: F401 - imported here so its start-up is not billed as writing
-
-    spools = {s: writer.SplitSpool(spool_dir, s, [r.index for r in results],
-                                   [r.lengths[s] for r in results]) for s in SPLITS}
-    progress = Progress("writing shards", total=sum(s.count for s in spools.values()),
-                        stream=stream)
-    lock = threading.Lock()
-
-    def on_records(n: int) -> None:
-        with lock:
-            progress.update(n)
-
-    shards = {}
-    for split, spool in spools.items():
-        count = writer.shard_count(spool.count, spool.bytes, int(shard_size_mb * (1 << 20)),
-                                   num_shards, min_shards)
-        shards[split] = writer.write_split(spool, split, count, staging, compression,
-                                           on_records, workers or writer.cpu_count())
-    progress.finish()
-    return shards
-
-
-def _publish(staging: str, output_dir: str, result: ShardResult) -> None:
-    """Replace any earlier output with the staged one; the manifest goes last."""
-    manifest = uris.join(output_dir, MANIFEST_FILE)
-    if uris.exists(manifest):
-        uris.remove(manifest)
-    for split in SPLITS:
-        old = uris.join(output_dir, split)
-        if uris.exists(old):
-            uris.rmtree(old)
-        uris.makedirs(old)
-        for info in result.shards[split]:
-            uris.rename(uris.join(staging, info.file), uris.join(output_dir, info.file))
-    uris.rename(uris.join(staging, SCHEMA_FILE), uris.join(output_dir, SCHEMA_FILE))
-    dataset_manifest(result).save()
-
-
-def dataset_manifest(result: ShardResult) -> Manifest:
+def dataset_manifest(result: ShardResult, generation: int = 0) -> Manifest:
     return Manifest(result.output_dir, {
         s: {"records": result.records[s], "bytes": result.bytes[s],
             "shards": [i.to_dict() for i in result.shards[s]]} for s in result.shards},
-        result.compression)
+        result.compression, generation=generation)

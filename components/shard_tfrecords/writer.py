@@ -8,13 +8,15 @@ shard's CRC32C (the checksum GCS reports for objects) goes into the manifest.
 import concurrent.futures
 import dataclasses
 import os
-from typing import Callable, Dict, List
+import threading
+from typing import Callable, Dict, List, TextIO
 
 import numpy as np
 
-from tfkfp.components.common import uris
-from tfkfp.components.common.dataset import tf_compression
-from tfkfp.components.shard_tfrecords.worker import spool_path
+from tfkfp.components.common import scratch, uris
+from tfkfp.components.common.dataset import SPLITS, tf_compression
+from tfkfp.components.common.progress import Progress
+from tfkfp.components.shard_tfrecords.worker import ChunkResult, spool_path
 
 
 @dataclasses.dataclass(frozen=True)
@@ -28,9 +30,13 @@ class ShardInfo:
         return dataclasses.asdict(self)
 
 
-def shard_name(split: str, index: int, count: int, compression: str) -> str:
+def shard_name(split: str, index: int, count: int, compression: str,
+               generation: int = 0) -> str:
+    """``train/data-00000-of-00004.tfrecord``; from generation 1 on (a Dataset rewritten in
+    place) ``train/data-00000-of-00004-g1.tfrecord``, never a name the old manifest lists."""
     suffix = ".tfrecord.gz" if compression == "gzip" else ".tfrecord"
-    return f"{split}/data-{index:05d}-of-{count:05d}{suffix}"
+    tag = f"-g{generation}" if generation else ""
+    return f"{split}/data-{index:05d}-of-{count:05d}{tag}{suffix}"
 
 
 def shard_count(records: int, total_bytes: int, shard_bytes: int, num_shards: int,
@@ -68,16 +74,49 @@ class SplitSpool:
                 yield blob[a:b]
 
 
+def write_shards(results: List[ChunkResult], spool_dir: str, out_dir: str, compression: str,
+                 shard_size_mb: float, num_shards: int, min_shards: int, workers: int,
+                 stream: TextIO | None, generation: int = 0) -> Dict[str, List[ShardInfo]]:
+    """Every split's shards from the spooled chunk results, written under out_dir."""
+    import tensorflow  # noqa: F401 - imported here so its start-up is not billed as writing
+
+    spools = {s: SplitSpool(spool_dir, s, [r.index for r in results],
+                            [r.lengths[s] for r in results]) for s in SPLITS}
+    progress = Progress("writing shards", total=sum(s.count for s in spools.values()),
+                        stream=stream)
+    lock = threading.Lock()
+
+    def on_records(n: int) -> None:
+        with lock:
+            progress.update(n)
+
+    shards = {}
+    for split, spool in spools.items():
+        count = shard_count(spool.count, spool.bytes, int(shard_size_mb * (1 << 20)),
+                            num_shards, min_shards)
+        shards[split] = write_split(spool, split, count, out_dir, compression, on_records,
+                                    workers or cpu_count(), generation)
+        scratch.pause_point("writing")
+    progress.finish()
+    return shards
+
+
 def write_split(spool: SplitSpool, split: str, count: int, out_dir: str, compression: str,
-                on_records: Callable[[int], None], threads: int) -> List[ShardInfo]:
+                on_records: Callable[[int], None], threads: int,
+                generation: int = 0) -> List[ShardInfo]:
     bounds = np.linspace(0, spool.count, count + 1).round().astype(np.int64)
-    jobs = [(shard_name(split, k, count, compression), int(bounds[k]), int(bounds[k + 1]))
-            for k in range(count)]
+    jobs = [(shard_name(split, k, count, compression, generation), int(bounds[k]),
+             int(bounds[k + 1])) for k in range(count)]
     uris.makedirs(uris.join(out_dir, split))
     with concurrent.futures.ThreadPoolExecutor(max_workers=max(threads, 1)) as pool:
         futures = [pool.submit(_write_shard, spool, out_dir, name, a, b, compression, on_records)
                    for name, a, b in jobs]
-        return [f.result() for f in futures]
+        try:
+            return [f.result() for f in futures]
+        except BaseException:  # a failure or SIGTERM: don't write the shards still queued
+            for future in futures:
+                future.cancel()
+            raise
 
 
 def _write_shard(spool: SplitSpool, out_dir: str, name: str, start: int, stop: int,

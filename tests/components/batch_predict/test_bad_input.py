@@ -1,16 +1,21 @@
 """Bad input to batch_predict: bad records go to the errors file with their reason and the
 run finishes (inputs = predictions + errors); a truncated shard is reported with its file
-name and offset; bad options and a model/data mismatch fail before any output exists."""
+name and offset; a Dataset's shard that disagrees with its manifest is named (its size
+before reading, its record count as it is read); bad options and a model/data mismatch
+fail before any output exists."""
 
 import json
 import os
+import re
 import shutil
 
 import pytest
 import tensorflow as tf
 
+from conftest import cut_shard
 from tfkfp.components.batch_predict.core import batch_predict
 from tfkfp.components.batch_predict.errors import PredictInputError
+from tfkfp.components.common.dataset import Manifest
 
 FRAME = 16  # bytes around every TFRecord
 
@@ -147,3 +152,53 @@ def test_bad_options_fail_before_any_output(demo_model, demo_dataset, tmp_path, 
 def test_a_folder_that_is_not_a_model(demo_dataset, tmp_path):
     with pytest.raises(PredictInputError, match="neither saved_model.pb .* nor model.tflite"):
         batch_predict(demo_dataset, demo_dataset, str(tmp_path / "out"))
+
+
+@pytest.fixture
+def dataset_copy(demo_dataset, tmp_path):
+    out = tmp_path / "dataset"
+    shutil.copytree(demo_dataset, out)
+    return str(out)
+
+
+def test_a_shard_cut_on_a_record_boundary_fails_naming_it_before_any_output(
+        dataset_copy, demo_model, tmp_path, predictor):
+    shard = Manifest.load(dataset_copy).shard_files("eval")[1]
+    _, before, after = cut_shard(shard, 40)
+    out = tmp_path / "out"
+    with pytest.raises(PredictInputError, match=f"{re.escape(shard)} is {after} bytes, "
+                       f"expected {before} bytes"):
+        batch_predict(demo_model, dataset_copy, str(out), split="eval", predictor=predictor)
+    assert not out.exists()
+    result = batch_predict(demo_model, dataset_copy, str(out), split="eval", shard_group=0,
+                           num_shard_groups=2, predictor=predictor)  # a group without it
+    assert result.inputs == result.predictions > 0 and result.errors == 0
+
+
+def set_shard_records(dataset, split, index, records):
+    path = os.path.join(dataset, "manifest.json")
+    body = json.load(open(path))
+    body["splits"][split]["shards"][index]["records"] = records
+    json.dump(body, open(path, "w"))
+
+
+def test_records_the_manifest_lists_but_the_shard_lacks_are_errors_naming_it(
+        dataset_copy, demo_model, tmp_path, read_outputs, predictor):
+    shard = Manifest.load(dataset_copy).shard_files("eval")[0]
+    held = Manifest.load(dataset_copy).shard_records("eval")[0]
+    set_shard_records(dataset_copy, "eval", 0, held + 5)
+    out = str(tmp_path / "out")
+    result = batch_predict(demo_model, dataset_copy, out, split="eval", predictor=predictor)
+    first = result.shards[0]
+    assert (first.inputs, first.predictions, first.errors) == (held + 5, held, 5)
+    assert result.inputs == result.predictions + result.errors == sum(
+        Manifest.load(dataset_copy).shard_records("eval"))
+    errors = read_outputs(out, kind="errors")
+    assert [e["record"] for e in errors] == list(range(held, held + 5))
+    assert errors[0]["file"] == shard and errors[0]["reason"] == (
+        f"record not in shard {shard}: its manifest lists {held + 5} records, the shard "
+        f"yielded {held}")
+    set_shard_records(dataset_copy, "eval", 0, held - 1)
+    with pytest.raises(PredictInputError, match=f"shard {re.escape(shard)} yielded {held} "
+                       f"records but its manifest lists {held - 1}"):
+        batch_predict(demo_model, dataset_copy, out, split="eval", predictor=predictor)

@@ -2,11 +2,14 @@
 
 import json
 import os
+import re
 
 import pytest
 
+from conftest import cut_shard, write_csv
 from tfkfp.components.common.dataset import (
     MANIFEST_FILE,
+    DatasetMismatchError,
     Manifest,
     compression_of_files,
     is_dataset,
@@ -14,7 +17,9 @@ from tfkfp.components.common.dataset import (
     split_files,
     tf_compression,
 )
+from tfkfp.components.common.reader import make_dataset
 from tfkfp.components.common.schema import SchemaError
+from tfkfp.components.shard_tfrecords.core import shard_tfrecords
 
 
 def test_written_manifest_reads_back_with_files_resolved(tmp_path):
@@ -62,3 +67,39 @@ def test_select_group_takes_every_nth_item_and_names_the_bad_group():
     with pytest.raises(ValueError, match="file group 2 of 3 is empty: the input has only 2"):
         select_group(["a", "b"], 2, 3)
     assert select_group(range(2), 2, 3, allow_empty=True) == []
+
+
+@pytest.fixture
+def sharded(tmp_path):
+    rows = [[i, i * 0.5, "yes" if i % 3 else "no"] for i in range(600)]
+    out = str(tmp_path / "ds")
+    shard_tfrecords(write_csv(tmp_path / "t.csv", ["id", "x", "label"], rows), out,
+                    label="label", keys=["id"], num_shards=2)
+    return out
+
+
+def test_a_shard_cut_on_a_record_boundary_is_refused_before_reading_naming_it(sharded):
+    shard = Manifest.load(sharded).shard_files("train")[1]
+    records, before, after = cut_shard(shard, 100)
+    assert records > 100 and after < before
+    expected = (f"{re.escape(shard)} is {after} bytes, expected {before} bytes.*truncated, "
+                "replaced or removed")
+    with pytest.raises(DatasetMismatchError, match=expected):
+        split_files(sharded, "train")
+    with pytest.raises(DatasetMismatchError, match=expected):
+        make_dataset(sharded, mode="train")
+    assert split_files(sharded, "eval")[0]  # the other split is whole
+    assert Manifest.load(sharded).shard_files("train", check=False)[1] == shard
+    os.remove(shard)
+    with pytest.raises(DatasetMismatchError, match=f"{re.escape(shard)} is missing, expected "
+                       f"{before} bytes"):
+        split_files(sharded, "train")
+
+
+def test_a_schema_that_is_not_the_manifests_is_refused(sharded):
+    path = os.path.join(sharded, "schema.json")
+    with open(path, "a") as f:
+        f.write(" ")
+    with pytest.raises(DatasetMismatchError, match="schema.json does not match .*manifest.json: "
+                       "expected SHA-256 [0-9a-f]{64}, found [0-9a-f]{64}"):
+        split_files(sharded, "eval")

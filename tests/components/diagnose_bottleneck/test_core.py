@@ -3,8 +3,13 @@
 The verdicts compare figures measured within one run, and the cases are extreme (a margin of
 several times between the rates), so they hold on a loaded machine; no absolute timings."""
 
+import re
+import shutil
+
 import pytest
 
+from conftest import cut_shard
+from tfkfp.components.common.dataset import DatasetMismatchError, Manifest
 from tfkfp.components.common.schema import SchemaError
 from tfkfp.components.diagnose_bottleneck import memory, report
 from tfkfp.components.diagnose_bottleneck.core import diagnose_bottleneck
@@ -133,6 +138,16 @@ def test_dataset_without_a_label_is_refused(unlabeled_demo):
 def test_folder_that_is_not_a_dataset_is_refused(tmp_path):
     with pytest.raises(SchemaError, match="has no manifest.json"):
         diagnose_bottleneck(str(tmp_path))
+
+
+def test_a_shard_cut_on_a_record_boundary_is_refused_naming_it(demo_dataset, tmp_path):
+    data = str(tmp_path / "data")
+    shutil.copytree(demo_dataset, data)
+    shard = Manifest.load(data).shard_files("train")[0]
+    _, before, after = cut_shard(shard, 100)
+    with pytest.raises(DatasetMismatchError, match=f"{re.escape(shard)} is {after} bytes, "
+                       f"expected {before} bytes"):
+        diagnose_bottleneck(data, seconds=SECONDS)
 
 
 def test_subclassed_model_fn_counts_parameters_and_says_activations_are_unknown(

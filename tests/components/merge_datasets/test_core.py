@@ -1,7 +1,10 @@
+import re
+
 import numpy as np
 import pytest
 
-from conftest import write_csv
+from conftest import cut_shard, write_csv
+from tfkfp.components.common.dataset import DatasetMismatchError, Manifest
 from tfkfp.components.common.reader import make_dataset
 from tfkfp.components.common.schema import Schema, SchemaError
 from tfkfp.components.merge_datasets.core import merge_datasets
@@ -53,3 +56,19 @@ def test_datasets_of_different_tables_are_refused(two_groups, tmp_path):
 def test_an_incomplete_dataset_is_refused(two_groups, tmp_path):
     with pytest.raises(SchemaError, match="has no manifest.json"):
         merge_datasets([two_groups[0], str(tmp_path)], str(tmp_path / "merged"))
+
+
+def test_merged_shards_are_listed_by_full_uri_with_sizes_and_checked(two_groups, tmp_path):
+    merged = str(tmp_path / "merged")
+    merge_datasets(two_groups, merged)
+    entries = Manifest.load(merged).split("train")["shards"]
+    part = Manifest.load(two_groups[1])
+    assert entries[-1]["file"] == part.shard_files("train")[-1]
+    assert entries[-1]["bytes"] == part.shard_sizes("train")[-1]
+    shard = entries[-1]["file"]
+    _, before, after = cut_shard(shard, 10)
+    expected = f"{re.escape(shard)} is {after} bytes, expected {before} bytes"
+    with pytest.raises(DatasetMismatchError, match=expected):
+        make_dataset(merged, mode="train")
+    with pytest.raises(DatasetMismatchError, match=expected):
+        merge_datasets(two_groups, str(tmp_path / "again"))

@@ -222,7 +222,8 @@ def test_unlabeled_data_is_sharded_for_prediction_only(tmp_path):
 
 
 def test_remote_uris_go_through_gfile(tmp_path):
-    """TF's in-memory ram:// filesystem stands in for gs:// (same tf.io.gfile code path)."""
+    """TF's in-memory ram:// filesystem stands in for gs:// (same tf.io.gfile code path), for
+    a first run and a rerun in place."""
     import tensorflow as tf
 
     source = f"ram://{tmp_path.name}/in/t.csv"
@@ -234,3 +235,12 @@ def test_remote_uris_go_through_gfile(tmp_path):
                                                 "train"]
     ids = np.concatenate([read_split(out, s)["id"] for s in ("train", "eval")])
     assert sorted(ids.tolist()) == list(range(100)) and result.total_records == 100
+    again = shard_tfrecords(source, out, label="label", keys=["id"],
+                            num_shards=3)  # in place: new names, the old shards removed after
+    assert sorted(tf.io.gfile.listdir(out + "/train")) == [
+        f"data-{k:05d}-of-00003-g1.tfrecord" for k in range(3)]
+    assert [s.file for s in again.shards["eval"]] == [
+        f"eval/data-{k:05d}-of-00003-g1.tfrecord" for k in range(3)]
+    assert not [n for n in tf.io.gfile.listdir(out) if n.startswith(".tfkfp-")]
+    ids = np.concatenate([read_split(out, s)["id"] for s in ("train", "eval")])
+    assert sorted(ids.tolist()) == list(range(100))

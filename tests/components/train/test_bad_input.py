@@ -1,9 +1,11 @@
 import os
 import re
+import shutil
 
 import pytest
 
-from conftest import write_csv
+from conftest import cut_shard, write_csv
+from tfkfp.components.common.dataset import DatasetMismatchError, Manifest
 from tfkfp.components.common.schema import SchemaError
 from tfkfp.components.train.core import train
 from tfkfp.components.train.errors import TrainConfigError, TrainingDiverged
@@ -34,6 +36,16 @@ def test_bad_requests_fail_before_training(demo_dataset, tmp_path, options, mess
 def test_unlabeled_data_is_refused(unlabeled_dataset, tmp_path):
     with pytest.raises(SchemaError, match="no label column"):
         train(unlabeled_dataset, str(tmp_path / "model"))
+
+
+def test_a_shard_cut_on_a_record_boundary_is_refused_naming_it(demo_dataset, tmp_path):
+    data = str(tmp_path / "data")
+    shutil.copytree(demo_dataset, data)
+    shard = Manifest.load(data).shard_files("train")[1]
+    _, before, after = cut_shard(shard, 100)
+    with pytest.raises(DatasetMismatchError, match=f"{re.escape(shard)} is {after} bytes, "
+                       f"expected {before} bytes"):
+        train(data, str(tmp_path / "model"), epochs=1)
 
 
 # A model whose loss is NaN exactly when a feature is below -1: the square root of a negative
