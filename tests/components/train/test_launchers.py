@@ -10,7 +10,7 @@ from tfkfp.components._image import IMAGE
 from tfkfp.components.train.config import TrainConfig
 from tfkfp.components.train.core import train
 from tfkfp.components.train.errors import TrainConfigError, VertexJobFailed
-from tfkfp.components.train.launchers import job, tfjob, vertex
+from tfkfp.components.train.launchers import job, kube, tfjob, vertex
 from tfkfp.components.train.launchers.local import local_cluster
 from tfkfp.components.train.shape import ClusterShape
 
@@ -261,7 +261,8 @@ def test_pod_logs_are_streamed_once_per_started_pod_with_the_replica_as_prefix(c
     core = _FakePods([("digits-chief-0", "chief", "Running"),
                       ("digits-worker-0", "worker", "Pending")],
                      {"digits-chief-0": [b"epoch 1\nepoch 2\n", b"done\n"]})
-    logs = tfjob._PodLogs(core, "team", "digits")
+    logs = kube.PodLogs(core, "team", f"{tfjob.JOB_LABEL}=digits", tfjob.CONTAINER,
+                        tfjob.replica_of)
     logs.follow_new_pods()
     logs.follow_new_pods()  # the same pod again: not streamed twice
     deadline = time.monotonic() + 10
@@ -283,4 +284,4 @@ def test_the_tfjob_client_reads_kubeconfig_as_set_when_it_connects(tmp_path, mon
         "contexts": [{"name": "c", "context": {"cluster": "c", "user": "u"}}]}))
     monkeypatch.delenv("KUBERNETES_SERVICE_HOST", raising=False)
     monkeypatch.setenv("KUBECONFIG", str(path))
-    assert tfjob.api_client().configuration.host == "https://10.1.2.3:6443"
+    assert kube.api_client().configuration.host == "https://10.1.2.3:6443"
