@@ -1,5 +1,5 @@
-"""One cluster shape, checked before launch and rendered by the local, tfjob and vertex
-launchers; the launchers' options and job plan; the Vertex AI CustomJob request."""
+"""One cluster shape, checked before launch and rendered by the local, tfjob, trainjob and
+vertex launchers; the launchers' options and job plan; the Vertex AI CustomJob request."""
 
 import json
 import os
@@ -10,7 +10,7 @@ from tfkfp.components._image import IMAGE
 from tfkfp.components.train.config import TrainConfig
 from tfkfp.components.train.core import train
 from tfkfp.components.train.errors import TrainConfigError, VertexJobFailed
-from tfkfp.components.train.launchers import job, kube, tfjob, vertex
+from tfkfp.components.train.launchers import job, kube, tfjob, trainjob, vertex
 from tfkfp.components.train.launchers.local import local_cluster
 from tfkfp.components.train.shape import ClusterShape
 
@@ -20,26 +20,29 @@ def config(strategy="default", **fields):
                        strategy=strategy, **fields)
 
 
-SHAPES = {  # strategy -> (shape replicas, TFJob replica types, Vertex pool sizes)
-    "default": ({"chief": 1}, {"Chief": 1}, [1]),
-    "mirrored": ({"chief": 1}, {"Chief": 1}, [1]),
-    "multi_worker_mirrored": ({"worker": 3}, {"Worker": 3}, [1, 2]),
+SHAPES = {  # strategy -> (shape replicas, TFJob replica types, TrainJob nodes, Vertex pools)
+    "default": ({"chief": 1}, {"Chief": 1}, 1, [1]),
+    "mirrored": ({"chief": 1}, {"Chief": 1}, 1, [1]),
+    "multi_worker_mirrored": ({"worker": 3}, {"Worker": 3}, 3, [1, 2]),
     "parameter_server": ({"chief": 1, "worker": 3, "ps": 2}, {"Chief": 1, "Worker": 3, "PS": 2},
-                         [1, 3, 2]),
+                         6, [1, 3, 2]),
 }
 
 
 @pytest.mark.parametrize("strategy", list(SHAPES))
-def test_one_shape_renders_processes_tfjob_replicas_and_vertex_pools(strategy):
-    replicas, tfjob_replicas, pools = SHAPES[strategy]
+def test_one_shape_renders_processes_tfjob_replicas_trainjob_nodes_and_vertex_pools(strategy):
+    replicas, tfjob_replicas, nodes, pools = SHAPES[strategy]
     shape = ClusterShape.for_config(config(strategy, workers=3, parameter_servers=2))
     shape.validate("tfjob")
+    shape.validate("trainjob")
     assert shape.replicas == replicas
     assert {role: len(hosts) for role, hosts in local_cluster(shape).spec.items()} == replicas
     plan = job.plan(config(strategy), "tfjob", job.LaunchOptions())
     body = tfjob.manifest(shape, plan, job.LaunchOptions(), "j", "ns")
     assert {k: v["replicas"] for k, v in body["spec"]["tfReplicaSpecs"].items()} == \
         tfjob_replicas
+    body = trainjob.manifest(shape, plan, job.LaunchOptions(), "j", "ns")
+    assert body["spec"]["trainer"]["numNodes"] == nodes
     assert vertex.pool_counts(shape) == pools
 
 
@@ -75,6 +78,11 @@ def test_a_cluster_launcher_allows_more_workers_than_one_machine():
     ("tfjob", {"deadline_seconds": 0}, "deadline_seconds must be positive"),
     ("vertex", {"accelerator_type": "NVIDIA_TESLA_T4"}, "go together"),
     ("tfjob", {"volume_claim": "c", "mount_path": "rel"}, "must be an absolute path"),
+    ("tfjob", {"runtime": "r"}, "['runtime'] are not known to launcher 'tfjob'"),
+    ("trainjob", {"backoff_limit": 2}, "['backoff_limit'] are not known to launcher 'trainjob'"),
+    ("trainjob", {"job_name": "Fit_1"}, "job_name 'Fit_1' must be at most 52 lower-case"),
+    ("tfjob", {"job_name": "a" * 53}, "must be at most 52"),
+    ("local", {"runtime": "r"}, "are for the cluster launchers (tfjob, trainjob, vertex)"),
 ])
 def test_bad_launcher_options_are_named(launcher, options, message):
     with pytest.raises(TrainConfigError) as err:
@@ -131,6 +139,56 @@ def test_the_tfjob_retries_preemptions_not_user_errors_and_runs_as_the_suite():
         assert pod["volumes"][0]["persistentVolumeClaim"]["claimName"] == "shared"
         gpus = container["resources"]["limits"].get("nvidia.com/gpu")
         assert gpus == (None if kind == "PS" else 1)
+
+
+def test_the_trainjob_runs_every_task_as_a_node_of_the_suites_runtime():
+    shape = ClusterShape("parameter_server", chief=1, workers=2, ps=1)
+    options = job.parse_options("trainjob", {"gpus": 1, "cpu": "4", "memory": "16Gi",
+                                             "deadline_seconds": 600, "runtime": "tf-gpu"})
+    plan = job.plan(config("parameter_server"), "trainjob", options)
+    body = trainjob.manifest(shape, plan, options, "train-1", "team")
+    assert body["apiVersion"] == "trainer.kubeflow.org/v1alpha1"
+    assert body["metadata"] == {"name": "train-1", "namespace": "team", "labels": {
+        "app.kubernetes.io/name": "tfkfp", "app.kubernetes.io/component": "train"}}
+    spec = body["spec"]
+    assert spec["runtimeRef"] == {"name": "tf-gpu", "apiGroup": "trainer.kubeflow.org",
+                                  "kind": "ClusterTrainingRuntime"}
+    assert spec["activeDeadlineSeconds"] == 600
+    trainer = spec["trainer"]
+    assert trainer["numNodes"] == 4 and trainer["image"] == IMAGE
+    assert trainer["command"] == ["python", "-m", "tfkfp.components.train.worker",
+                                  "gs://b/run/train/model-job/config.json",
+                                  "gs://b/run/train/model-job/result.json"]
+    assert trainer["resourcesPerNode"] == {
+        "requests": {"cpu": "4", "memory": "16Gi"},
+        "limits": {"cpu": "4", "memory": "16Gi", "nvidia.com/gpu": 1}}
+    assert "runtimePatches" not in spec  # the runtime's service account, no shared volume
+
+
+def test_the_trainjob_patches_in_the_service_account_and_the_shared_volume():
+    options = job.parse_options("trainjob", {"service_account": "sa", "volume_claim": "data",
+                                             "mount_path": "/data"})
+    plan = job.plan(config(), "trainjob", options)
+    body = trainjob.manifest(ClusterShape("default", chief=1), plan, options, "t", "ns")
+    (patch,) = body["spec"]["runtimePatches"]
+    assert patch["manager"] == trainjob.PATCH_MANAGER
+    (node,) = patch["trainingRuntimeSpec"]["template"]["spec"]["replicatedJobs"]
+    assert node["name"] == "node"
+    pod = node["template"]["spec"]["template"]["spec"]
+    assert pod == {"serviceAccountName": "sa",
+                   "volumes": [{"name": "shared", "persistentVolumeClaim": {
+                       "claimName": "data"}}],
+                   "containers": [{"name": "node", "volumeMounts": [
+                       {"name": "shared", "mountPath": "/data"}]}]}
+
+
+def test_trainjob_pods_are_named_by_the_task_at_their_completion_index():
+    from types import SimpleNamespace as NS
+
+    name = trainjob.replica_namer(ClusterShape("parameter_server", chief=1, workers=2, ps=1))
+    names = [name(NS(metadata=NS(annotations={trainjob.COMPLETION_INDEX: str(i)})))
+             for i in range(4)]
+    assert names == ["chief-0", "worker-0", "worker-1", "ps-0"]
 
 
 def test_the_vertex_request_puts_chief_workers_and_ps_in_pools_0_1_2():
@@ -208,6 +266,12 @@ def test_train_checks_the_launcher_before_any_work(demo_dataset, tmp_path):
     with pytest.raises(TrainConfigError, match="cannot run as a TFJob"):
         train(demo_dataset, str(tmp_path / "model"), launcher="tfjob", strategy="tpu",
               launcher_options={"job_dir": "gs://b/j"})
+    with pytest.raises(TrainConfigError, match="cannot run as a TrainJob"):
+        train(demo_dataset, str(tmp_path / "model"), launcher="trainjob", strategy="tpu",
+              launcher_options={"job_dir": "gs://b/j"})
+    with pytest.raises(TrainConfigError, match="allowed 1 to 256 trainjob workers"):
+        train(demo_dataset, str(tmp_path / "model"), launcher="trainjob", workers=257,
+              strategy="multi_worker_mirrored", launcher_options={"job_dir": "gs://b/j"})
     assert not os.listdir(tmp_path)
 
 
