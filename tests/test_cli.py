@@ -75,7 +75,8 @@ def test_compile_writes_every_pipeline(tmp_path, capsys):
     (["run", "training", "--local"], "pipeline 'training' needs input_uri"),
     (["run", "nope", "--local"], "no pipeline 'nope'; the pipelines are"),
     (["run", "training", "--local", "--set", "input_uri=x", "--set", "launcher=tfjb"],
-     "pipeline 'training': launcher 'tfjb' is not known; expected one of local, tfjob, vertex"),
+     "pipeline 'training': launcher 'tfjb' is not known; expected one of local, tfjob, trainjob, "
+     "vertex"),
     (["run", "training", "--local", "--set", "input_uri=x", "--set", "launcher=tfjob",
       "--set", 'launcher_options={"gpu": 1}'],
      "launcher_options ['gpu'] are not known to launcher 'tfjob'; allowed: backoff_limit"),

@@ -73,12 +73,14 @@ def train(
         target_accuracy: Eval accuracy whose first crossing is timed; 0 for none.
         tpu: TPU name or address for strategy tpu; empty looks for a local TPU.
         seed: Random seed.
-        launcher: Where the cluster runs: local (processes in this step's pod), tfjob (a
-            Kubeflow Training Operator TFJob) or vertex (a Vertex AI CustomJob).
-        launcher_options: For tfjob and vertex: job_dir (storage all replicas reach;
-            default beside the model), image, deadline_seconds, service_account; tfjob:
-            namespace, cpu, memory, gpus, backoff_limit, volume_claim, mount_path; vertex:
-            project, region, machine_type, accelerator_type, accelerator_count.
+        launcher: Where the cluster runs: local (processes in this step's pod), trainjob (a
+            Kubeflow Trainer v2 TrainJob), tfjob (a Kubeflow Training Operator TFJob) or
+            vertex (a Vertex AI CustomJob).
+        launcher_options: For trainjob, tfjob and vertex: job_dir (storage all replicas
+            reach; default beside the model), image, deadline_seconds, service_account;
+            trainjob and tfjob: namespace, job_name, cpu, memory, gpus, volume_claim,
+            mount_path; trainjob: runtime; tfjob: backoff_limit; vertex: project, region,
+            machine_type, accelerator_type, accelerator_count.
     """
     import logging
 

@@ -2,9 +2,9 @@
 
 With launcher ``local`` (the default), a strategy that runs in one process trains in this
 process and a multi-process one runs as a cluster of processes on this machine (the table in
-strategies.py says which is which). Launchers ``tfjob`` and ``vertex`` run the same cluster
-shape as a Kubeflow TFJob or a Vertex AI CustomJob (see launchers/). Everything is checked
-before any training starts.
+strategies.py says which is which). Launchers ``tfjob``, ``trainjob`` and ``vertex`` run the
+same cluster shape as a Kubeflow Training Operator TFJob, a Kubeflow Trainer v2 TrainJob or a
+Vertex AI CustomJob (see launchers/). Everything is checked before any training starts.
 """
 
 import dataclasses
@@ -19,9 +19,10 @@ from tfkfp.components.common.schema import Schema, SchemaError
 from tfkfp.components.train import loop, report, strategies
 from tfkfp.components.train.config import TrainConfig
 from tfkfp.components.train.errors import TrainConfigError
-from tfkfp.components.train.launchers import job, local, tfjob, vertex
+from tfkfp.components.train.launchers import job, local, tfjob, trainjob, vertex
 from tfkfp.components.train.shape import ClusterShape, validate
 
+CLUSTER_LAUNCHERS = {"tfjob": tfjob, "trainjob": trainjob, "vertex": vertex}
 METRICS = ("eval_accuracy", "eval_loss", "examples_per_second", "mean_step_ms",
            "input_wait_fraction", "seconds_to_target", "training_seconds", "parameters")
 
@@ -57,7 +58,7 @@ def train(data: str, model_dir: str, launcher: str = "local",
     """Train a classifier on a Dataset directory written by shard_tfrecords.
 
     ``options`` are the fields of :class:`TrainConfig` (strategy, model, epochs, ...);
-    ``launcher_options`` those of :class:`job.LaunchOptions` for launchers tfjob and vertex.
+    ``launcher_options`` those of :class:`job.LaunchOptions` for the cluster launchers.
     """
     config, launch = check_request(data, model_dir, launcher, launcher_options, **options)
     _check_schema(config)
@@ -89,12 +90,12 @@ def check_request(data: str, model_dir: str, launcher: str = "local",
 
 def _train_on_cluster(config: TrainConfig, launcher: str,
                       options: job.LaunchOptions) -> TrainResult:
-    """Run the cluster as a TFJob or a Vertex AI CustomJob on shared storage."""
+    """Run the cluster as a TFJob, a TrainJob or a Vertex AI CustomJob on shared storage."""
     shape = ClusterShape.for_config(config)
     plan = job.plan(config, launcher, options)
     started = time.perf_counter()
     job.stage(plan)
-    (tfjob if launcher == "tfjob" else vertex).run(shape, plan, options)
+    CLUSTER_LAUNCHERS[launcher].run(shape, plan, options)
     return _result(config, job.collect(plan), started)
 
 

@@ -16,12 +16,28 @@ class WorkerFailed(RuntimeError):
     """A task of the local cluster exited with an error."""
 
 
-class TFJobFailed(RuntimeError):
+class ClusterJobFailed(RuntimeError):
+    """A Kubernetes training job failed, passed its deadline, or could not be created."""
+
+
+class ClusterJobReportedFailure(ClusterJobFailed):
+    """The job's controller marked it Failed (the job is kept for inspection)."""
+
+
+class TFJobFailed(ClusterJobFailed):
     """The TFJob failed, passed its deadline, or could not be created."""
 
 
-class TFJobReportedFailure(TFJobFailed):
-    """The operator marked the TFJob Failed (the job is kept for inspection)."""
+class TFJobReportedFailure(TFJobFailed, ClusterJobReportedFailure):
+    """The Training Operator marked the TFJob Failed (the job is kept for inspection)."""
+
+
+class TrainJobFailed(ClusterJobFailed):
+    """The Kubeflow Trainer v2 TrainJob failed, passed its deadline, or could not be created."""
+
+
+class TrainJobReportedFailure(TrainJobFailed, ClusterJobReportedFailure):
+    """Kubeflow Trainer marked the TrainJob Failed (the job is kept for inspection)."""
 
 
 class VertexJobFailed(RuntimeError):

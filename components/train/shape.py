@@ -1,8 +1,9 @@
 """One description of a training cluster's shape: how many chief, worker and parameter-server
 replicas a strategy runs as, taken from its entry in the strategies table. It is checked
 once, before launch (``validate`` checks the whole request), and every launcher renders it:
-local processes (``TF_CONFIG`` per process), a Kubeflow TFJob (replica specs) and a Vertex AI
-CustomJob (worker pools)."""
+local processes (``TF_CONFIG`` per process), a Kubeflow TFJob (replica specs), a Kubeflow
+Trainer v2 TrainJob (pods of one indexed job, each task by its index) and a Vertex AI CustomJob
+(worker pools)."""
 
 import dataclasses
 from typing import Dict
@@ -11,11 +12,11 @@ from tfkfp.components.train import strategies
 from tfkfp.components.train.config import TrainConfig, check_fields
 from tfkfp.components.train.errors import TrainConfigError
 
-LAUNCHERS = ("local", "tfjob", "vertex")
+LAUNCHERS = ("local", "tfjob", "trainjob", "vertex")
 # Local processes share one machine's cores; a cluster's size is the user's to choose, within
 # what one coordinator and the operators handle comfortably.
-MAX_WORKERS = {"local": 8, "tfjob": 256, "vertex": 256}
-MAX_PS = {"local": 4, "tfjob": 64, "vertex": 64}
+MAX_WORKERS = {"local": 8, "tfjob": 256, "trainjob": 256, "vertex": 256}
+MAX_PS = {"local": 4, "tfjob": 64, "trainjob": 64, "vertex": 64}
 ROLE_NAMES = {"chief": "a chief", "worker": "workers", "ps": "parameter servers"}
 
 

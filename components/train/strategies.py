@@ -110,7 +110,9 @@ STRATEGIES: Dict[str, Strategy] = {s.name: s for s in (
              servers=("worker", "ps"), devices="cluster", sync=False, batch_callbacks=False),
     Strategy("tpu", _tpu, devices="tpu", preflight=_tpu_found, refused_by={
         "tfjob": "cannot run as a TFJob (its pods have no TPU); use launcher 'vertex' or run "
-                 "on a TPU VM with 'local'"}),
+                 "on a TPU VM with 'local'",
+        "trainjob": "cannot run as a TrainJob (the suite's runtime has no TPU); use launcher "
+                    "'vertex' or run on a TPU VM with 'local'"}),
 )}
 
 

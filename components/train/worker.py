@@ -1,15 +1,19 @@
 """Entry point of one training task of a cluster (``TF_CONFIG`` says which):
 ``python -m tfkfp.components.train.worker CONFIG_JSON RESULT_JSON``.
 
-Local processes get local paths; TFJob and Vertex AI replicas get URIs every replica can
-reach (gs://..., or a shared volume). Only the chief writes RESULT_JSON."""
+Local processes get local paths; TFJob, TrainJob and Vertex AI replicas get URIs every replica
+can reach (gs://..., or a shared volume). The local launcher, the Training Operator and Vertex
+AI set ``TF_CONFIG``; a Trainer v2 replica builds its own from its JobSet identity (see
+jobset_replica.py). Only the chief writes RESULT_JSON."""
 
 import logging
+import os
 import sys
 
 from tfkfp.components.common import uris
-from tfkfp.components.train import strategies
+from tfkfp.components.train import jobset_replica, strategies
 from tfkfp.components.train.config import TrainConfig
+from tfkfp.components.train.shape import ClusterShape
 
 
 def main(argv=None) -> int:
@@ -17,6 +21,9 @@ def main(argv=None) -> int:
     logging.basicConfig(level=logging.WARNING, format="%(message)s")
     logging.getLogger("tfkfp").setLevel(logging.INFO)
     config = TrainConfig.from_json(uris.read_text(config_uri))
+    if jobset_replica.set_tf_config(ClusterShape.for_config(config)):
+        logging.getLogger("tfkfp").info("TF_CONFIG from the JobSet identity: %s",
+                                        os.environ["TF_CONFIG"])
     task = strategies.current_task()
     if task and task.type in strategies.get(config.strategy).servers:
         strategies.run_server(task, config.workers)

@@ -27,6 +27,17 @@ def rendered(tmp_path_factory):
 
 
 @pytest.fixture(scope="session")
+def runtime(tmp_path_factory):
+    """manifests/trainer rendered by `kubectl kustomize`: (path, [documents])."""
+    import yaml
+
+    text = run([tool("kubectl"), "kustomize", ROOT / "manifests" / "trainer"]).stdout
+    path = tmp_path_factory.mktemp("runtime") / "trainer.yaml"
+    path.write_text(text)
+    return path, [d for d in yaml.safe_load_all(text) if d]
+
+
+@pytest.fixture(scope="session")
 def tools():
     """``tools.tool(name)``, ``tools.run(args)``, ``tools.missing(reason)`` and the paths."""
     return namespace()

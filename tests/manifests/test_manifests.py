@@ -22,6 +22,8 @@ WORKLOAD_KINDS = {"Pod", "Deployment", "StatefulSet", "DaemonSet", "ReplicaSet",
                   "CronJob"}
 # What the train launcher does on the cluster, and nothing more (issue #7).
 ALLOWED_RULES = {("kubeflow.org", "tfjobs"): {"create", "get", "list", "watch", "delete"},
+                 ("trainer.kubeflow.org", "trainjobs"): {"create", "get", "list", "watch",
+                                                         "delete"},
                  ("", "pods"): {"get", "list", "watch"},
                  ("", "pods/log"): {"get"}}
 # Service accounts bound by the overlays that Kubeflow Pipelines itself creates.
@@ -51,6 +53,11 @@ def one(docs, kind, name):
 
 def pod_specs(docs):
     for doc in docs:
+        if doc["kind"] == "ClusterTrainingRuntime":
+            for rjob in doc["spec"]["template"]["spec"]["replicatedJobs"]:
+                yield (f"ClusterTrainingRuntime/{doc['metadata']['name']}/{rjob['name']}",
+                       rjob["template"]["spec"]["template"]["spec"])
+            continue
         if doc["kind"] not in WORKLOAD_KINDS:
             continue
         spec = doc["spec"]
@@ -81,8 +88,13 @@ def test_every_kustomization_pins_the_suite_image_tag(kustomization):
             f"__version__ is {__version__!r}")
 
 
-def test_every_rendered_container_runs_the_suite_image(rendered):
-    for overlay, (_, docs) in rendered.items():
+def workloads(rendered, runtime):
+    """Each overlay's documents, and the Trainer v2 runtime's as "trainer"."""
+    return {**rendered, "trainer": runtime}
+
+
+def test_every_rendered_container_runs_the_suite_image(rendered, runtime):
+    for overlay, (_, docs) in workloads(rendered, runtime).items():
         images = {name: c["image"] for name, _, c in containers(docs)}
         assert images, f"{overlay}: no workload uses the suite image"
         for name, image in images.items():
@@ -114,7 +126,7 @@ def test_every_overlay_renders_the_expected_objects(rendered):
 
 
 def test_targets_cover_every_overlay_and_kind_matches_its_node_image():
-    assert set(TARGETS) == set(OVERLAYS)
+    assert set(TARGETS) == {*OVERLAYS, "trainer"}
     cluster = yaml.safe_load((MANIFESTS / "kind" / "cluster.yaml").read_text())
     images = {n["image"] for n in cluster["nodes"]}
     minors = {re.match(r"kindest/node:v(\d+\.\d+)\.\d+", i).group(1) for i in images}
@@ -205,8 +217,8 @@ def test_real_api_server_accepts_every_overlay(rendered, tools, tmp_path):
 
 # --- security -----------------------------------------------------------------------------
 
-def test_workloads_run_as_non_root_without_escalation_on_a_read_only_root(rendered):
-    for overlay, (_, docs) in rendered.items():
+def test_workloads_run_as_non_root_without_escalation_on_a_read_only_root(rendered, runtime):
+    for overlay, (_, docs) in workloads(rendered, runtime).items():
         for name, spec, container in containers(docs):
             where = f"{overlay}: {name}"
             pod_sc, sc = spec.get("securityContext", {}), container.get("securityContext", {})
@@ -224,8 +236,8 @@ def test_workloads_run_as_non_root_without_escalation_on_a_read_only_root(render
             assert not any("hostPath" in v for v in spec.get("volumes", [])), where
 
 
-def test_workloads_request_and_limit_cpu_and_memory(rendered):
-    for overlay, (_, docs) in rendered.items():
+def test_workloads_request_and_limit_cpu_and_memory(rendered, runtime):
+    for overlay, (_, docs) in workloads(rendered, runtime).items():
         for name, _, container in containers(docs):
             resources = container.get("resources", {})
             for kind in ("requests", "limits"):
@@ -324,6 +336,54 @@ def test_object_store_credentials_are_references(rendered):
             assert credentials["fromEnv"] is False
             assert ref["secretName"], f"{overlay}: the object store Secret has no name"
             assert ref["accessKeyKey"] and ref["secretKeyKey"]
+
+
+# --- the Kubeflow Trainer v2 runtime -------------------------------------------------------
+
+def test_the_trainer_runtime_is_the_one_the_launcher_names(runtime):
+    from tfkfp.components.train import jobset_replica
+    from tfkfp.components.train.launchers import job, trainjob
+
+    (doc,) = runtime[1]
+    assert doc["kind"] == trainjob.RUNTIME_KIND and doc["apiVersion"] == \
+        f"{trainjob.GROUP}/{trainjob.VERSION}"
+    assert doc["metadata"]["name"] == job.LaunchOptions().runtime
+    assert "namespace" not in doc["metadata"], "a ClusterTrainingRuntime is cluster-scoped"
+    assert doc["spec"]["mlPolicy"]["numNodes"] >= 1  # Trainer sizes only with an mlPolicy
+    (rjob,) = doc["spec"]["template"]["spec"]["replicatedJobs"]
+    assert rjob["name"] == trainjob.NODE
+    assert rjob["template"]["metadata"]["labels"] == {
+        "trainer.kubeflow.org/trainjob-ancestor-step": "trainer"}
+    spec = rjob["template"]["spec"]
+    assert spec["completionMode"] == "Indexed"
+    assert spec["successPolicy"] == {"rules": [{"succeededIndexes": "0"}]}  # the chief's
+    pod = spec["template"]["spec"]
+    assert pod["restartPolicy"] == "Never"  # a pod failure policy needs it
+    (container,) = pod["containers"]
+    assert container["name"] == trainjob.NODE
+    assert [p["containerPort"] for p in container["ports"]] == [jobset_replica.PORT]
+    fields = {e["name"]: e["valueFrom"]["fieldRef"]["fieldPath"]
+              for e in container["env"] if "valueFrom" in e}
+    assert fields == {name: f"metadata.labels['{label}']"
+                      for name, label in jobset_replica.LABELS.items()}
+
+
+def test_the_trainer_runtime_job_validates_strictly_at_its_target_versions(runtime, tools,
+                                                                           tmp_path):
+    """kubernetes-validate does not know a ClusterTrainingRuntime: its Job template is
+    checked as the batch/v1 Job that JobSet makes of it."""
+    (doc,) = runtime[1]
+    jobs = [{"apiVersion": "batch/v1", "kind": "Job",
+             "metadata": {"name": f"{doc['metadata']['name']}-{rjob['name']}"},
+             "spec": {**rjob["template"]["spec"], "parallelism": 4, "completions": 4}}
+            for rjob in doc["spec"]["template"]["spec"]["replicatedJobs"]]
+    path = tmp_path / "jobs.yaml"
+    path.write_text(yaml.safe_dump_all(jobs))
+    validate = tools.tool("kubernetes-validate")
+    for version in TARGETS["trainer"]:
+        out = tools.run([validate, "--strict", "--kubernetes-version", version, path]).stdout
+        passed = set(re.findall(rf"passed for resource (\S+) against version {version}", out))
+        assert passed == {f"job/{j['metadata']['name']}" for j in jobs}, out
 
 
 # --- the kind script ------------------------------------------------------------------------

@@ -1,12 +1,14 @@
-"""What the cluster launchers (tfjob, vertex) share: their options, checked before launch, and
-the job plan: where the replicas read the data and write the model, checkpoints, TensorBoard
-logs and the result. A replica runs on another machine, so every one of those places is on
-storage all replicas reach (an object store such as gs://, or a shared volume mounted at the
-same path); what is not gets staged in the job folder and copied back afterwards."""
+"""What the cluster launchers (tfjob, trainjob, vertex) share: their options, checked before
+launch, and the job plan: where the replicas read the data and write the model, checkpoints,
+TensorBoard logs and the result. A replica runs on another machine, so every one of those
+places is on storage all replicas reach (an object store such as gs://, or a shared volume
+mounted at the same path); what is not gets staged in the job folder and copied back
+afterwards."""
 
 import dataclasses
 import json
 import logging
+import re
 from typing import Any, Dict
 
 from tfkfp.components._image import IMAGE
@@ -16,26 +18,33 @@ from tfkfp.components.train.errors import TrainConfigError
 
 log = logging.getLogger("tfkfp")
 
-BOTH = ("tfjob", "vertex")
+KUBE = ("tfjob", "trainjob")  # Kubernetes: a Training Operator TFJob, a Trainer v2 TrainJob
+CLUSTER = (*KUBE, "vertex")
+# A job's name is a DNS label, and so are its pods' host names (<name>-worker-255,
+# <name>-node-0-319), which must fit in 63 characters.
+JOB_NAME = re.compile(r"[a-z]([-a-z0-9]*[a-z0-9])?")
+MAX_JOB_NAME = 52
 
 
 @dataclasses.dataclass(frozen=True)
 class LaunchOptions:
-    """``launcher_options`` of train; each field's comment says which launcher reads it."""
+    """``launcher_options`` of train; each field's comment says which launchers read it
+    (k8s: tfjob and trainjob)."""
 
-    job_dir: str = ""  # both: shared folder for the job (default: beside the model)
-    image: str = IMAGE  # both: the replicas' image
-    deadline_seconds: int = 86400  # both: the job fails when it runs longer
-    poll_seconds: float = 10.0  # both: how often the job's status is read
-    service_account: str = ""  # both: tfjob default tfkfp-runner; vertex: the project's
-    namespace: str = ""  # tfjob: default this pod's namespace, else tfkfp
-    job_name: str = ""  # tfjob: default tfkfp-train-<random>
-    cpu: str = "2"  # tfjob: CPU request per replica
-    memory: str = "8Gi"  # tfjob: memory request and limit per replica
-    gpus: int = 0  # tfjob: nvidia.com/gpu per chief/worker replica
+    job_dir: str = ""  # all: shared folder for the job (default: beside the model)
+    image: str = IMAGE  # all: the replicas' image
+    deadline_seconds: int = 86400  # all: the job fails when it runs longer
+    poll_seconds: float = 10.0  # all: how often the job's status is read
+    service_account: str = ""  # k8s: default tfkfp-runner; vertex: the project's
+    namespace: str = ""  # k8s: default this pod's namespace, else tfkfp
+    job_name: str = ""  # k8s: default tfkfp-train-<random>
+    cpu: str = "2"  # k8s: CPU request per replica
+    memory: str = "8Gi"  # k8s: memory request and limit per replica
+    gpus: int = 0  # k8s: nvidia.com/gpu per replica (tfjob: chief and workers only)
+    volume_claim: str = ""  # k8s: a ReadWriteMany PVC mounted in every replica
+    mount_path: str = "/mnt/tfkfp"  # k8s: where volume_claim is mounted
     backoff_limit: int = 3  # tfjob: restarts (of preempted replicas) before the job fails
-    volume_claim: str = ""  # tfjob: a ReadWriteMany PVC mounted in every replica
-    mount_path: str = "/mnt/tfkfp"  # tfjob: where volume_claim is mounted
+    runtime: str = "tfkfp-tensorflow"  # trainjob: the ClusterTrainingRuntime (manifests/trainer)
     project: str = ""  # vertex: Google Cloud project (default: the environment's)
     region: str = "us-central1"  # vertex
     machine_type: str = "n1-standard-8"  # vertex
@@ -44,10 +53,12 @@ class LaunchOptions:
 
 
 READ_BY = {
-    **{name: BOTH for name in ("job_dir", "image", "deadline_seconds", "poll_seconds",
-                               "service_account")},
-    **{name: ("tfjob",) for name in ("namespace", "job_name", "cpu", "memory", "gpus",
-                                     "backoff_limit", "volume_claim", "mount_path")},
+    **{name: CLUSTER for name in ("job_dir", "image", "deadline_seconds", "poll_seconds",
+                                  "service_account")},
+    **{name: KUBE for name in ("namespace", "job_name", "cpu", "memory", "gpus",
+                               "volume_claim", "mount_path")},
+    "backoff_limit": ("tfjob",),
+    "runtime": ("trainjob",),
     **{name: ("vertex",) for name in ("project", "region", "machine_type",
                                       "accelerator_type", "accelerator_count")},
 }
@@ -59,8 +70,9 @@ def parse_options(launcher: str, options: Dict[str, Any] | None) -> LaunchOption
     allowed = sorted(name for name, launchers in READ_BY.items() if launcher in launchers)
     if launcher == "local":
         if options:
-            raise TrainConfigError(f"launcher_options {sorted(options)} are for the tfjob and "
-                                   "vertex launchers; launcher 'local' takes none")
+            raise TrainConfigError(f"launcher_options {sorted(options)} are for the cluster "
+                                   f"launchers ({', '.join(CLUSTER)}); launcher 'local' takes "
+                                   "none")
         return LaunchOptions()
     unknown = sorted(set(options) - set(allowed))
     if unknown:
@@ -86,6 +98,12 @@ def parse_options(launcher: str, options: Dict[str, Any] | None) -> LaunchOption
     if parsed.volume_claim and not parsed.mount_path.startswith("/"):
         raise TrainConfigError(f"launcher_options mount_path {parsed.mount_path!r} must be "
                                "an absolute path")
+    if parsed.job_name and not (JOB_NAME.fullmatch(parsed.job_name)
+                                and len(parsed.job_name) <= MAX_JOB_NAME):
+        raise TrainConfigError(
+            f"launcher_options job_name {parsed.job_name!r} must be at most {MAX_JOB_NAME} "
+            "lower-case letters, digits and '-', starting with a letter and ending with a "
+            "letter or digit (its pods' host names derive from it)")
     return parsed
 
 

@@ -1,5 +1,5 @@
-"""One cluster shape, checked before launch and rendered by the local, tfjob and vertex
-launchers; the launchers' options and job plan; the Vertex AI CustomJob request."""
+"""One cluster shape, checked before launch and rendered by the local, tfjob, trainjob and
+vertex launchers; the launchers' options and job plan; the Vertex AI CustomJob request."""
 
 import json
 import os
@@ -10,7 +10,7 @@ from tfkfp.components._image import IMAGE
 from tfkfp.components.train.config import TrainConfig
 from tfkfp.components.train.core import train
 from tfkfp.components.train.errors import TrainConfigError, VertexJobFailed
-from tfkfp.components.train.launchers import job, tfjob, vertex
+from tfkfp.components.train.launchers import job, kube, tfjob, trainjob, vertex
 from tfkfp.components.train.launchers.local import local_cluster
 from tfkfp.components.train.shape import ClusterShape
 
@@ -20,26 +20,29 @@ def config(strategy="default", **fields):
                        strategy=strategy, **fields)
 
 
-SHAPES = {  # strategy -> (shape replicas, TFJob replica types, Vertex pool sizes)
-    "default": ({"chief": 1}, {"Chief": 1}, [1]),
-    "mirrored": ({"chief": 1}, {"Chief": 1}, [1]),
-    "multi_worker_mirrored": ({"worker": 3}, {"Worker": 3}, [1, 2]),
+SHAPES = {  # strategy -> (shape replicas, TFJob replica types, TrainJob nodes, Vertex pools)
+    "default": ({"chief": 1}, {"Chief": 1}, 1, [1]),
+    "mirrored": ({"chief": 1}, {"Chief": 1}, 1, [1]),
+    "multi_worker_mirrored": ({"worker": 3}, {"Worker": 3}, 3, [1, 2]),
     "parameter_server": ({"chief": 1, "worker": 3, "ps": 2}, {"Chief": 1, "Worker": 3, "PS": 2},
-                         [1, 3, 2]),
+                         6, [1, 3, 2]),
 }
 
 
 @pytest.mark.parametrize("strategy", list(SHAPES))
-def test_one_shape_renders_processes_tfjob_replicas_and_vertex_pools(strategy):
-    replicas, tfjob_replicas, pools = SHAPES[strategy]
+def test_one_shape_renders_processes_tfjob_replicas_trainjob_nodes_and_vertex_pools(strategy):
+    replicas, tfjob_replicas, nodes, pools = SHAPES[strategy]
     shape = ClusterShape.for_config(config(strategy, workers=3, parameter_servers=2))
     shape.validate("tfjob")
+    shape.validate("trainjob")
     assert shape.replicas == replicas
     assert {role: len(hosts) for role, hosts in local_cluster(shape).spec.items()} == replicas
     plan = job.plan(config(strategy), "tfjob", job.LaunchOptions())
     body = tfjob.manifest(shape, plan, job.LaunchOptions(), "j", "ns")
     assert {k: v["replicas"] for k, v in body["spec"]["tfReplicaSpecs"].items()} == \
         tfjob_replicas
+    body = trainjob.manifest(shape, plan, job.LaunchOptions(), "j", "ns")
+    assert body["spec"]["trainer"]["numNodes"] == nodes
     assert vertex.pool_counts(shape) == pools
 
 
@@ -75,6 +78,11 @@ def test_a_cluster_launcher_allows_more_workers_than_one_machine():
     ("tfjob", {"deadline_seconds": 0}, "deadline_seconds must be positive"),
     ("vertex", {"accelerator_type": "NVIDIA_TESLA_T4"}, "go together"),
     ("tfjob", {"volume_claim": "c", "mount_path": "rel"}, "must be an absolute path"),
+    ("tfjob", {"runtime": "r"}, "['runtime'] are not known to launcher 'tfjob'"),
+    ("trainjob", {"backoff_limit": 2}, "['backoff_limit'] are not known to launcher 'trainjob'"),
+    ("trainjob", {"job_name": "Fit_1"}, "job_name 'Fit_1' must be at most 52 lower-case"),
+    ("tfjob", {"job_name": "a" * 53}, "must be at most 52"),
+    ("local", {"runtime": "r"}, "are for the cluster launchers (tfjob, trainjob, vertex)"),
 ])
 def test_bad_launcher_options_are_named(launcher, options, message):
     with pytest.raises(TrainConfigError) as err:
@@ -208,6 +216,12 @@ def test_train_checks_the_launcher_before_any_work(demo_dataset, tmp_path):
     with pytest.raises(TrainConfigError, match="cannot run as a TFJob"):
         train(demo_dataset, str(tmp_path / "model"), launcher="tfjob", strategy="tpu",
               launcher_options={"job_dir": "gs://b/j"})
+    with pytest.raises(TrainConfigError, match="cannot run as a TrainJob"):
+        train(demo_dataset, str(tmp_path / "model"), launcher="trainjob", strategy="tpu",
+              launcher_options={"job_dir": "gs://b/j"})
+    with pytest.raises(TrainConfigError, match="allowed 1 to 256 trainjob workers"):
+        train(demo_dataset, str(tmp_path / "model"), launcher="trainjob", workers=257,
+              strategy="multi_worker_mirrored", launcher_options={"job_dir": "gs://b/j"})
     assert not os.listdir(tmp_path)
 
 
@@ -261,7 +275,8 @@ def test_pod_logs_are_streamed_once_per_started_pod_with_the_replica_as_prefix(c
     core = _FakePods([("digits-chief-0", "chief", "Running"),
                       ("digits-worker-0", "worker", "Pending")],
                      {"digits-chief-0": [b"epoch 1\nepoch 2\n", b"done\n"]})
-    logs = tfjob._PodLogs(core, "team", "digits")
+    logs = kube.PodLogs(core, "team", f"{tfjob.JOB_LABEL}=digits", tfjob.CONTAINER,
+                        tfjob.replica_of)
     logs.follow_new_pods()
     logs.follow_new_pods()  # the same pod again: not streamed twice
     deadline = time.monotonic() + 10
@@ -283,4 +298,4 @@ def test_the_tfjob_client_reads_kubeconfig_as_set_when_it_connects(tmp_path, mon
         "contexts": [{"name": "c", "context": {"cluster": "c", "user": "u"}}]}))
     monkeypatch.delenv("KUBERNETES_SERVICE_HOST", raising=False)
     monkeypatch.setenv("KUBECONFIG", str(path))
-    assert tfjob.api_client().configuration.host == "https://10.1.2.3:6443"
+    assert kube.api_client().configuration.host == "https://10.1.2.3:6443"

@@ -8,18 +8,13 @@ import os
 import signal
 import subprocess
 import sys
-import threading
-import time
-import traceback
 
-import kube_apiserver
 import pytest
-from cluster_tools import run as run_tool
-from cluster_tools import tool
+from kube_controller import Controller, cluster
 
 from tfkfp.components.train.core import train
 from tfkfp.components.train.errors import TFJobFailed
-from tfkfp.components.train.launchers import tfjob
+from tfkfp.components.train.launchers import kube, tfjob
 
 pytestmark = pytest.mark.slow
 HERE = os.path.dirname(__file__)
@@ -28,90 +23,23 @@ NAMESPACE = "team"
 
 @pytest.fixture(scope="module")
 def kubeconfig(tmp_path_factory):
-    with kube_apiserver.running(tmp_path_factory.mktemp("apiserver")) as path:
-        kubectl = [tool("kubectl"), "--kubeconfig", path]
-        run_tool([*kubectl, "create", "namespace", NAMESPACE])
-        run_tool([*kubectl, "apply", "-f", os.path.join(HERE, "tfjob-crd.yaml")])
-        run_tool([*kubectl, "wait", "--for=condition=established", "--timeout=60s",
-                  "crd/tfjobs.kubeflow.org"])
-        previous = os.environ.get("KUBECONFIG")
-        os.environ["KUBECONFIG"] = str(path)
-        try:
-            yield str(path)
-        finally:
-            if previous is None:
-                os.environ.pop("KUBECONFIG", None)
-            else:
-                os.environ["KUBECONFIG"] = previous
+    with cluster(tmp_path_factory.mktemp("apiserver"), NAMESPACE,
+                 [os.path.join(HERE, "tfjob-crd.yaml")]) as path:
+        yield path
 
 
-class Operator:
-    """The Training Operator's part: find the job, write its status conditions."""
+class Operator(Controller):
+    """The Training Operator's part: find the job, append its status conditions."""
 
     def __init__(self, kubeconfig):
-        from kubernetes import client, config
-
-        self.jobs = client.CustomObjectsApi(config.new_client_from_config(kubeconfig))
-
-    def job(self, name):
-        return self.jobs.get_namespaced_custom_object(tfjob.GROUP, tfjob.VERSION, NAMESPACE,
-                                                      tfjob.PLURAL, name)
-
-    def wait_for(self, name, timeout=120):
-        from kubernetes import client
-
-        deadline = time.monotonic() + timeout
-        while time.monotonic() < deadline:
-            try:
-                return self.job(name)
-            except client.ApiException as err:
-                if err.status != 404:
-                    raise
-            time.sleep(0.2)
-        raise AssertionError(f"TFJob {name} was never created")
-
-    def exists(self, name):
-        from kubernetes import client
-
-        try:
-            self.job(name)
-            return True
-        except client.ApiException as err:
-            if err.status == 404:
-                return False
-            raise
+        super().__init__(kubeconfig, NAMESPACE, tfjob.GROUP, tfjob.VERSION, tfjob.PLURAL)
 
     def set_condition(self, name, kind, reason="", message=""):
-        body = self.job(name)
-        conditions = (body.get("status") or {}).get("conditions") or []
+        conditions = (self.job(name).get("status") or {}).get("conditions") or []
         condition = {"type": kind, "status": "True", "reason": reason or kind}
         if message:  # the client sends an empty string as null, which the schema rejects
             condition["message"] = message
-        conditions.append(condition)
-        body["status"] = {"conditions": conditions}
-        self.jobs.replace_namespaced_custom_object_status(
-            tfjob.GROUP, tfjob.VERSION, NAMESPACE, tfjob.PLURAL, name, body)
-
-    def play(self, name, act):
-        """Run ``act(job)`` in a thread once the job exists; re-raise its failure later."""
-        errors = []
-
-        def target():
-            try:
-                act(self.wait_for(name))
-            except BaseException as err:  # noqa: BLE001 - reported by check()
-                traceback.print_exc()  # the launcher may still be waiting: show it now
-                errors.append(err)
-
-        thread = threading.Thread(target=target, daemon=True)
-        thread.start()
-
-        def check():
-            thread.join(timeout=300)
-            if errors:
-                raise errors[0]
-
-        return check
+        self.replace_status(name, {"conditions": [*conditions, condition]})
 
 
 def options(tmp_path, name, **more):
@@ -170,7 +98,7 @@ def test_a_failed_tfjob_fails_the_step_with_its_reason_and_is_kept(kubeconfig, d
 
 def test_a_tfjob_past_its_deadline_is_deleted_and_fails_the_step(kubeconfig, demo_dataset,
                                                                  tmp_path, monkeypatch):
-    monkeypatch.setattr(tfjob, "DEADLINE_GRACE_SECONDS", 0)
+    monkeypatch.setattr(kube, "DEADLINE_GRACE_SECONDS", 0)
     operator = Operator(kubeconfig)
     check = operator.play("slow", lambda job: operator.set_condition("slow", "Running"))
     with pytest.raises(TFJobFailed, match="passed its deadline of 2 s"):

@@ -1,0 +1,225 @@
+"""What the Kubernetes launchers (tfjob, trainjob) share: create a training job (a custom
+resource) with the ``kubernetes`` client, follow its conditions and stream its pods' logs with
+each replica's name as prefix, fail with the job's reason when it fails or outlives its
+deadline, and delete it when the step is cancelled (SIGTERM) or stopped. Each launcher only
+renders its job and says, in a JobKind, how to read it."""
+
+import collections
+import dataclasses
+import json
+import logging
+import os
+import threading
+import time
+import uuid
+from typing import Any, Callable, Deque, Dict, Tuple, Type
+
+from tfkfp.components.train.errors import ClusterJobFailed, ClusterJobReportedFailure
+from tfkfp.components.train.launchers import TAIL_LINES, indented, sigterm_raises
+from tfkfp.components.train.launchers.job import LaunchOptions
+
+log = logging.getLogger("tfkfp")
+
+DEFAULT_NAMESPACE = "tfkfp"
+DEFAULT_SERVICE_ACCOUNT = "tfkfp-runner"  # manifests/base/serviceaccount.yaml
+POD_NAMESPACE_FILE = "/var/run/secrets/kubernetes.io/serviceaccount/namespace"
+# The controller enforces the job's activeDeadlineSeconds; the launcher gives it that much
+# longer to say so before deleting the job itself.
+DEADLINE_GRACE_SECONDS = 60
+LABELS = {"app.kubernetes.io/name": "tfkfp", "app.kubernetes.io/component": "train"}
+# Every replica's container: non-root, no privilege escalation, no capabilities.
+CONTAINER_SECURITY = {"allowPrivilegeEscalation": False, "capabilities": {"drop": ["ALL"]}}
+POD_SECURITY = {"runAsNonRoot": True, "runAsUser": 1000, "runAsGroup": 1000, "fsGroup": 1000}
+
+
+@dataclasses.dataclass(frozen=True)
+class JobKind:
+    """One kind of training job: its resource, its conditions, its pods."""
+
+    kind: str  # e.g. TFJob
+    group: str
+    version: str
+    plural: str
+    succeeded: str  # the condition type that means success; "Failed" means failure
+    container: str  # the training container of each pod (whose log is streamed)
+    pod_label: str  # the label naming the job on its pods
+    install_hint: str  # what to check when the job cannot be created
+    failed: Type[ClusterJobFailed]
+    reported: Type[ClusterJobReportedFailure]
+
+
+def default_namespace() -> str:
+    """The namespace this pod runs in, else tfkfp (manifests/base)."""
+    try:
+        with open(POD_NAMESPACE_FILE) as f:
+            return f.read().strip() or DEFAULT_NAMESPACE
+    except OSError:
+        return DEFAULT_NAMESPACE
+
+
+def default_job_name() -> str:
+    return f"tfkfp-train-{uuid.uuid4().hex[:8]}"
+
+
+def api_client():
+    """In a pod, its service account; elsewhere the kubeconfig (KUBECONFIG or ~/.kube)."""
+    from kubernetes import client, config
+
+    if os.environ.get("KUBERNETES_SERVICE_HOST"):
+        config.load_incluster_config()
+    else:
+        # Read KUBECONFIG now: the client reads it once, when it is first imported.
+        config.load_kube_config(config_file=os.environ.get("KUBECONFIG"))
+    return client.ApiClient()
+
+
+def run(kind: JobKind, body: Dict[str, Any], options: LaunchOptions,
+        replica_of: Callable[[Any], str], summary: str, api=None) -> None:
+    """Create the job and return when it succeeds; raise ``kind.failed`` when it fails or
+    passes its deadline. The job is deleted if this returns by any exception but a failure
+    its controller reported (that job stays, for ``kubectl describe``, until its TTL).
+    ``replica_of(pod)`` names a pod's replica in the log prefixes."""
+    from kubernetes import client
+
+    api = api or api_client()
+    jobs = client.CustomObjectsApi(api)
+    namespace, name = body["metadata"]["namespace"], body["metadata"]["name"]
+    logs = PodLogs(client.CoreV1Api(api), namespace, f"{kind.pod_label}={name}",
+                   kind.container, replica_of)
+    with sigterm_raises():  # before creating, so a cancel never leaves the job behind
+        try:
+            _create(kind, jobs, body, summary)  # a failed create must not delete a namesake
+            try:
+                _follow(kind, jobs, namespace, name, options, logs)
+            except ClusterJobReportedFailure:
+                raise  # kept for inspection
+            except BaseException:  # deadline, cancel, lost API: nothing may keep running
+                _delete(kind, jobs, namespace, name)
+                raise
+        finally:
+            logs.stop()
+
+
+def _create(kind: JobKind, jobs, body: Dict[str, Any], summary: str) -> None:
+    from kubernetes import client
+
+    namespace, name = body["metadata"]["namespace"], body["metadata"]["name"]
+    try:
+        jobs.create_namespaced_custom_object(kind.group, kind.version, namespace, kind.plural, body)
+    except client.ApiException as err:
+        raise kind.failed(f"could not create {kind.kind} {namespace}/{name}: {err.status} "
+                          f"{err.reason}: {_api_message(err)}. {kind.install_hint}") from err
+    log.info("created %s %s/%s: %s", kind.kind, namespace, name, summary)
+
+
+def _follow(kind: JobKind, jobs, namespace: str, name: str, options: LaunchOptions,
+            logs: "PodLogs") -> None:
+    """Poll the job until it succeeds; raise when it fails or outlives its deadline."""
+    give_up = time.monotonic() + options.deadline_seconds + DEADLINE_GRACE_SECONDS
+    seen = None
+    while True:
+        status = jobs.get_namespaced_custom_object(kind.group, kind.version, namespace, kind.plural,
+                                                   name).get("status") or {}
+        condition = latest_condition(status, (kind.succeeded, "Failed"))
+        if condition and condition["type"] != seen:
+            seen = condition["type"]
+            log.info("%s %s/%s: %s %s", kind.kind, namespace, name, seen,
+                     condition.get("message", ""))
+        logs.follow_new_pods()
+        if seen == kind.succeeded:
+            return
+        if seen == "Failed":
+            reason = condition.get("reason") or "Failed"
+            raise kind.reported(f"{kind.kind} {namespace}/{name} failed: {reason}: "
+                                f"{condition.get('message', '')}{logs.tail()}")
+        if time.monotonic() > give_up:
+            raise kind.failed(
+                f"{kind.kind} {namespace}/{name} passed its deadline of "
+                f"{options.deadline_seconds} s (launcher_options deadline_seconds) without "
+                f"finishing; deleted it{logs.tail()}")
+        time.sleep(options.poll_seconds)
+
+
+def latest_condition(status: Dict[str, Any], ended: Tuple[str, ...]) -> Dict[str, Any] | None:
+    """The newest true condition, an ending one (success or failure) first."""
+    true = [c for c in status.get("conditions") or [] if c.get("status") == "True"]
+    final = [c for c in true if c.get("type") in ended]
+    return (final or true or [None])[-1]
+
+
+def _delete(kind: JobKind, jobs, namespace: str, name: str) -> None:
+    from kubernetes import client
+
+    try:
+        # Background: the API removes the job now and the garbage collector its pods.
+        jobs.delete_namespaced_custom_object(kind.group, kind.version, namespace, kind.plural, name,
+                                             propagation_policy="Background")
+        log.info("deleted %s %s/%s", kind.kind, namespace, name)
+    except client.ApiException as err:
+        if err.status != 404:
+            log.warning("could not delete %s %s/%s: %s", kind.kind, namespace, name,
+                        err.reason)
+
+
+def _api_message(err) -> str:
+    try:
+        return json.loads(err.body).get("message", "")
+    except (TypeError, ValueError, AttributeError):
+        return str(err.body or "")
+
+
+class PodLogs:
+    """Streams the job's pods' logs, each line prefixed with its replica, and keeps a tail for
+    error messages. Log streaming is best effort: it never fails the step."""
+
+    def __init__(self, core, namespace: str, selector: str, container: str,
+                 replica_of: Callable[[Any], str]):
+        self.core, self.namespace, self.selector = core, namespace, selector
+        self.container, self.replica_of = container, replica_of
+        self.followed: set = set()
+        self.lines: Deque[str] = collections.deque(maxlen=TAIL_LINES)  # all pods' threads
+        self.stopped = threading.Event()
+
+    def follow_new_pods(self) -> None:
+        try:
+            pods = self.core.list_namespaced_pod(self.namespace,
+                                                 label_selector=self.selector).items
+        except Exception as err:  # noqa: BLE001 - logs are best effort
+            log.debug("cannot list the job's pods: %s", err)
+            return
+        for pod in pods:
+            key = (pod.metadata.name, pod.metadata.uid)
+            if key in self.followed or pod.status.phase not in ("Running", "Succeeded",
+                                                                "Failed"):
+                continue
+            self.followed.add(key)
+            threading.Thread(target=self._pump, args=(pod.metadata.name, self._prefix(pod)),
+                             daemon=True).start()
+
+    def _prefix(self, pod) -> str:
+        try:
+            return self.replica_of(pod)
+        except Exception:  # noqa: BLE001 - a pod we cannot place is still worth reading
+            return pod.metadata.name
+
+    def _pump(self, pod: str, prefix: str) -> None:
+        try:
+            stream = self.core.read_namespaced_pod_log(
+                pod, self.namespace, container=self.container, follow=True,
+                _preload_content=False)
+            for raw in stream.stream():
+                if self.stopped.is_set():
+                    break
+                for line in raw.decode("utf-8", "replace").splitlines():
+                    self.lines.append(f"[{prefix}] {line}")
+                    print(f"[{prefix}] {line}", flush=True)
+        except Exception as err:  # noqa: BLE001 - logs are best effort
+            log.debug("log stream of pod %s ended: %s", pod, err)
+
+    def tail(self) -> str:
+        if not self.lines:
+            return ""
+        return "; the replicas' last log lines:\n" + indented(self.lines)
+
+    def stop(self) -> None:
+        self.stopped.set()

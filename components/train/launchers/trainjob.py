@@ -1,0 +1,89 @@
+"""The trainjob launcher: the cluster shape as a Kubeflow Trainer v2 TrainJob that references
+the suite's TensorFlow runtime (the ClusterTrainingRuntime in manifests/trainer).
+launchers/kube.py creates it, follows it and deletes it when the step is cancelled; this module
+renders it.
+
+Trainer v2 sizes one replicated job of a runtime, the trainer's (``numNodes``), so every task
+of the shape runs as a pod of that Indexed Job and finds its role from its completion index
+(jobset_replica.py): chief, workers, then parameter servers. The runtime's Job succeeds when
+index 0, the chief (worker 0 when there is no chief), succeeds, as a TFJob does."""
+
+from typing import Any, Dict
+
+from tfkfp.components.train import jobset_replica
+from tfkfp.components.train.errors import TrainJobFailed, TrainJobReportedFailure
+from tfkfp.components.train.launchers import kube
+from tfkfp.components.train.launchers.job import JobPlan, LaunchOptions, worker_command
+from tfkfp.components.train.shape import ClusterShape
+
+GROUP, VERSION, PLURAL = "trainer.kubeflow.org", "v1alpha1", "trainjobs"
+RUNTIME_KIND = "ClusterTrainingRuntime"
+NODE = "node"  # Trainer's name for the trainer's replicated job and its container
+PATCH_MANAGER = "tfkfp.kubeflow.org/train"  # owner of this launcher's runtimePatches entry
+COMPLETION_INDEX = "batch.kubernetes.io/job-completion-index"  # annotation of Indexed pods
+TRAINJOB = kube.JobKind(
+    "TrainJob", GROUP, VERSION, PLURAL, succeeded="Complete", container=NODE,
+    pod_label=jobset_replica.LABELS[jobset_replica.ENV_JOBSET], failed=TrainJobFailed,
+    reported=TrainJobReportedFailure,
+    install_hint="Is Kubeflow Trainer v2 installed (kubectl get crd "
+                 "trainjobs.trainer.kubeflow.org), is the suite's runtime there (kubectl get "
+                 "clustertrainingruntime; kubectl apply -k manifests/trainer), and may this "
+                 "service account create TrainJobs?")
+
+
+def manifest(shape: ClusterShape, job: JobPlan, options: LaunchOptions, name: str,
+             namespace: str) -> Dict[str, Any]:
+    """The TrainJob: the runtime, one node per task of the shape, the worker command, the
+    resources per node, the deadline, and the service account and shared volume as a
+    runtime patch."""
+    # Limits as the requests: they replace the runtime's, which a larger request would exceed.
+    resources = {"requests": {"cpu": options.cpu, "memory": options.memory},
+                 "limits": {"cpu": options.cpu, "memory": options.memory}}
+    if options.gpus:
+        resources["limits"]["nvidia.com/gpu"] = options.gpus
+    spec: Dict[str, Any] = {
+        "runtimeRef": {"name": options.runtime, "apiGroup": GROUP, "kind": RUNTIME_KIND},
+        "trainer": {"image": options.image, "command": worker_command(job),
+                    "numNodes": sum(shape.replicas.values()), "resourcesPerNode": resources},
+        "activeDeadlineSeconds": options.deadline_seconds}
+    patch = _pod_patch(options)
+    if patch:
+        spec["runtimePatches"] = [{"manager": PATCH_MANAGER, "trainingRuntimeSpec": {
+            "template": {"spec": {"replicatedJobs": [
+                {"name": NODE, "template": {"spec": {"template": {"spec": patch}}}}]}}}}]
+    return {"apiVersion": f"{GROUP}/{VERSION}", "kind": "TrainJob",
+            "metadata": {"name": name, "namespace": namespace, "labels": dict(kube.LABELS)},
+            "spec": spec}
+
+
+def _pod_patch(options: LaunchOptions) -> Dict[str, Any]:
+    """What the replicas' pods need beyond the runtime: another service account, the shared
+    volume."""
+    patch: Dict[str, Any] = {}
+    if options.service_account:
+        patch["serviceAccountName"] = options.service_account
+    if options.volume_claim:
+        patch["volumes"] = [{"name": "shared", "persistentVolumeClaim": {
+            "claimName": options.volume_claim}}]
+        patch["containers"] = [{"name": NODE, "volumeMounts": [
+            {"name": "shared", "mountPath": options.mount_path}]}]
+    return patch
+
+
+def replica_namer(shape: ClusterShape):
+    """``replica_of(pod)``: a pod's task from its completion index, e.g. ``ps-0``."""
+    def replica_of(pod) -> str:
+        index = int((pod.metadata.annotations or {})[COMPLETION_INDEX])
+        return jobset_replica.task_at(shape, index).name
+
+    return replica_of
+
+
+def run(shape: ClusterShape, job: JobPlan, options: LaunchOptions, api=None) -> None:
+    """Create the TrainJob and return when it succeeds; raise TrainJobFailed when it fails or
+    passes its deadline (see kube.run)."""
+    name = options.job_name or kube.default_job_name()
+    body = manifest(shape, job, options, name, options.namespace or kube.default_namespace())
+    summary = (f"{sum(shape.replicas.values())} nodes of runtime {options.runtime} ("
+               + ", ".join(f"{n} {role}" for role, n in shape.replicas.items()) + ")")
+    kube.run(TRAINJOB, body, options, replica_namer(shape), summary, api)

@@ -1,0 +1,232 @@
+"""The trainjob launcher against a real kube-apiserver with Kubeflow Trainer v2's TrainJob and
+ClusterTrainingRuntime resources and JobSet's resource registered, and the suite's runtime
+(manifests/trainer) applied. No Trainer controller runs here, so each test plays its part: it
+reads the TrainJob the launcher created, creates the JobSet Trainer would build from the
+runtime, runs the chief pod's real command with the environment the runtime gives it, and
+writes the TrainJob's status."""
+
+import copy
+import datetime
+import json
+import os
+import signal
+import subprocess
+import sys
+
+import pytest
+from cluster_tools import ROOT, run, tool
+from kube_controller import Controller, cluster
+
+from tfkfp.components.train.core import train
+from tfkfp.components.train.errors import TrainJobFailed
+from tfkfp.components.train.launchers import kube, trainjob
+
+pytestmark = pytest.mark.slow
+HERE = os.path.dirname(__file__)
+NAMESPACE = "team"
+CRDS = ("trainjob-crd.yaml", "clustertrainingruntime-crd.yaml", "jobset-crd.yaml")
+ANCESTOR = "trainer.kubeflow.org/trainjob-ancestor-step"
+JOBSET = ("jobset.x-k8s.io", "v1alpha2", "jobsets")
+
+
+@pytest.fixture(scope="module")
+def kubeconfig(tmp_path_factory):
+    work = tmp_path_factory.mktemp("apiserver")
+    runtime = work / "runtime.yaml"
+    runtime.write_text(run([tool("kubectl"), "kustomize", ROOT / "manifests" / "trainer"]).stdout)
+    with cluster(work, NAMESPACE, [os.path.join(HERE, crd) for crd in CRDS],
+                 [runtime]) as path:
+        yield path
+
+
+class Trainer(Controller):
+    """Kubeflow Trainer's part, for a runtime without an ML policy of its own."""
+
+    def __init__(self, kubeconfig):
+        super().__init__(kubeconfig, NAMESPACE, trainjob.GROUP, trainjob.VERSION,
+                         trainjob.PLURAL)
+
+    def set_condition(self, name, kind, reason, message):
+        """Conditions are metav1.Conditions, one per type."""
+        now = datetime.datetime.now(datetime.timezone.utc).strftime("%Y-%m-%dT%H:%M:%SZ")
+        conditions = [c for c in (self.job(name).get("status") or {}).get("conditions") or []
+                      if c["type"] != kind]
+        conditions.append({"type": kind, "status": "True", "reason": reason,
+                           "message": message, "lastTransitionTime": now})
+        self.replace_status(name, {"conditions": conditions})
+
+    def create_jobset(self, job):
+        """The JobSet Trainer builds: the runtime's template, its trainer job sized to
+        numNodes and running the TrainJob's image, command and resources, the TrainJob's
+        runtime patches applied. The API server checks it against JobSet's schema."""
+        runtime = self.objects.get_cluster_custom_object(
+            trainjob.GROUP, trainjob.VERSION, "clustertrainingruntimes",
+            job["spec"]["runtimeRef"]["name"])
+        spec = copy.deepcopy(runtime["spec"]["template"]["spec"])
+        trainer = job["spec"]["trainer"]
+        for rjob in spec["replicatedJobs"]:
+            if rjob["template"]["metadata"]["labels"].get(ANCESTOR) == "trainer":
+                rjob["replicas"] = 1
+                rjob["template"]["spec"].update(parallelism=trainer["numNodes"],
+                                                completions=trainer["numNodes"])
+                node = container(rjob)
+                node.update(image=trainer["image"], command=trainer["command"])
+                for kind, values in trainer["resourcesPerNode"].items():
+                    node["resources"][kind].update(values)
+        for patch in job["spec"].get("runtimePatches", []):
+            for change in patch["trainingRuntimeSpec"]["template"]["spec"]["replicatedJobs"]:
+                (rjob,) = [r for r in spec["replicatedJobs"] if r["name"] == change["name"]]
+                patch_pod(rjob, change["template"]["spec"]["template"]["spec"])
+        body = {"apiVersion": "/".join(JOBSET[:2]), "kind": "JobSet",
+                "metadata": {"name": job["metadata"]["name"], "namespace": NAMESPACE},
+                "spec": spec}
+        return self.objects.create_namespaced_custom_object(*JOBSET[:2], NAMESPACE, JOBSET[2],
+                                                            body)
+
+    def run_pod(self, jobset, rjob_name, index):
+        """Pod ``index`` of a replicated job, as its container would run: its command, with
+        the variables the runtime declares (downward API read from the labels JobSet gives
+        the pod) and the completion index the Job controller sets."""
+        (rjob,) = [r for r in jobset["spec"]["replicatedJobs"] if r["name"] == rjob_name]
+        labels = {"jobset.sigs.k8s.io/jobset-name": jobset["metadata"]["name"],
+                  "jobset.sigs.k8s.io/replicatedjob-name": rjob_name,
+                  "jobset.sigs.k8s.io/job-index": "0"}
+        env = {k: v for k, v in os.environ.items() if k != "TF_CONFIG"}
+        node = container(rjob)
+        for variable in node["env"]:
+            if "value" in variable:
+                env[variable["name"]] = variable["value"]
+            else:
+                path = variable["valueFrom"]["fieldRef"]["fieldPath"]
+                env[variable["name"]] = labels[path.split("'")[1]]
+        env["JOB_COMPLETION_INDEX"] = str(index)
+        # The pod's image has its own python; here it is this interpreter.
+        return subprocess.run([sys.executable, *node["command"][1:]], env=env, timeout=300,
+                              stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
+
+
+def container(rjob):
+    (node,) = [c for c in rjob["template"]["spec"]["template"]["spec"]["containers"]
+               if c["name"] == trainjob.NODE]
+    return node
+
+
+def patch_pod(rjob, patch):
+    pod = rjob["template"]["spec"]["template"]["spec"]
+    if "serviceAccountName" in patch:
+        pod["serviceAccountName"] = patch["serviceAccountName"]
+    pod["volumes"] = pod.get("volumes", []) + patch.get("volumes", [])
+    for change in patch.get("containers", []):
+        (target,) = [c for c in pod["containers"] if c["name"] == change["name"]]
+        target["volumeMounts"] = target.get("volumeMounts", []) + change["volumeMounts"]
+
+
+def options(tmp_path, name, **more):
+    shared = tmp_path / "shared"
+    return {"namespace": NAMESPACE, "job_name": name, "volume_claim": "shared-data",
+            "mount_path": str(shared), "job_dir": str(shared / name), "poll_seconds": 0.2,
+            **more}
+
+
+def test_a_trainjob_that_succeeds_trains_and_returns_the_model(kubeconfig, demo_dataset,
+                                                               tmp_path):
+    trainer = Trainer(kubeconfig)
+    seen = {}
+
+    def run_the_chief(job):
+        name = job["metadata"]["name"]
+        seen["job"], seen["jobset"] = job, trainer.create_jobset(job)
+        seen["pod"] = trainer.run_pod(seen["jobset"], trainjob.NODE, 0)
+        print(seen["pod"].stdout[-3000:])
+        if seen["pod"].returncode == 0:
+            trainer.set_condition(name, "Complete", "AllJobsCompleted",
+                                  "jobset completed successfully")
+        else:
+            trainer.set_condition(name, "Failed", "FailedJobs", "the chief failed")
+
+    check = trainer.play("digits", run_the_chief)
+    result = train(demo_dataset, str(tmp_path / "model"), epochs=2, batch_size=32,
+                   launcher="trainjob",
+                   launcher_options=options(tmp_path, "digits", cpu="1", memory="2Gi"))
+    check()
+    assert result.figures["eval_accuracy"] > 0.8
+    assert os.path.exists(tmp_path / "model" / "saved_model.pb")  # copied back from the job
+    tf_config = {"cluster": {"chief": ["digits-node-0-0.digits:2222"]},
+                 "task": {"type": "chief", "index": 0}}
+    assert f"TF_CONFIG from the JobSet identity: {json.dumps(tf_config)}" in seen["pod"].stdout
+    spec = seen["job"]["spec"]  # as stored: nothing the launcher wrote was dropped
+    assert spec["runtimeRef"]["name"] == "tfkfp-tensorflow"
+    assert spec["trainer"]["numNodes"] == 1 and spec["activeDeadlineSeconds"] == 86400
+    assert spec["trainer"]["resourcesPerNode"]["limits"] == {"cpu": "1", "memory": "2Gi"}
+    assert spec["runtimePatches"][0]["manager"] == trainjob.PATCH_MANAGER
+    (rjob,) = seen["jobset"]["spec"]["replicatedJobs"]
+    assert container(rjob)["volumeMounts"][-1]["mountPath"] == str(tmp_path / "shared")
+    assert trainer.job("digits")["status"]["conditions"][-1]["type"] == "Complete"  # kept
+
+
+def test_a_failed_trainjob_fails_the_step_with_its_reason_and_is_kept(kubeconfig,
+                                                                      demo_dataset, tmp_path):
+    trainer = Trainer(kubeconfig)
+    jobsets = []
+
+    def fail(job):
+        jobsets.append(trainer.create_jobset(job))
+        trainer.set_condition("broken", "Failed", "FailedJobs",
+                              "jobset failed due to one or more job failures")
+
+    check = trainer.play("broken", fail)
+    with pytest.raises(TrainJobFailed, match=r"TrainJob team/broken failed: FailedJobs: "
+                                             r"jobset failed due to one or more job failures"):
+        train(demo_dataset, str(tmp_path / "model"), strategy="parameter_server", workers=3,
+              parameter_servers=2, launcher="trainjob",
+              launcher_options=options(tmp_path, "broken", service_account="trainer-sa"))
+    check()
+    assert trainer.job("broken")["spec"]["trainer"]["numNodes"] == 6  # chief, 3 workers, 2 ps
+    (rjob,) = jobsets[0]["spec"]["replicatedJobs"]
+    assert rjob["template"]["spec"]["completions"] == 6
+    assert rjob["template"]["spec"]["template"]["spec"]["serviceAccountName"] == "trainer-sa"
+    assert not os.path.exists(tmp_path / "model")
+
+
+def test_a_trainjob_past_its_deadline_is_deleted_and_fails_the_step(kubeconfig, demo_dataset,
+                                                                    tmp_path, monkeypatch):
+    monkeypatch.setattr(kube, "DEADLINE_GRACE_SECONDS", 0)
+    trainer = Trainer(kubeconfig)
+    deadlines = []
+    check = trainer.play("slow", lambda job: deadlines.append(
+        job["spec"]["activeDeadlineSeconds"]))
+    with pytest.raises(TrainJobFailed, match="TrainJob team/slow passed its deadline of 2 s"):
+        train(demo_dataset, str(tmp_path / "model"), launcher="trainjob",
+              launcher_options=options(tmp_path, "slow", deadline_seconds=2))
+    check()
+    assert deadlines == [2]  # Trainer enforces it first, with reason DeadlineExceeded
+    assert not trainer.exists("slow")
+
+
+def test_cancelling_the_step_deletes_the_trainjob(kubeconfig, demo_dataset, tmp_path):
+    trainer = Trainer(kubeconfig)
+    script = ("import sys, json\n"
+              "from tfkfp.components.train.core import train\n"
+              "train(sys.argv[1], sys.argv[2], launcher='trainjob', "
+              "launcher_options=json.loads(sys.argv[3]))\n")
+    step = subprocess.Popen([sys.executable, "-c", script, demo_dataset,
+                             str(tmp_path / "model"), json.dumps(options(tmp_path, "cancel"))],
+                            env={**os.environ, "KUBECONFIG": kubeconfig},
+                            stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
+    try:
+        trainer.wait_for("cancel")
+        step.send_signal(signal.SIGTERM)  # what KFP does to a cancelled step's pod
+        out, _ = step.communicate(timeout=60)
+    finally:
+        step.kill()
+    assert step.returncode != 0
+    assert "stopped by signal" in out, out[-3000:]
+    assert not trainer.exists("cancel")
+
+
+def test_a_trainjob_that_cannot_be_created_says_why(kubeconfig, demo_dataset, tmp_path):
+    with pytest.raises(TrainJobFailed, match=r"could not create TrainJob nowhere/lost: 404 "
+                                             r"Not Found: namespaces \"nowhere\" not found\. "
+                                             r"Is Kubeflow Trainer v2 installed"):
+        train(demo_dataset, str(tmp_path / "model"), launcher="trainjob",
+              launcher_options={**options(tmp_path, "lost"), "namespace": "nowhere"})
