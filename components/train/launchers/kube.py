@@ -88,7 +88,7 @@ def run(kind: JobKind, body: Dict[str, Any], options: LaunchOptions,
                    kind.container, replica_of)
     with sigterm_raises():  # before creating, so a cancel never leaves the job behind
         try:
-            _create(kind, jobs, body, summary)  # a failed create must not delete a namesake
+            _create(kind, jobs, body, summary)
             try:
                 _follow(kind, jobs, namespace, name, options, logs)
             except ClusterJobReportedFailure:
@@ -101,6 +101,8 @@ def run(kind: JobKind, body: Dict[str, Any], options: LaunchOptions,
 
 
 def _create(kind: JobKind, jobs, body: Dict[str, Any], summary: str) -> None:
+    """Create the job. A refused create deletes nothing (a namesake must stay); a cancel while
+    the request is in flight deletes the job, which the server may have made already."""
     from kubernetes import client
 
     namespace, name = body["metadata"]["namespace"], body["metadata"]["name"]
@@ -109,6 +111,9 @@ def _create(kind: JobKind, jobs, body: Dict[str, Any], summary: str) -> None:
     except client.ApiException as err:
         raise kind.failed(f"could not create {kind.kind} {namespace}/{name}: {err.status} "
                           f"{err.reason}: {_api_message(err)}. {kind.install_hint}") from err
+    except BaseException:
+        _delete(kind, jobs, namespace, name)
+        raise
     log.info("created %s %s/%s: %s", kind.kind, namespace, name, summary)
 
 
