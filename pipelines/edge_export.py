@@ -6,10 +6,16 @@ the accuracy budget (or the mode asked for); export_tflite takes that model, che
 the SavedModel on held-out examples and writes the bundle an app ships, or fails the run.
 """
 
+from typing import NamedTuple
+
 from kfp import dsl
 
 from tfkfp.components.export_tflite.component import export_tflite
 from tfkfp.components.freeze_quantize.component import freeze_quantize
+
+
+class Outputs(NamedTuple):
+    bundle: dsl.Model
 
 
 @dsl.pipeline(name="tfkfp-edge-export",
@@ -25,7 +31,7 @@ def edge_export(
     eval_examples: int = 1000,
     integer_io: bool = False,
     select_tf_ops: bool = False,
-) -> dsl.Model:
+) -> Outputs:
     """Freezes and quantizes a tfkfp SavedModel, then exports a validated TFLite bundle.
 
     Args:
@@ -39,6 +45,11 @@ def edge_export(
         eval_examples: Eval examples each mode is measured and the export validated on.
         integer_io: int8 only: float inputs and outputs become int8 too.
         select_tf_ops: Allow TensorFlow (Flex) ops that have no TFLite builtin.
+
+    Returns:
+        bundle: The TFLite bundle that passed the accuracy gate (model.tflite, labels.txt,
+            signature.json); its quantization mode, size, accuracy and agreement with the
+            SavedModel in its metadata.
     """
     model = dsl.importer(artifact_uri=model_uri, artifact_class=dsl.Model, reimport=False)
     data = dsl.importer(artifact_uri=dataset_uri, artifact_class=dsl.Dataset, reimport=False)
@@ -51,4 +62,5 @@ def edge_export(
                              quantized_model=quantized.outputs["tflite_model"],
                              validation_examples=eval_examples,
                              max_accuracy_drop=max_accuracy_drop, min_agreement=min_agreement)
-    return exported.outputs["bundle"]
+    return Outputs(bundle=exported.outputs["bundle"])
+

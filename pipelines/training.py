@@ -104,6 +104,15 @@ def make_training(gpu: Gpu | None = None):
             output_format: Predictions as jsonl, csv or tfrecord.
             diagnose: Also run diagnose_bottleneck on the Dataset with the training settings
                 (input-, compute- or memory-bound, with remedies), beside train.
+
+        Returns:
+            model: The trained SavedModel (serving_default and serving_raw signatures);
+                eval accuracy and training throughput in its metadata.
+            tflite: The TFLite bundle that passed the accuracy gate (model.tflite,
+                labels.txt, signature.json); its quantization mode, size, accuracy and
+                agreement with the SavedModel in its metadata.
+            predictions: The eval split's predictions and errors files; counts and
+                records per second in its metadata.
         """
         groups = group_numbers(count=shard_groups).set_display_name("shard-groups")
         with dsl.ParallelFor(groups.output) as group:
