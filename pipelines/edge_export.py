@@ -6,12 +6,13 @@ the accuracy budget (or the mode asked for); export_tflite takes that model, che
 the SavedModel on held-out examples and writes the bundle an app ships, or fails the run.
 """
 
-from typing import NamedTuple
+from typing import Any, Dict, NamedTuple
 
 from kfp import dsl
 
 from tfkfp.components.export_tflite.component import export_tflite
 from tfkfp.components.freeze_quantize.component import freeze_quantize
+from tfkfp.pipelines import checks
 
 
 class Outputs(NamedTuple):
@@ -64,3 +65,16 @@ def edge_export(
                              max_accuracy_drop=max_accuracy_drop, min_agreement=min_agreement)
     return Outputs(bundle=exported.outputs["bundle"])
 
+
+def check_arguments(arguments: Dict[str, Any]) -> None:
+    """Refuse what freeze_quantize or export_tflite would refuse before loading anything
+    (mode, example counts, the agreement gate), by their own checks, before a run starts."""
+    from tfkfp.components.export_tflite.core import check_options as check_export
+    from tfkfp.components.freeze_quantize.core import check_options as check_quantize
+
+    values = checks.with_defaults(edge_export, arguments)
+    checks.check_step(freeze_quantize, check_quantize, checks.pick(
+        values, "mode", "calibration_examples", "eval_examples"))
+    checks.check_step(export_tflite, check_export, {
+        "quantized_dir": checks.QUANTIZED, "validation_examples": values["eval_examples"],
+        "min_agreement": values["min_agreement"]}, {"validation_examples": "eval_examples"})

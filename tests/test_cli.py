@@ -90,3 +90,73 @@ def test_bad_pipeline_requests_are_refused_before_anything_runs(args, message, c
     assert main(args + (["--pipeline-root", str(tmp_path)] if args[0] == "run" else [])) == 1
     assert message in capsys.readouterr().err
     assert not any(tmp_path.iterdir())
+
+
+DATA = ["--set", "input_uri=in.csv"]
+MODEL = ["--set", "model_uri=model", "--set", "data_uri=data"]
+EDGE = ["--set", "model_uri=model", "--set", "dataset_uri=data"]
+SHARD = "(step shard_tfrecords)"
+QUANTIZE = "(step freeze_quantize)"
+
+
+@pytest.mark.parametrize("command,name,sets,message", [
+    ("run", "training", DATA + ["--set", "quantization=int3"],
+     "mode 'int3' is not one of none, dynamic, float16, int8, int16x8, auto (step "
+     "freeze_quantize; the pipeline's quantization is its mode)"),
+    ("run", "training", DATA + ["--set", "output_format=xml"],
+     "output_format 'xml' is not one of ('jsonl', 'csv', 'tfrecord') (step batch_predict)"),
+    ("run", "training", DATA + ["--set", "compression=zstd"],
+     f"compression 'zstd' is not one of ('none', 'gzip') {SHARD}"),
+    ("run", "training", DATA + ["--set", "eval_fraction=1.5"],
+     f"eval_fraction 1.5 is outside (0, 1); expected e.g. 0.1 for 10% of rows in the eval "
+     f"split {SHARD}"),
+    ("run", "training", DATA + ["--set", "missing=drop"],
+     f"missing 'drop' is not one of ('impute', 'error') {SHARD}"),
+    ("run", "training", DATA + ["--set", "shard_groups=0"],
+     "shard_groups 0: the group count must be at least 1"),
+    ("run", "training", DATA + ["--set", "min_agreement=1.5"],
+     "min_agreement 1.5 is outside [0, 1] (step export_tflite)"),
+    ("submit", "training", DATA + ["--set", "quantization=int3"],
+     "mode 'int3' is not one of none, dynamic, float16, int8, int16x8, auto (step "
+     "freeze_quantize; the pipeline's quantization is its mode)"),
+    ("run", "batch_prediction", ["--set", "model_uri=model"],
+     "there is nothing to predict: pass --set data_uri=... (a Dataset directory of TFRecord "
+     "shards) or --set csv_uri=... (a CSV to shard)"),
+    ("run", "batch_prediction", MODEL + ["--set", "output_format=xml"],
+     "output_format 'xml' is not one of ('jsonl', 'csv', 'tfrecord') (step batch_predict)"),
+    ("run", "batch_prediction", MODEL + ["--set", "top_k=0"],
+     "top_k 0 is below 1 (step batch_predict)"),
+    ("run", "batch_prediction", MODEL + ["--set", "batch_size=0"],
+     "batch_size 0 is below 1 (step batch_predict)"),
+    ("run", "batch_prediction", MODEL + ["--set", "num_shard_groups=0"],
+     "num_shard_groups 0: the group count must be at least 1"),
+    ("run", "batch_prediction", MODEL + ["--set", "split=test"],
+     "split 'test' is not one of all, train, eval"),
+    ("submit", "batch_prediction", ["--set", "model_uri=m", "--set", "csv_uri=c.csv", "--set",
+                                    "num_shards=-1"],
+     f"num_shards -1 / shard_size_mb 128.0: expected num_shards >= 1, or num_shards 0 and "
+     f"shard_size_mb > 0 {SHARD}"),
+    ("run", "edge_export", EDGE + ["--set", "mode=int3"],
+     f"mode 'int3' is not one of none, dynamic, float16, int8, int16x8, auto {QUANTIZE}"),
+    ("run", "edge_export", EDGE + ["--set", "calibration_examples=0"],
+     f"calibration_examples 0: the calibration set would be empty; expected e.g. 100-500 "
+     f"{QUANTIZE}"),
+    ("run", "edge_export", EDGE + ["--set", "eval_examples=0"],
+     f"eval_examples 0 is below 1 {QUANTIZE}"),
+    ("submit", "edge_export", EDGE + ["--set", "min_agreement=2"],
+     "min_agreement 2.0 is outside [0, 1] (step export_tflite)"),
+])
+def test_a_parameter_checkable_without_data_is_refused_before_anything_starts(
+        command, name, sets, message, tmp_path, capsys, monkeypatch):
+    from tfkfp.pipelines import local_run, submit
+
+    started = []
+    monkeypatch.setattr(local_run, "run_local", lambda *a, **k: started.append(a))
+    monkeypatch.setattr(submit, "submit", lambda *a, **k: started.append(a))
+    where = (["--local", "--pipeline-root", str(tmp_path)] if command == "run"
+             else ["--host", "http://127.0.0.1:9"])
+    assert main([command, name, *where, *sets]) == 1
+    last = capsys.readouterr().err.strip().splitlines()[-1]
+    assert last == f"tfkfp {command}: error: pipeline {name!r}: {message}"
+    assert not started and not any(tmp_path.iterdir())
+
