@@ -68,6 +68,7 @@ def _parser() -> argparse.ArgumentParser:
     run.add_argument("--set", action="append", default=[], metavar="KEY=VALUE",
                      dest="parameters", help="pipeline parameter (repeatable)")
     run.add_argument("--pipeline-root", default="tfkfp-runs", help="where outputs go")
+    _add_verbose_option(run)
 
     submit = commands.add_parser("submit", help="start a run on a Kubeflow Pipelines server")
     submit.add_argument("name", help="pipeline name")
@@ -83,7 +84,15 @@ def _parser() -> argparse.ArgumentParser:
     demo = commands.add_parser("demo", help="the main job on the built-in demo data")
     demo.add_argument("--out", default="tfkfp-demo", help="working folder (default "
                       "./tfkfp-demo)")
+    _add_verbose_option(demo)
     return parser
+
+
+def _add_verbose_option(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument("--verbose", action="store_true",
+                        help="stream every task's output (the runner's, the component's, "
+                        "TensorFlow's) to the console; without it the console gets a line "
+                        "per task and each task's log goes to <run folder>/logs/<task>.log")
 
 
 def _shard(args: argparse.Namespace) -> None:
@@ -110,7 +119,7 @@ def _demo_data(args: argparse.Namespace) -> None:
 def _demo(args: argparse.Namespace) -> None:
     from tfkfp.pipelines.demo import run_demo
 
-    run_demo(args.out)
+    run_demo(args.out, args.verbose)
 
 
 def _add_gpu_option(parser: argparse.ArgumentParser) -> None:
@@ -134,9 +143,8 @@ def _run(args: argparse.Namespace) -> None:
     from tfkfp.pipelines import local_run, registry
 
     parameters = registry.parse_parameters(args.name, args.parameters)
-    task = local_run.run_local(args.name, parameters, args.pipeline_root)
-    outputs = local_run.outputs_of(task)
-    print("\n".join(local_run.summary_lines(outputs, args.pipeline_root)))
+    run = local_run.run_local(args.name, parameters, args.pipeline_root, args.verbose)
+    print("\n".join(local_run.summary_lines(run)))
 
 
 def _submit(args: argparse.Namespace) -> None:

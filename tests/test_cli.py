@@ -57,6 +57,9 @@ def test_demo_runs_the_training_pipeline_and_reports(tmp_path, capsys):
     accuracy = float(out.split("eval accuracy")[1].split()[0])
     assert accuracy > 0.9
     assert "examples/s" in out and "SavedModel" in out
+    assert "quantization " in out and " MB, accuracy " in out  # the mode chosen, its figures
+    assert len(out.splitlines()) < 40  # a line as each task starts and ends, the summary
+    assert "cuInit" not in out and "executorInput" not in out  # those are in the task logs
     assert list((tmp_path / "pipeline_root").rglob("saved_model.pb"))
 
 
@@ -159,4 +162,21 @@ def test_a_parameter_checkable_without_data_is_refused_before_anything_starts(
     last = capsys.readouterr().err.strip().splitlines()[-1]
     assert last == f"tfkfp {command}: error: pipeline {name!r}: {message}"
     assert not started and not any(tmp_path.iterdir())
+
+
+@pytest.mark.slow
+def test_a_data_error_in_a_task_ends_the_command_with_the_tasks_own_message(
+        table_csv, tmp_path, capsys):
+    csv = table_csv[0]
+    assert main(["run", "training", "--local", "--pipeline-root", str(tmp_path), "--set",
+                 f"input_uri={csv}", "--set", "label=nosuch"]) == 1
+    out, err = capsys.readouterr()
+    assert err.strip().splitlines()[-1] == (
+        f"tfkfp run: error: shard-tfrecords: label column 'nosuch' is not in {csv}; its "
+        "columns are ['id', 'x', 'y', 'color', 'animal']")
+    assert "Inner task failed" not in out + err and "Traceback" not in out + err
+    failed = [line for line in out.splitlines() if line.startswith("FAILED")]
+    assert len(failed) == 1 and failed[0].startswith("FAILED shard-tfrecords ")
+    log = failed[0].split("its log: ")[1]
+    assert "ShardInputError: label column 'nosuch'" in open(log).read()  # the traceback
 
