@@ -96,6 +96,7 @@ def _add_verbose_option(parser: argparse.ArgumentParser) -> None:
 
 
 def _shard(args: argparse.Namespace) -> None:
+    os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "2")  # TensorFlow's C++ INFO and WARNING
     from tfkfp.components.shard_tfrecords.core import shard_tfrecords
 
     result = shard_tfrecords(
@@ -168,7 +169,29 @@ def main(argv: List[str] | None = None) -> int:
     except (ValueError, OSError, RuntimeError, argparse.ArgumentTypeError) as err:
         print(f"tfkfp {args.command}: error: {err}", file=sys.stderr)
         return 1
+    except Exception as err:  # re-raised below unless it is TensorFlow's (remote paths)
+        if not _is_tensorflow_error(err):
+            raise
+        print(f"tfkfp {args.command}: error: {_tensorflow_message(err, args)}",
+              file=sys.stderr)
+        return 1
     return 0
+
+
+def _is_tensorflow_error(err: Exception) -> bool:
+    """tf.errors.OpError, which gfile raises for a gs:// path it cannot reach; checked by
+    name so that this module does not import TensorFlow."""
+    return any(c.__name__ == "OpError" and c.__module__.startswith("tensorflow")
+               for c in type(err).__mro__)
+
+
+def _tensorflow_message(err: Exception, args: argparse.Namespace) -> str:
+    """The error on one line, naming the paths of the command if TensorFlow did not."""
+    text = " ".join(str(getattr(err, "message", "") or err).split())
+    paths = [p for p in (getattr(args, "input", None), getattr(args, "output_dir", None)) if p]
+    if paths and not any(p in text for p in paths):
+        text += f" (input {paths[0]}" + (f", output {paths[1]})" if len(paths) > 1 else ")")
+    return f"{type(err).__name__}: {text}"
 
 
 if __name__ == "__main__":

@@ -180,3 +180,27 @@ def test_a_data_error_in_a_task_ends_the_command_with_the_tasks_own_message(
     log = failed[0].split("its log: ")[1]
     assert "ShardInputError: label column 'nosuch'" in open(log).read()  # the traceback
 
+
+@pytest.mark.parametrize("message,shown", [
+    ("Error executing an HTTP request: libcurl code 6 meaning 'Could not resolve hostname'"
+     "\n\t when reading metadata of gs://tfkfp-nothing/data.csv",
+     "Error executing an HTTP request: libcurl code 6 meaning 'Could not resolve hostname' "
+     "when reading metadata of gs://tfkfp-nothing/data.csv"),
+    ("Could not resolve host: www.googleapis.com",
+     "Could not resolve host: www.googleapis.com (input gs://tfkfp-nothing/data.csv, output "
+     "OUT)"),
+])
+def test_a_remote_path_that_cannot_be_reached_is_one_line_naming_it(
+        message, shown, tmp_path, capsys, monkeypatch):
+    import tensorflow as tf
+
+    from tfkfp.components.shard_tfrecords import core
+
+    def unreachable(*args, **kwargs):
+        raise tf.errors.FailedPreconditionError(None, None, message)
+
+    monkeypatch.setattr(core, "shard_tfrecords", unreachable)
+    out = str(tmp_path / "out")
+    assert main(["shard", "gs://tfkfp-nothing/data.csv", out, "--label", "label"]) == 1
+    assert capsys.readouterr().err.splitlines() == [
+        f"tfkfp shard: error: FailedPreconditionError: {shown.replace('OUT', out)}"]
