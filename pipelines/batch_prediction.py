@@ -7,13 +7,14 @@ first sharded by shard_tfrecords. One batch_predict task per shard group runs in
 into one summary. Everything runs under the KFP local runner too.
 """
 
-from typing import List
+from typing import Any, Dict, List
 
 from kfp import dsl
 
 from tfkfp.components.batch_predict.component import batch_predict, merge_predictions
 from tfkfp.components.shard_tfrecords.component import shard_tfrecords
-from tfkfp.pipelines.fan_out import group_numbers
+from tfkfp.pipelines import checks
+from tfkfp.pipelines.fan_out import check_group_count, group_numbers
 
 
 @dsl.pipeline(name="predict-shards")
@@ -71,3 +72,24 @@ def batch_prediction(
         predict_shards(model=model.output, data=data.output,
                        num_shard_groups=num_shard_groups, output_format=output_format,
                        keys=keys, top_k=top_k, batch_size=batch_size, split=split)
+
+
+def check_arguments(arguments: Dict[str, Any]) -> None:
+    """Refuse a request without data, a bad group count, split, or what shard_tfrecords or
+    batch_predict would refuse before reading anything (by their own checks), before a run
+    starts."""
+    from tfkfp.components.batch_predict.core import check_options as check_predict
+    from tfkfp.components.common.dataset import SPLITS
+    from tfkfp.components.shard_tfrecords.core import check_options as check_shard
+
+    values = checks.with_defaults(batch_prediction, arguments)
+    if not values["data_uri"] and not values["csv_uri"]:
+        raise ValueError("there is nothing to predict: pass --set data_uri=... (a Dataset "
+                         "directory of TFRecord shards) or --set csv_uri=... (a CSV to shard)")
+    check_group_count(values["num_shard_groups"], "num_shard_groups")
+    if values["split"] not in ("all", *SPLITS):
+        raise ValueError(f"split {values['split']!r} is not one of all, {', '.join(SPLITS)}")
+    if values["csv_uri"]:
+        checks.check_step(shard_tfrecords, check_shard, checks.pick(values, "num_shards"))
+    checks.check_step(batch_predict, check_predict,
+                      checks.pick(values, "output_format", "top_k", "batch_size"))

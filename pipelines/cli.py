@@ -68,6 +68,7 @@ def _parser() -> argparse.ArgumentParser:
     run.add_argument("--set", action="append", default=[], metavar="KEY=VALUE",
                      dest="parameters", help="pipeline parameter (repeatable)")
     run.add_argument("--pipeline-root", default="tfkfp-runs", help="where outputs go")
+    _add_verbose_option(run)
 
     submit = commands.add_parser("submit", help="start a run on a Kubeflow Pipelines server")
     submit.add_argument("name", help="pipeline name")
@@ -83,10 +84,19 @@ def _parser() -> argparse.ArgumentParser:
     demo = commands.add_parser("demo", help="the main job on the built-in demo data")
     demo.add_argument("--out", default="tfkfp-demo", help="working folder (default "
                       "./tfkfp-demo)")
+    _add_verbose_option(demo)
     return parser
 
 
+def _add_verbose_option(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument("--verbose", action="store_true",
+                        help="stream every task's output (the runner's, the component's, "
+                        "TensorFlow's) to the console; without it the console gets a line "
+                        "per task and each task's log goes to <run folder>/logs/<task>.log")
+
+
 def _shard(args: argparse.Namespace) -> None:
+    os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "2")  # TensorFlow's C++ INFO and WARNING
     from tfkfp.components.shard_tfrecords.core import shard_tfrecords
 
     result = shard_tfrecords(
@@ -110,7 +120,7 @@ def _demo_data(args: argparse.Namespace) -> None:
 def _demo(args: argparse.Namespace) -> None:
     from tfkfp.pipelines.demo import run_demo
 
-    run_demo(args.out)
+    run_demo(args.out, args.verbose)
 
 
 def _add_gpu_option(parser: argparse.ArgumentParser) -> None:
@@ -134,9 +144,8 @@ def _run(args: argparse.Namespace) -> None:
     from tfkfp.pipelines import local_run, registry
 
     parameters = registry.parse_parameters(args.name, args.parameters)
-    task = local_run.run_local(args.name, parameters, args.pipeline_root)
-    outputs = local_run.outputs_of(task)
-    print("\n".join(local_run.summary_lines(outputs, args.pipeline_root)))
+    run = local_run.run_local(args.name, parameters, args.pipeline_root, args.verbose)
+    print("\n".join(local_run.summary_lines(run)))
 
 
 def _submit(args: argparse.Namespace) -> None:
@@ -160,7 +169,29 @@ def main(argv: List[str] | None = None) -> int:
     except (ValueError, OSError, RuntimeError, argparse.ArgumentTypeError) as err:
         print(f"tfkfp {args.command}: error: {err}", file=sys.stderr)
         return 1
+    except Exception as err:  # re-raised below unless it is TensorFlow's (remote paths)
+        if not _is_tensorflow_error(err):
+            raise
+        print(f"tfkfp {args.command}: error: {_tensorflow_message(err, args)}",
+              file=sys.stderr)
+        return 1
     return 0
+
+
+def _is_tensorflow_error(err: Exception) -> bool:
+    """tf.errors.OpError, which gfile raises for a gs:// path it cannot reach; checked by
+    name so that this module does not import TensorFlow."""
+    return any(c.__name__ == "OpError" and c.__module__.startswith("tensorflow")
+               for c in type(err).__mro__)
+
+
+def _tensorflow_message(err: Exception, args: argparse.Namespace) -> str:
+    """The error on one line, naming the paths of the command if TensorFlow did not."""
+    text = " ".join(str(getattr(err, "message", "") or err).split())
+    paths = [p for p in (getattr(args, "input", None), getattr(args, "output_dir", None)) if p]
+    if paths and not any(p in text for p in paths):
+        text += f" (input {paths[0]}" + (f", output {paths[1]})" if len(paths) > 1 else ")")
+    return f"{type(err).__name__}: {text}"
 
 
 if __name__ == "__main__":

@@ -1,13 +1,14 @@
 """The main job on the built-in demo data: the ``training`` pipeline, run locally."""
 
 import os
-import time
-from typing import Any, Dict
+from typing import Any, Dict, List
+
+from tfkfp.pipelines import figures
 
 DEMO_PARAMETERS = {"keys": ["id"], "epochs": 5, "target_accuracy": 0.95}
 
 
-def run_demo(out_dir: str) -> Dict[str, Any]:
+def run_demo(out_dir: str, verbose: bool = False) -> Dict[str, Any]:
     """Write the digits, run ``training`` on them with the local runner, print a summary."""
     from tfkfp.components.common.demo_data import write_demo_data
     from tfkfp.pipelines import local_run
@@ -15,32 +16,60 @@ def run_demo(out_dir: str) -> Dict[str, Any]:
     data = write_demo_data(os.path.join(out_dir, "data"))
     print(f"demo data: {data.rows} digits in {data.csv}")
     root = os.path.join(out_dir, "pipeline_root")
-    started = time.monotonic()
-    task = local_run.run_local("training", {"input_uri": os.path.abspath(data.csv),
-                                            **DEMO_PARAMETERS}, root)
-    outputs = local_run.outputs_of(task)
-    print(f"\npipeline 'training' finished in {time.monotonic() - started:.0f} s\n")
-    print("\n".join(summary(outputs)))
-    print(f"\neverything the run wrote is under {os.path.abspath(root)}")
-    return outputs
+    run = local_run.run_local("training", {"input_uri": os.path.abspath(data.csv),
+                                           **DEMO_PARAMETERS}, root, verbose)
+    print(f"\npipeline 'training' finished in {run.seconds:.0f} s\n")
+    print("\n".join(summary(run)))
+    print(f"\neverything the run wrote is under {os.path.abspath(run.run_dir)}")
+    print(f"every task's log is under {os.path.abspath(run.log_dir)}")
+    return run.outputs
 
 
-def summary(outputs: Dict[str, Any]) -> list:
-    model, tflite, predictions = outputs["model"], outputs["tflite"], outputs["predictions"]
-    meta = model.metadata
+def summary(run) -> List[str]:
+    """The demo's figures; rates are the steps' own throughput, wall times beside them."""
+    model, tflite, predictions = (run.outputs[n] for n in ("model", "tflite", "predictions"))
+    meta, lite = model.metadata, tflite.metadata
     tflite_file = os.path.join(tflite.path, "model.tflite")
     lines = [
         f"eval accuracy         {meta['eval_accuracy']:.4f} (SavedModel), "
-        f"{tflite.metadata.get('accuracy', float('nan')):.4f} (TFLite)",
-        f"training throughput   {meta['examples_per_second']:,.0f} examples/s",
+        f"{lite.get('accuracy', float('nan')):.4f} (TFLite)",
+        f"training throughput   {meta['examples_per_second']:,.0f} examples/s "
+        f"({_wall(run, model)} step wall time)",
+        _quantization(run, lite),
         f"SavedModel            {directory_bytes(model.path) / 1e6:.2f} MB  {model.path}",
         f"TFLite model          {os.path.getsize(tflite_file) / 1e6:.3f} MB  {tflite_file}",
-        f"predictions           {predictions.metadata.get('predictions', 0):.0f} rows at "
-        f"{predictions.metadata.get('records_per_second', 0):,.0f} rows/s  {predictions.path}"]
+        _predictions(run, predictions)]
     if "seconds_to_target" in meta:
-        lines.insert(1, f"time to {DEMO_PARAMETERS['target_accuracy']:.0%} accuracy    "
-                        f"{meta['seconds_to_target']:.1f} s of training")
+        label = f"time to {DEMO_PARAMETERS['target_accuracy']:.0%} accuracy"
+        lines.insert(1, f"{label:<22}{meta['seconds_to_target']:.1f} s of training")
     return lines
+
+
+def _quantization(run, lite: Dict[str, Any]) -> str:
+    """The mode freeze_quantize chose (and of how many tried), its size and accuracy."""
+    chosen = next((t for t in run.tasks if figures.step_of(t.name) == "freeze-quantize"
+                   and t.outputs), None)
+    tried = chosen.outputs["tflite_model"].metadata.get("modes", {}) if chosen else {}
+    how = f"chosen of {len(tried)} modes tried" if len(tried) > 1 else "as asked"
+    drop = 100 * lite.get("accuracy_drop", float("nan"))
+    return (f"quantization          {lite.get('mode', '?')} ({how}): "
+            f"{lite.get('size_bytes', 0) / 1e6:.3f} MB, accuracy "
+            f"{lite.get('accuracy', float('nan')):.4f} (drop {drop:.2f} points)")
+
+
+def _predictions(run, predictions) -> str:
+    meta, task = predictions.metadata, run.task_of(predictions)
+    rate = figures.step_rate(task.name, task.log) if task else None
+    how = "reading, predicting and writing" if rate is not None else "start-up included"
+    rate = rate if rate is not None else meta.get("records_per_second", 0)
+    return (f"predictions           {meta.get('predictions', 0):,.0f} rows at "
+            f"{figures.human(rate)} rows/s {how} ({_wall(run, predictions)} step wall time)"
+            f"  {predictions.path}")
+
+
+def _wall(run, artifact) -> str:
+    task = run.task_of(artifact)
+    return f"{task.seconds:.0f} s" if task else "?"
 
 
 def directory_bytes(path: str) -> int:

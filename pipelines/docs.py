@@ -54,8 +54,9 @@ def table(function) -> List[str]:
     for name, param in (spec.inputs or {}).items():
         default = f"`{param.default!r}`" if param.optional else "required"
         lines.append(f"| `{name}` | {_kind(param.type)} | {default} | {_cell(doc.get(name))} |")
-    for name, param in (spec.outputs or {}).items():
-        lines.append(f"| `{name}` | {_kind(param.type)} output | | {_cell(doc.get(name))} |")
+    for name, param in (spec.outputs or {}).items():  # a pipeline's: its Returns section
+        text = doc.get(name) or " ".join((getattr(param, "description", "") or "").split())
+        lines.append(f"| `{name}` | {_kind(param.type)} output | | {_cell(text)} |")
     return lines
 
 

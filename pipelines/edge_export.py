@@ -6,10 +6,17 @@ the accuracy budget (or the mode asked for); export_tflite takes that model, che
 the SavedModel on held-out examples and writes the bundle an app ships, or fails the run.
 """
 
+from typing import Any, Dict, NamedTuple
+
 from kfp import dsl
 
 from tfkfp.components.export_tflite.component import export_tflite
 from tfkfp.components.freeze_quantize.component import freeze_quantize
+from tfkfp.pipelines import checks
+
+
+class Outputs(NamedTuple):
+    bundle: dsl.Model
 
 
 @dsl.pipeline(name="tfkfp-edge-export",
@@ -25,7 +32,7 @@ def edge_export(
     eval_examples: int = 1000,
     integer_io: bool = False,
     select_tf_ops: bool = False,
-) -> dsl.Model:
+) -> Outputs:
     """Freezes and quantizes a tfkfp SavedModel, then exports a validated TFLite bundle.
 
     Args:
@@ -39,6 +46,11 @@ def edge_export(
         eval_examples: Eval examples each mode is measured and the export validated on.
         integer_io: int8 only: float inputs and outputs become int8 too.
         select_tf_ops: Allow TensorFlow (Flex) ops that have no TFLite builtin.
+
+    Returns:
+        bundle: The TFLite bundle that passed the accuracy gate (model.tflite, labels.txt,
+            signature.json); its quantization mode, size, accuracy and agreement with the
+            SavedModel in its metadata.
     """
     model = dsl.importer(artifact_uri=model_uri, artifact_class=dsl.Model, reimport=False)
     data = dsl.importer(artifact_uri=dataset_uri, artifact_class=dsl.Dataset, reimport=False)
@@ -51,4 +63,18 @@ def edge_export(
                              quantized_model=quantized.outputs["tflite_model"],
                              validation_examples=eval_examples,
                              max_accuracy_drop=max_accuracy_drop, min_agreement=min_agreement)
-    return exported.outputs["bundle"]
+    return Outputs(bundle=exported.outputs["bundle"])
+
+
+def check_arguments(arguments: Dict[str, Any]) -> None:
+    """Refuse what freeze_quantize or export_tflite would refuse before loading anything
+    (mode, example counts, the agreement gate), by their own checks, before a run starts."""
+    from tfkfp.components.export_tflite.core import check_options as check_export
+    from tfkfp.components.freeze_quantize.core import check_options as check_quantize
+
+    values = checks.with_defaults(edge_export, arguments)
+    checks.check_step(freeze_quantize, check_quantize, checks.pick(
+        values, "mode", "calibration_examples", "eval_examples"))
+    checks.check_step(export_tflite, check_export, {
+        "quantized_dir": checks.QUANTIZED, "validation_examples": values["eval_examples"],
+        "min_agreement": values["min_agreement"]}, {"validation_examples": "eval_examples"})

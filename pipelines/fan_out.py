@@ -7,6 +7,13 @@ from kfp import dsl
 from tfkfp.components._image import IMAGE
 
 
+def check_group_count(count: int, name: str) -> None:
+    """group_numbers' check, made before a run (``name``: the pipeline parameter that gives
+    the count). The step keeps its own copy: kfp's executor cannot import this module."""
+    if count < 1:
+        raise ValueError(f"{name} {count}: the group count must be at least 1")
+
+
 @dsl.component(base_image=IMAGE, install_kfp_package=False)
 def group_numbers(count: int) -> List[int]:
     """The numbers 0..count-1, one ParallelFor iteration (one pod on a cluster) each.

@@ -1,21 +1,73 @@
-"""Run a pipeline on this machine with the KFP local runner, and summarise what it made."""
+"""Run a pipeline on this machine with the KFP local runner, and summarise what it made.
 
+The console gets a line per task as it starts and ends (its time and key figures) and the
+summary; every task's full log goes to ``<run folder>/logs/<task>.log`` (task_logs). A task
+that fails ends the run with the component's own error message.
+"""
+
+import dataclasses
 import os
-from typing import Any, Dict
+import time
+from typing import Any, Dict, List, TextIO
 
-from tfkfp.pipelines import registry
+from tfkfp.pipelines import figures, registry
+from tfkfp.pipelines.task_logs import TaskConsole, TaskRecord
 
 
-def run_local(name: str, parameters: Dict[str, Any], pipeline_root: str):
-    """Run the named pipeline with ``kfp.local.SubprocessRunner(use_venv=False)``; returns
-    the pipeline's task (its ``.outputs`` hold the pipeline outputs)."""
+class TaskFailed(RuntimeError):
+    """A task of a local run failed: ``<task>: <the component's own error message>``."""
+
+    def __init__(self, record: TaskRecord):
+        super().__init__(f"{record.name}: {record.error}")
+        self.record = record
+
+
+@dataclasses.dataclass(frozen=True)
+class LocalRun:
+    name: str
+    outputs: Dict[str, Any]  # the pipeline's outputs by name
+    descriptions: Dict[str, str]  # what each output is (the pipeline's docstring)
+    tasks: List[TaskRecord]  # in the order they started
+    run_dir: str  # the folder kfp.local wrote the run's outputs under
+    log_dir: str
+    seconds: float
+
+    def task_of(self, artifact: Any) -> TaskRecord | None:
+        """The task that wrote ``artifact``."""
+        uri = getattr(artifact, "uri", None)
+        return next((t for t in self.tasks for out in t.outputs.values()
+                     if uri is not None and getattr(out, "uri", None) == uri), None)
+
+
+def run_local(name: str, parameters: Dict[str, Any], pipeline_root: str,
+              verbose: bool = False, console: TextIO | None = None) -> LocalRun:
+    """Run the named pipeline; see run_pipeline."""
+    return run_pipeline(registry.load(name), parameters, pipeline_root, verbose, console)
+
+
+def run_pipeline(pipeline, parameters: Dict[str, Any], pipeline_root: str,
+                 verbose: bool = False, console: TextIO | None = None) -> LocalRun:
+    """Run ``pipeline`` with ``kfp.local.SubprocessRunner(use_venv=False)``, a line per task
+    on ``console`` (default stdout); ``verbose`` streams every task's output there too.
+    Raises TaskFailed with the failed component's own message."""
     from kfp import local
 
-    pipeline = registry.load(name)
     os.makedirs(pipeline_root, exist_ok=True)
     local.init(runner=local.SubprocessRunner(use_venv=False),
                pipeline_root=os.path.abspath(pipeline_root), raise_on_error=True)
-    return pipeline(**parameters)
+    started = time.monotonic()
+    with TaskConsole(pipeline_root, console, verbose) as tasks:
+        try:
+            task = pipeline(**parameters)
+        except RuntimeError as err:
+            failed = tasks.failed()
+            if failed is None:
+                raise
+            raise TaskFailed(failed) from err
+    specs = pipeline.component_spec.outputs or {}
+    return LocalRun(pipeline.name, outputs_of(task),
+                    {n: " ".join((s.description or "").split()) for n, s in specs.items()},
+                    tasks.records, tasks.run_dir, tasks.log_dir, time.monotonic() - started)
 
 
 def outputs_of(task) -> Dict[str, Any]:
@@ -24,25 +76,24 @@ def outputs_of(task) -> Dict[str, Any]:
     return dict(getattr(task, "outputs", None) or {})
 
 
-def latest_run(pipeline_root: str) -> str:
-    """The folder of the newest run under ``pipeline_root`` (the local runner names it)."""
-    runs = [os.path.join(pipeline_root, n) for n in os.listdir(pipeline_root)]
-    runs = [r for r in runs if os.path.isdir(r)]
-    return max(runs, key=os.path.getmtime) if runs else pipeline_root
+def summary_lines(run: LocalRun) -> List[str]:
+    """A table of the outputs: what each is, its key figures (rates are the step's own
+    throughput), the wall time of the step that wrote it, and where it is."""
+    lines = ["", f"pipeline {run.name!r} finished in {run.seconds:.0f} s"]
+    if not run.outputs:
+        return lines + [f"The pipeline has no outputs; every task's outputs are under "
+                        f"{run.run_dir}", f"task logs: {run.log_dir}"]
+    lines += ["", "| output | what it is | figures | step, wall time | path |",
+              "|---|---|---|---|---|"]
+    for name, artifact in run.outputs.items():
+        task = run.task_of(artifact)
+        shown = (figures.task_figures(task.name, {name: artifact}, task.log) if task
+                 else figures.key_figures({name: artifact}))
+        wall = f"{task.name}, {task.seconds:.1f} s" if task else ""
+        lines.append(f"| {name} | {_cell(run.descriptions.get(name, ''))} | {shown} | "
+                     f"{wall} | {getattr(artifact, 'path', artifact)} |")
+    return lines + ["", f"task logs: {run.log_dir}"]
 
 
-def summary_lines(outputs: Dict[str, Any], pipeline_root: str = "") -> list:
-    """A table of the outputs: where each is, and the figures in its metadata."""
-    if not outputs:
-        where = latest_run(pipeline_root) if pipeline_root else "the pipeline root"
-        return [f"The pipeline has no outputs; every task's outputs are under {where}"]
-    lines = ["| output | figures | path |", "|---|---|---|"]
-    for name, artifact in outputs.items():
-        figures = ", ".join(f"{k}={_short(v)}" for k, v in sorted(artifact.metadata.items())
-                            if isinstance(v, (int, float)) and not isinstance(v, bool))
-        lines.append(f"| {name} | {figures} | {artifact.path} |")
-    return lines
-
-
-def _short(value: float) -> str:
-    return f"{value:.4g}" if isinstance(value, float) else str(value)
+def _cell(text: str) -> str:
+    return text.replace("|", "\\|")

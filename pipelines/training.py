@@ -17,8 +17,9 @@ from tfkfp.components.freeze_quantize.component import freeze_quantize
 from tfkfp.components.merge_datasets.component import merge_datasets
 from tfkfp.components.shard_tfrecords.component import shard_tfrecords
 from tfkfp.components.train.component import gpu_train, train
+from tfkfp.pipelines import checks
 from tfkfp.pipelines.accelerator import Gpu
-from tfkfp.pipelines.fan_out import group_numbers
+from tfkfp.pipelines.fan_out import check_group_count, group_numbers
 
 TRAIN_CPU, TRAIN_MEMORY = "4", "16G"
 # The pipeline's parameters that go to the train step unchanged, under the step's names.
@@ -104,6 +105,15 @@ def make_training(gpu: Gpu | None = None):
             output_format: Predictions as jsonl, csv or tfrecord.
             diagnose: Also run diagnose_bottleneck on the Dataset with the training settings
                 (input-, compute- or memory-bound, with remedies), beside train.
+
+        Returns:
+            model: The trained SavedModel (serving_default and serving_raw signatures);
+                eval accuracy and training throughput in its metadata.
+            tflite: The TFLite bundle that passed the accuracy gate (model.tflite,
+                labels.txt, signature.json); its quantization mode, size, accuracy and
+                agreement with the SavedModel in its metadata.
+            predictions: The eval split's predictions and errors files; counts and
+                records per second in its metadata.
         """
         groups = group_numbers(count=shard_groups).set_display_name("shard-groups")
         with dsl.ParallelFor(groups.output) as group:
@@ -144,12 +154,31 @@ training = make_training()
 
 
 def check_arguments(arguments: Dict[str, Any]) -> None:
-    """Refuse what the train step would refuse (strategy and cluster shape, launcher and its
-    options, model, numbers), before a run starts rather than after sharding."""
-    from tfkfp.components.train.core import check_request
+    """Refuse what a step would refuse without reading the data, before a run starts rather
+    than after sharding or training: the group count, sharding options, quantization mode,
+    export gate and output format by the components' own checks, then what train would
+    refuse (strategy and cluster shape, launcher and its options, model, numbers)."""
+    from tfkfp.components.batch_predict.core import check_options as check_predict
+    from tfkfp.components.export_tflite.core import check_options as check_export
+    from tfkfp.components.freeze_quantize.core import check_options as check_quantize
+    from tfkfp.components.shard_tfrecords.core import check_options as check_shard
 
-    inputs = training.component_spec.inputs
-    values = {**{name: spec.default for name, spec in inputs.items()}, **arguments}
+    values = checks.with_defaults(training, arguments)
+    check_group_count(values["shard_groups"], "shard_groups")
+    checks.check_step(shard_tfrecords, check_shard,
+                      checks.pick(values, "eval_fraction", "compression", "missing"))
+    checks.check_step(freeze_quantize, check_quantize, {"mode": values["quantization"]},
+                      {"mode": "quantization"})
+    checks.check_step(export_tflite, check_export, {"quantized_dir": checks.QUANTIZED,
+                                                    "min_agreement": values["min_agreement"]})
+    checks.check_step(batch_predict, check_predict, checks.pick(values, "output_format"))
+    _check_train(values)  # last: it imports TensorFlow
+
+
+def _check_train(values: Dict[str, Any]) -> None:
+    with checks.native_stderr_hushed():
+        from tfkfp.components.train.core import check_request
+
     options = {option: values[name] for name, option in TRAIN_SETTINGS.items()}
     if values["model_fn"]:  # imported in the step's image, which may hold code this one lacks
         options.pop("model")

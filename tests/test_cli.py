@@ -54,9 +54,13 @@ def test_demo_data_writes_csv_and_image_folder(tmp_path, capsys):
 def test_demo_runs_the_training_pipeline_and_reports(tmp_path, capsys):
     assert main(["demo", "--out", str(tmp_path)]) == 0
     out = capsys.readouterr().out
-    accuracy = float(out.split("eval accuracy")[1].split()[0])
+    summary = next(line for line in out.splitlines() if line.startswith("eval accuracy "))
+    accuracy = float(summary.split()[2])  # the train task's line names it too: not that one
     assert accuracy > 0.9
     assert "examples/s" in out and "SavedModel" in out
+    assert "quantization " in out and " MB, accuracy " in out  # the mode chosen, its figures
+    assert len(out.splitlines()) < 40  # a line as each task starts and ends, the summary
+    assert "cuInit" not in out and "executorInput" not in out  # those are in the task logs
     assert list((tmp_path / "pipeline_root").rglob("saved_model.pb"))
 
 
@@ -91,3 +95,114 @@ def test_bad_pipeline_requests_are_refused_before_anything_runs(args, message, c
     assert main(args + (["--pipeline-root", str(tmp_path)] if args[0] == "run" else [])) == 1
     assert message in capsys.readouterr().err
     assert not any(tmp_path.iterdir())
+
+
+DATA = ["--set", "input_uri=in.csv"]
+MODEL = ["--set", "model_uri=model", "--set", "data_uri=data"]
+EDGE = ["--set", "model_uri=model", "--set", "dataset_uri=data"]
+SHARD = "(step shard_tfrecords)"
+QUANTIZE = "(step freeze_quantize)"
+
+
+@pytest.mark.parametrize("command,name,sets,message", [
+    ("run", "training", DATA + ["--set", "quantization=int3"],
+     "mode 'int3' is not one of none, dynamic, float16, int8, int16x8, auto (step "
+     "freeze_quantize; the pipeline's quantization is its mode)"),
+    ("run", "training", DATA + ["--set", "output_format=xml"],
+     "output_format 'xml' is not one of ('jsonl', 'csv', 'tfrecord') (step batch_predict)"),
+    ("run", "training", DATA + ["--set", "compression=zstd"],
+     f"compression 'zstd' is not one of ('none', 'gzip') {SHARD}"),
+    ("run", "training", DATA + ["--set", "eval_fraction=1.5"],
+     f"eval_fraction 1.5 is outside (0, 1); expected e.g. 0.1 for 10% of rows in the eval "
+     f"split {SHARD}"),
+    ("run", "training", DATA + ["--set", "missing=drop"],
+     f"missing 'drop' is not one of ('impute', 'error') {SHARD}"),
+    ("run", "training", DATA + ["--set", "shard_groups=0"],
+     "shard_groups 0: the group count must be at least 1"),
+    ("run", "training", DATA + ["--set", "min_agreement=1.5"],
+     "min_agreement 1.5 is outside [0, 1] (step export_tflite)"),
+    ("submit", "training", DATA + ["--set", "quantization=int3"],
+     "mode 'int3' is not one of none, dynamic, float16, int8, int16x8, auto (step "
+     "freeze_quantize; the pipeline's quantization is its mode)"),
+    ("run", "batch_prediction", ["--set", "model_uri=model"],
+     "there is nothing to predict: pass --set data_uri=... (a Dataset directory of TFRecord "
+     "shards) or --set csv_uri=... (a CSV to shard)"),
+    ("run", "batch_prediction", MODEL + ["--set", "output_format=xml"],
+     "output_format 'xml' is not one of ('jsonl', 'csv', 'tfrecord') (step batch_predict)"),
+    ("run", "batch_prediction", MODEL + ["--set", "top_k=0"],
+     "top_k 0 is below 1 (step batch_predict)"),
+    ("run", "batch_prediction", MODEL + ["--set", "batch_size=0"],
+     "batch_size 0 is below 1 (step batch_predict)"),
+    ("run", "batch_prediction", MODEL + ["--set", "num_shard_groups=0"],
+     "num_shard_groups 0: the group count must be at least 1"),
+    ("run", "batch_prediction", MODEL + ["--set", "split=test"],
+     "split 'test' is not one of all, train, eval"),
+    ("submit", "batch_prediction", ["--set", "model_uri=m", "--set", "csv_uri=c.csv", "--set",
+                                    "num_shards=-1"],
+     f"num_shards -1 / shard_size_mb 128.0: expected num_shards >= 1, or num_shards 0 and "
+     f"shard_size_mb > 0 {SHARD}"),
+    ("run", "edge_export", EDGE + ["--set", "mode=int3"],
+     f"mode 'int3' is not one of none, dynamic, float16, int8, int16x8, auto {QUANTIZE}"),
+    ("run", "edge_export", EDGE + ["--set", "calibration_examples=0"],
+     f"calibration_examples 0: the calibration set would be empty; expected e.g. 100-500 "
+     f"{QUANTIZE}"),
+    ("run", "edge_export", EDGE + ["--set", "eval_examples=0"],
+     f"eval_examples 0 is below 1 {QUANTIZE}"),
+    ("submit", "edge_export", EDGE + ["--set", "min_agreement=2"],
+     "min_agreement 2.0 is outside [0, 1] (step export_tflite)"),
+])
+def test_a_parameter_checkable_without_data_is_refused_before_anything_starts(
+        command, name, sets, message, tmp_path, capsys, monkeypatch):
+    from tfkfp.pipelines import local_run, submit
+
+    started = []
+    monkeypatch.setattr(local_run, "run_local", lambda *a, **k: started.append(a))
+    monkeypatch.setattr(submit, "submit", lambda *a, **k: started.append(a))
+    where = (["--local", "--pipeline-root", str(tmp_path)] if command == "run"
+             else ["--host", "http://127.0.0.1:9"])
+    assert main([command, name, *where, *sets]) == 1
+    last = capsys.readouterr().err.strip().splitlines()[-1]
+    assert last == f"tfkfp {command}: error: pipeline {name!r}: {message}"
+    assert not started and not any(tmp_path.iterdir())
+
+
+@pytest.mark.slow
+def test_a_data_error_in_a_task_ends_the_command_with_the_tasks_own_message(
+        table_csv, tmp_path, capsys):
+    csv = table_csv[0]
+    assert main(["run", "training", "--local", "--pipeline-root", str(tmp_path), "--set",
+                 f"input_uri={csv}", "--set", "label=nosuch"]) == 1
+    out, err = capsys.readouterr()
+    assert err.strip().splitlines()[-1] == (
+        f"tfkfp run: error: shard-tfrecords: label column 'nosuch' is not in {csv}; its "
+        "columns are ['id', 'x', 'y', 'color', 'animal']")
+    assert "Inner task failed" not in out + err and "Traceback" not in out + err
+    failed = [line for line in out.splitlines() if line.startswith("FAILED")]
+    assert len(failed) == 1 and failed[0].startswith("FAILED shard-tfrecords ")
+    log = failed[0].split("its log: ")[1]
+    assert "ShardInputError: label column 'nosuch'" in open(log).read()  # the traceback
+
+
+@pytest.mark.parametrize("message,shown", [
+    ("Error executing an HTTP request: libcurl code 6 meaning 'Could not resolve hostname'"
+     "\n\t when reading metadata of gs://tfkfp-nothing/data.csv",
+     "Error executing an HTTP request: libcurl code 6 meaning 'Could not resolve hostname' "
+     "when reading metadata of gs://tfkfp-nothing/data.csv"),
+    ("Could not resolve host: www.googleapis.com",
+     "Could not resolve host: www.googleapis.com (input gs://tfkfp-nothing/data.csv, output "
+     "OUT)"),
+])
+def test_a_remote_path_that_cannot_be_reached_is_one_line_naming_it(
+        message, shown, tmp_path, capsys, monkeypatch):
+    import tensorflow as tf
+
+    from tfkfp.components.shard_tfrecords import core
+
+    def unreachable(*args, **kwargs):
+        raise tf.errors.FailedPreconditionError(None, None, message)
+
+    monkeypatch.setattr(core, "shard_tfrecords", unreachable)
+    out = str(tmp_path / "out")
+    assert main(["shard", "gs://tfkfp-nothing/data.csv", out, "--label", "label"]) == 1
+    assert capsys.readouterr().err.splitlines() == [
+        f"tfkfp shard: error: FailedPreconditionError: {shown.replace('OUT', out)}"]

@@ -297,3 +297,6 @@ class _Shard:
     def counts(self) -> ShardCounts:
         return ShardCounts(self.path, self.names["predictions"], self.names["errors"],
                            self.inputs, self.rows, len(self.errors))
+
+
+check_options = _check_options  # public: the pipelines refuse a request with it before a run

@@ -181,3 +181,6 @@ def _gate(figures: Figures, max_accuracy_drop: float, min_agreement: float) -> N
             f"{min_agreement:.4f} (accuracy {figures.accuracy:.4f} vs "
             f"{figures.reference_accuracy:.4f}, max abs diff {figures.max_abs_diff:.2e}, "
             f"mean {figures.mean_abs_diff:.2e})")
+
+
+check_options = _check_options  # public: the pipelines refuse a request with it before a run

@@ -106,8 +106,8 @@ def shard_tfrecords(
     """
     started = time.monotonic()
     column_types = dict(column_types or {})
-    _check_options(eval_fraction, compression, shard_size_mb, num_shards, min_shards,
-                   column_types, split_column, missing)
+    check_options(eval_fraction, compression, shard_size_mb, num_shards, min_shards,
+                  column_types, split_column, missing)
     fmt, files = sources.resolve_files(input_uri, input_format)
     files = select_group(files, file_group, num_file_groups, error=ShardInputError)
     raw = sources.infer_columns(fmt, files, column_types)
@@ -146,9 +146,10 @@ def shard_tfrecords(
     return result
 
 
-def _check_options(eval_fraction: float, compression: str, shard_size_mb: float,
-                   num_shards: int, min_shards: int, column_types: Dict[str, str],
-                   split_column: str | None, missing: str) -> None:
+def check_options(eval_fraction: float, compression: str, shard_size_mb: float,
+                  num_shards: int, min_shards: int, column_types: Dict[str, str],
+                  split_column: str | None, missing: str) -> None:
+    """What sharding refuses before reading anything (pipelines check requests with it)."""
     if missing not in MISSING_POLICIES:
         raise ShardInputError(f"missing {missing!r} is not one of {MISSING_POLICIES}")
     if not split_column and not 0.0 < eval_fraction < 1.0:

@@ -36,7 +36,18 @@ def test_fan_out_gives_the_same_rows_as_one_task(demo_model, demo_dataset, tmp_p
                  "--set", f"model_uri={demo_model}", "--set", f"data_uri={demo_dataset}",
                  "--set", "num_shard_groups=2", "--set", "top_k=2"])
     assert code == 0  # the command a user types, not only the pipeline function
-    assert "every task's outputs are under" in capsys.readouterr().out
+    out = capsys.readouterr().out
+    assert "every task's outputs are under" in out
+    quiet = out.split("\npipeline ")[0].splitlines()  # a line as each task starts and ends
+    assert quiet[0].startswith("logs   ") and len(quiet) % 2 == 1
+    starts = sorted(line[7:] for line in quiet if line.startswith("start  "))
+    ends = sorted(line[7:].split("  ")[0] for line in quiet if line.startswith("done   "))
+    assert starts == ends and len(starts) == 4  # group_numbers, 2 x batch_predict, merge
+    log_dir = quiet[0].split()[1]
+    predict_logs = [n for n in os.listdir(log_dir) if n.startswith("batch-predict")]
+    assert len(predict_logs) == 2
+    for name in predict_logs:
+        assert "predicting: " in open(os.path.join(log_dir, name)).read()
     group_dirs = sorted({os.path.dirname(p) for p in glob.glob(
         str(tmp_path / "root" / "**" / "summary-group-*.json"), recursive=True)})
     assert len(group_dirs) == 2

@@ -20,6 +20,15 @@ def test_every_component_parameter_is_documented():
             assert not row.rstrip().endswith("|  |"), f"{name}: undocumented {row}"
 
 
+def test_every_pipeline_output_has_a_name_and_a_description():
+    from tfkfp.pipelines import registry
+
+    for name in registry.names():
+        for row in docs.table(registry.load(name))[2:]:
+            assert not row.startswith("| `Output` |"), f"{name}: an unnamed output {row}"
+            assert not row.rstrip().endswith("|  |"), f"{name}: undocumented {row}"
+
+
 def test_every_component_of_every_folder_is_listed():
     names = [name for name, _ in docs.components()]
     folders = sorted(p.parent.name for p in (README.parent / "components").glob("*/component.py"))

@@ -1,0 +1,130 @@
+"""A local run's console: a line as each task starts and ends, every task's log in a file under
+the run's folder, the failed component's own message at the end; figures from the logs."""
+
+import builtins
+import io
+import os
+import sys
+
+import pytest
+from kfp import dsl
+
+from tfkfp.pipelines import figures, local_run
+from tfkfp.pipelines.task_logs import task_error
+
+
+@dsl.component(base_image="python:3.11", install_kfp_package=False)
+def say(word: str) -> str:
+    import logging
+    import sys
+
+    logging.basicConfig(level=logging.INFO)
+    logging.getLogger("step").info("the step says %s", word)
+    print("and writes to its stderr", file=sys.stderr)
+    return word + word
+
+
+@dsl.component(base_image="python:3.11", install_kfp_package=False)
+def refuse(word: str):
+    raise ValueError(f"the step's own reason: {word!r} is not a number")
+
+
+@dsl.pipeline(name="two-steps")
+def two_steps(word: str = "hi") -> str:
+    """Says a word twice."""
+    return say(word=say(word=word).output).output
+
+
+@dsl.pipeline(name="refusing")
+def refusing(word: str = "hi"):
+    refuse(word=say(word=word).output)
+
+
+def test_a_quiet_run_prints_a_line_as_each_task_starts_and_ends_and_logs_the_rest(tmp_path):
+    console, before = io.StringIO(), (sys.stdout, sys.stderr, builtins.print)
+    run = local_run.run_pipeline(two_steps, {"word": "hi"}, str(tmp_path), console=console)
+    assert (sys.stdout, sys.stderr, builtins.print) == before  # all put back
+    lines = console.getvalue().splitlines()
+    assert lines[0] == f"logs   {run.log_dir}{os.sep}"
+    assert [line.split()[:2] for line in lines[1:]] == [
+        ["start", "say"], ["done", "say"], ["start", "say-2"], ["done", "say-2"]]
+    assert run.outputs == {"Output": "hihihihi"}
+    assert os.path.dirname(run.log_dir) == run.run_dir
+    assert os.path.dirname(run.run_dir) == str(tmp_path)
+    for task in run.tasks:
+        log = open(task.log).read()
+        assert "the step says hi" in log and "and writes to its stderr" in log
+        assert "executor_input" in log or "Executing task" in log
+    assert os.path.exists(os.path.join(run.log_dir, "pipeline.log"))
+    assert "the step says" not in console.getvalue()
+
+
+def test_verbose_streams_everything_and_still_keeps_the_logs(tmp_path):
+    console = io.StringIO()
+    run = local_run.run_pipeline(two_steps, {}, str(tmp_path), verbose=True, console=console)
+    assert "the step says hi" in console.getvalue()
+    assert "the step says hi" in open(run.tasks[0].log).read()
+
+
+def test_a_failed_task_ends_the_run_with_the_components_own_message(tmp_path):
+    console = io.StringIO()
+    with pytest.raises(local_run.TaskFailed) as failed:
+        local_run.run_pipeline(refusing, {}, str(tmp_path), console=console)
+    assert str(failed.value) == "refuse: ValueError: the step's own reason: 'hihi' is not a number"
+    last = console.getvalue().splitlines()[-1]
+    assert last.startswith("FAILED refuse ") and last.endswith(failed.value.record.log)
+
+
+def indented(text: str) -> str:
+    """As kfp.local writes a task's output into its log: four spaces in."""
+    return "\n".join("    " + line for line in text.splitlines())
+
+
+TRACEBACK = """Traceback (most recent call last):
+  File "x.py", line 1, in <module>
+    main()
+{error}
+
+12:00:00.000 - ERROR - Task 'shard-tfrecords' finished with status FAILURE"""
+
+
+@pytest.mark.parametrize("error,message", [
+    ("tfkfp.components.shard_tfrecords.errors.ShardInputError: label column 'x' is not in "
+     "a.csv; its columns are ['y']", "label column 'x' is not in a.csv; its columns are ['y']"),
+    ("tensorflow.python.framework.errors_impl.FailedPreconditionError: Error executing an "
+     "HTTP request\n\t when reading metadata of gs://b/a.csv\nI0000 00:00:1.0 123 x.cc:1] bye",
+     "FailedPreconditionError: Error executing an HTTP request when reading metadata of "
+     "gs://b/a.csv"),
+    ("KeyError: 'pixel_0'", "KeyError: 'pixel_0'"),
+    ("MemoryError", "MemoryError"),
+])
+def test_the_error_of_a_task_is_its_last_exception(error, message):
+    earlier = TRACEBACK.format(error="OSError: the first")
+    chained = "\nThe above exception was the direct cause of the following exception:\n\n"
+    assert task_error(indented(earlier + chained + TRACEBACK.format(error=error))) == message
+
+
+def test_a_log_without_a_traceback_has_no_error():
+    assert task_error(indented("killed\n")) == ""
+
+
+def test_a_steps_own_rate_counts_only_the_time_its_meters_ran(tmp_path):
+    log = tmp_path / "shard-tfrecords.log"
+    log.write_text(indented(
+        "INFO:tfkfp:reading and encoding: 272.6k bytes, 545.2k bytes/s, 100%, ETA 0s\n"
+        "INFO:tfkfp:writing shards: 1.0k records, 2.0k records/s, 100%, ETA 0s\n"
+        "INFO:tfkfp:wrote 1000 records in 6.6s (152 records/s)\n"))
+    assert figures.step_rate("shard-tfrecords", str(log)) == pytest.approx(1000)
+    assert figures.step_rate("train", str(log)) is None
+    assert figures.step_rate("batch-predict-2 #2", str(log)) is None  # no predicting meter
+
+
+def test_key_figures_come_from_the_outputs_metadata():
+    dataset = dsl.Dataset(name="dataset", uri="/d", metadata={
+        "records": {"train": 90.0, "eval": 10.0}, "records_per_second": 12.5,
+        "compression": "none"})
+    assert figures.key_figures({"dataset": dataset}) == (
+        "100 records (train 90, eval 10), 12 records/s")
+    assert figures.key_figures({"dataset": dataset}, own_rate=25300) == (
+        "100 records (train 90, eval 10), 25.3k records/s")
+    assert figures.key_figures({"Output": [0, 1]}) == "2 group(s)"
