@@ -88,9 +88,10 @@ def make_training(gpu: Gpu | None = None):
             strategy: default, one_device, mirrored, multi_worker_mirrored, parameter_server, tpu.
             workers: Worker processes for the multi-process strategies.
             parameter_servers: Parameter servers for parameter_server.
-            launcher: Where training runs: local (the train step's pod), tfjob (a Kubeflow
-                TFJob, for many machines) or vertex (a Vertex AI CustomJob).
-            launcher_options: tfjob/vertex settings, e.g. {"job_dir": "gs://b/jobs",
+            launcher: Where training runs: local (the train step's pod), trainjob (a Kubeflow
+                Trainer v2 TrainJob, for many machines), tfjob (a Kubeflow Training Operator
+                TFJob) or vertex (a Vertex AI CustomJob).
+            launcher_options: trainjob/tfjob/vertex settings, e.g. {"job_dir": "gs://b/jobs",
                 "gpus": 1}; see the train component.
             epochs: Training epochs.
             batch_size: Per-replica batch size.

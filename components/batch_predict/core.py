@@ -117,7 +117,7 @@ def batch_predict(
         predictor: an already loaded model (tests, benchmarks); model_uri is then a label.
     """
     started = time.monotonic()
-    _check_options(output_format, top_k, batch_size)
+    check_options(output_format, top_k, batch_size)
     predictor = predictor or load_predictor(model_uri, labels_uri, threads)
     plan = sources.resolve_input(data_uri, split, schema_uri, input_format, predictor.schema)
     features, key_columns = sources.plan_columns(predictor, plan.schema, keys, data_uri)
@@ -145,7 +145,8 @@ def batch_predict(
     return result
 
 
-def _check_options(output_format: str, top_k: int, batch_size: int) -> None:
+def check_options(output_format: str, top_k: int, batch_size: int) -> None:
+    """Refuse what cannot work before any work; the pipelines call it before a run starts."""
     if output_format not in writers.OUTPUT_FORMATS:
         raise PredictInputError(f"output_format {output_format!r} is not one of "
                                 f"{writers.OUTPUT_FORMATS}")
@@ -297,6 +298,3 @@ class _Shard:
     def counts(self) -> ShardCounts:
         return ShardCounts(self.path, self.names["predictions"], self.names["errors"],
                            self.inputs, self.rows, len(self.errors))
-
-
-check_options = _check_options  # public: the pipelines refuse a request with it before a run

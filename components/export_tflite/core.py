@@ -110,7 +110,7 @@ def export_tflite(
         integer_io, select_tf_ops: converter options (see common.tflite_convert).
     """
     started = time.monotonic()
-    _check_options(mode, quantized_dir, validation_examples, min_agreement)
+    check_options(mode, quantized_dir, validation_examples, min_agreement)
     loaded, fn = tflite_inputs.load_signature(model_dir, signature)  # loaded owns fn's tables
     schema = tflite_inputs.dataset_schema(dataset)
     tflite_inputs.check_schema(fn, signature, schema, f"dataset {dataset}")
@@ -142,8 +142,9 @@ def export_tflite(
     return result
 
 
-def _check_options(mode: str, quantized_dir: str, validation_examples: int,
+def check_options(mode: str, quantized_dir: str, validation_examples: int,
                    min_agreement: float) -> None:
+    """Refuse what cannot work before any work; the pipelines call it before a run starts."""
     modes = ", ".join(tflite_convert.MODES)
     if mode and quantized_dir:
         raise QuantizeInputError(f"give either mode ({mode!r}) or quantized_dir "
@@ -181,6 +182,3 @@ def _gate(figures: Figures, max_accuracy_drop: float, min_agreement: float) -> N
             f"{min_agreement:.4f} (accuracy {figures.accuracy:.4f} vs "
             f"{figures.reference_accuracy:.4f}, max abs diff {figures.max_abs_diff:.2e}, "
             f"mean {figures.mean_abs_diff:.2e})")
-
-
-check_options = _check_options  # public: the pipelines refuse a request with it before a run

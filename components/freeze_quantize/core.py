@@ -124,7 +124,7 @@ def freeze_quantize(
         timing: latency settings (batch size, timed runs, threads); None: default Timing.
     """
     started = time.monotonic()
-    _check_options(mode, calibration_examples, eval_examples)
+    check_options(mode, calibration_examples, eval_examples)
     loaded, fn = tflite_inputs.load_signature(model_dir, signature)
     schema = tflite_inputs.dataset_schema(dataset)
     tflite_inputs.check_schema(fn, signature, schema, f"dataset {dataset}")
@@ -163,7 +163,8 @@ def freeze_quantize(
     return result
 
 
-def _check_options(mode: str, calibration_examples: int, eval_examples: int) -> None:
+def check_options(mode: str, calibration_examples: int, eval_examples: int) -> None:
+    """Refuse what cannot work before any work; the pipelines call it before a run starts."""
     if mode not in MODES:
         raise QuantizeInputError(f"mode {mode!r} is not one of {', '.join(MODES)}")
     if calibration_examples < 1:
@@ -207,6 +208,3 @@ def _agreement(got: Dict, reference: Dict) -> float:
 
 def _max_diff(got: Dict, reference: Dict) -> float:
     return float(abs(got["probabilities"] - reference["probabilities"]).max())
-
-
-check_options = _check_options  # public: the pipelines refuse a request with it before a run
