@@ -85,6 +85,7 @@ def _parser() -> argparse.ArgumentParser:
     demo.add_argument("--out", default="tfkfp-demo", help="working folder (default "
                       "./tfkfp-demo)")
     _add_verbose_option(demo)
+    _add_serve_parser(commands)
     return parser
 
 
@@ -93,6 +94,32 @@ def _add_verbose_option(parser: argparse.ArgumentParser) -> None:
                         help="stream every task's output (the runner's, the component's, "
                         "TensorFlow's) to the console; without it the console gets a line "
                         "per task and each task's log goes to <run folder>/logs/<task>.log")
+
+
+def _add_serve_parser(commands) -> None:
+    serve = commands.add_parser(
+        "serve", help="serve a model over KServe's v1 and v2 protocols",
+        description="Serve a tfkfp SavedModel or TFLite bundle on the KServe model server: "
+        "POST /v1/models/NAME:predict and /v2/models/NAME/infer, with adaptive "
+        "micro-batching.")
+    serve.add_argument("model", help="SavedModel directory, TFLite bundle or .tflite file")
+    serve.add_argument("--name", default="model", help="model name in the URLs")
+    serve.add_argument("--host", default="0.0.0.0", help="listen address (default all)")
+    serve.add_argument("--port", type=int, default=8080, help="HTTP port (default 8080)")
+    serve.add_argument("--grpc-port", type=int, default=0, help="v2 gRPC port (0: none)")
+    serve.add_argument("--max-batch-size", type=int, default=64, help="rows per model call")
+    serve.add_argument("--max-latency-ms", type=float, default=2.0,
+                       help="longest a batch waits for requests already arriving")
+    serve.add_argument("--max-queue", type=int, default=256,
+                       help="waiting requests beyond which new ones get 503")
+    serve.add_argument("--max-instances", type=int, default=1024, help="rows per request")
+    serve.add_argument("--max-request-bytes", type=int, default=8 << 20,
+                       help="request body limit (413 above it)")
+    serve.add_argument("--top-k", type=int, default=1, help="best classes per answer")
+    serve.add_argument("--threads", type=int, default=0,
+                       help="model threads (default: the container's CPU limit)")
+    serve.add_argument("--key", action="append", default=None, dest="keys", metavar="COLUMN",
+                       help="column echoed into answers (repeatable; default: schema keys)")
 
 
 def _shard(args: argparse.Namespace) -> None:
@@ -159,11 +186,25 @@ def _submit(args: argparse.Namespace) -> None:
     print(f"started run {run_id} of {args.name!r} on {args.host}")
 
 
+def _serve(args: argparse.Namespace) -> None:
+    from tfkfp.components.serve.options import ServeOptions
+    from tfkfp.components.serve.server import serve
+
+    options = ServeOptions(
+        name=args.name, host=args.host, http_port=args.port, grpc_port=args.grpc_port,
+        max_batch_size=args.max_batch_size, max_latency_ms=args.max_latency_ms,
+        max_queue=args.max_queue, max_instances=args.max_instances,
+        max_request_bytes=args.max_request_bytes, top_k=args.top_k, threads=args.threads,
+        keys=tuple(args.keys) if args.keys is not None else None)
+    if serve(args.model, options):
+        raise RuntimeError(f"model {args.model} could not be loaded (see the log above)")
+
+
 def main(argv: List[str] | None = None) -> int:
     args = _parser().parse_args(argv)
     logging.basicConfig(level=logging.INFO, format="%(message)s", stream=sys.stderr)
     handlers = {"shard": _shard, "demo-data": _demo_data, "demo": _demo, "compile": _compile,
-                "run": _run, "submit": _submit}
+                "run": _run, "submit": _submit, "serve": _serve}
     try:
         handlers[args.command](args)
     except (ValueError, OSError, RuntimeError, argparse.ArgumentTypeError) as err:

@@ -30,6 +30,13 @@ PUBLIC = {
     "train.strategies": "diagnose_bottleneck probes under the strategy train would use",
     "freeze_quantize.artifact": "export_tflite reads the tflite_model folder freeze_quantize "
                                 "writes",
+    "batch_predict.models": "serve loads and runs the model as batch prediction does "
+                            "(Predictor), so online answers equal batch ones",
+    "batch_predict.core": "serve ranks classes as batch prediction does (top_k_of)",
+    "batch_predict.sources": "serve checks a SavedModel's schema against its inputs as batch "
+                             "prediction does (plan_columns)",
+    "batch_predict.tfrecords": "serve parses b64 tf.train.Examples with batch prediction's "
+                               "TFRecord parser (make_parser)",
 }
 
 def rel(path):

@@ -17,6 +17,11 @@ def can_hold_gaps(dtype: str) -> bool:
     return dtype in _FILL
 
 
+def gap_value(dtype: str):
+    """How a gap is stored in a ``dtype`` column: NaN (float32) or the empty string."""
+    return _FILL[dtype]
+
+
 def fill_nulls(array, dtype: str):
     """An arrow array of scalars with its nulls replaced by the gap value of ``dtype``
     (float32 or string)."""

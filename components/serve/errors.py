@@ -1,0 +1,18 @@
+"""What serving raises: bad options before start, bad requests (400), load shed (503)."""
+
+
+class ServeOptionsError(ValueError):
+    """A serving option out of range or a model that cannot be served; raised before start."""
+
+
+class RequestError(ValueError):
+    """A request that does not fit the model: answered 400 with this message, which names the
+    field (instance index and column, or v2 input) and what was expected."""
+
+
+class OverloadedError(RuntimeError):
+    """More requests waiting for the model than the bounded queue holds: answered 503."""
+
+
+class BodyTooLargeError(RequestError):
+    """A request body past max_request_bytes (raised while reading it: answered 413)."""

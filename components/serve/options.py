@@ -1,0 +1,104 @@
+"""Serving options, checked before anything starts, and the container's CPU limit."""
+
+import dataclasses
+import math
+import os
+from typing import Tuple
+
+from tfkfp.components.serve.errors import ServeOptionsError
+
+CGROUP_ROOT = "/sys/fs/cgroup"
+
+
+@dataclasses.dataclass(frozen=True)
+class ServeOptions:
+    """How ``tfkfp serve`` listens, batches and refuses.
+
+    Attributes:
+        name: the model's name in the URLs (``/v1/models/NAME:predict``).
+        host: the address to listen on (``127.0.0.1`` for loopback only).
+        http_port: REST port (KServe's default 8080).
+        grpc_port: Open Inference Protocol gRPC port; 0 serves REST only.
+        max_batch_size: rows per model call at most (a single larger request runs alone).
+        max_latency_ms: how long a batch may wait for requests already arriving to join it;
+            a request that finds nothing else queued runs at once.
+        max_queue: requests waiting for the model beyond which new ones get 503.
+        max_instances: rows one request may carry.
+        max_request_bytes: request body size limit (413 above it).
+        top_k: best classes (and scores) listed in each answer.
+        threads: model threads (LiteRT interpreter, TensorFlow intra-op); 0: the container's
+            CPU limit.
+        keys: columns echoed from each instance into its answer (None: the schema's keys).
+        grace_seconds: how long a SIGTERM waits for requests in flight.
+    """
+
+    name: str = "model"
+    host: str = "0.0.0.0"
+    http_port: int = 8080
+    grpc_port: int = 0
+    max_batch_size: int = 64
+    max_latency_ms: float = 2.0
+    max_queue: int = 256
+    max_instances: int = 1024
+    max_request_bytes: int = 8 << 20
+    top_k: int = 1
+    threads: int = 0
+    keys: Tuple[str, ...] | None = None
+    grace_seconds: int = 30
+
+    def check(self) -> "ServeOptions":
+        """Raise ServeOptionsError naming the first option out of range."""
+        if not self.name or "/" in self.name or ":" in self.name:
+            raise ServeOptionsError(f"model name {self.name!r}: expected a non-empty name "
+                                    "without '/' or ':' (it is part of the URLs)")
+        positive = ("max_batch_size", "max_queue", "max_instances", "max_request_bytes",
+                    "top_k")
+        for field in positive:
+            if getattr(self, field) < 1:
+                raise ServeOptionsError(f"{field} {getattr(self, field)} is below 1")
+        for field in ("http_port", "grpc_port"):
+            if not 0 <= getattr(self, field) <= 65535:
+                raise ServeOptionsError(f"{field} {getattr(self, field)} is not a port "
+                                        "(0-65535)")
+        if self.max_latency_ms < 0 or self.threads < 0 or self.grace_seconds < 0:
+            raise ServeOptionsError("max_latency_ms, threads and grace_seconds must be >= 0; "
+                                    f"found {self.max_latency_ms}, {self.threads}, "
+                                    f"{self.grace_seconds}")
+        return self
+
+
+def container_cpus(root: str = CGROUP_ROOT) -> int:
+    """CPUs this container may use: its cgroup CPU quota (v2 ``cpu.max``, v1
+    ``cpu.cfs_quota_us`` / ``cpu.cfs_period_us``) rounded up, capped by the CPUs it may run
+    on; without a quota, those CPUs (not the node's count when pinned)."""
+    cores = _affinity()
+    quota = _cgroup_quota(root)
+    return max(1, min(cores, math.ceil(quota))) if quota else cores
+
+
+def _affinity() -> int:
+    try:
+        return len(os.sched_getaffinity(0))
+    except AttributeError:
+        return os.cpu_count() or 1
+
+
+def _cgroup_quota(root: str) -> float | None:
+    """The CPU quota in CPUs, or None when there is none (``max``, -1 or no cgroup file)."""
+    v2 = _read(os.path.join(root, "cpu.max"))
+    if v2:
+        quota, _, period = v2.partition(" ")
+        return int(quota) / int(period or 100000) if quota.isdigit() else None
+    quota = _read(os.path.join(root, "cpu", "cpu.cfs_quota_us"))
+    period = _read(os.path.join(root, "cpu", "cpu.cfs_period_us"))
+    if quota and period and quota.lstrip("-").isdigit() and int(quota) > 0:
+        return int(quota) / int(period)
+    return None
+
+
+def _read(path: str) -> str:
+    try:
+        with open(path) as f:
+            return f.read().strip()
+    except OSError:
+        return ""

@@ -1,0 +1,235 @@
+"""Requests in, answers out: KServe v1 instances and Open Inference Protocol (v2) tensors.
+
+A v1 instance is a row ``{"column": value, ...}`` with one entry per model input, as in a
+JSON Lines file for batch prediction, or ``{"b64": "..."}``, a serialized tf.train.Example
+(SavedModel only), parsed with the reader batch prediction uses for TFRecords. A v2 request
+has one tensor per model input, ``[rows, *shape]``. Gaps follow common.missing: ``null`` (v2:
+``null`` in the data) in a float column is NaN, in a string column the empty string; both
+are filled inside the model (the TFLite Predictor feeds the bundle's fill). A column whose
+type cannot hold a gap, a missing or unknown column, a value of the wrong type and too many
+rows are refused with a RequestError naming the instance, the field and what was expected.
+
+Answers hold what a batch_predict row holds: ``class``, ``class_id``, ``score`` and, when
+top_k > 1, ``top_classes`` and ``top_scores``; v1 answers also echo the key columns.
+"""
+
+import base64
+import binascii
+import dataclasses
+import json
+from typing import Any, Callable, Dict, List, Sequence
+
+import numpy as np
+
+from tfkfp.components.common import missing
+from tfkfp.components.serve.errors import RequestError
+
+_V2_TYPES = {"float32": ("FP32", "FP64"), "int64": ("INT64", "INT32"), "string": ("BYTES",)}
+_EXPECT = {"float32": "a number or null", "int64": "a whole number",
+           "string": "a string or null"}
+
+
+@dataclasses.dataclass(frozen=True)
+class Field:
+    name: str
+    dtype: str  # float32 | int64 | string
+    shape: tuple  # per row
+
+    def describe(self) -> str:
+        return self.dtype + (str(list(self.shape)) if self.shape else "")
+
+
+@dataclasses.dataclass
+class Rows:
+    features: Dict[str, np.ndarray]
+    count: int
+    keys: List[Dict[str, Any]]  # per row: the echoed key columns (v1 only)
+
+
+class RowDecoder:
+    """Turns request bodies into the model's input arrays, refusing what does not fit.
+
+    Args:
+        fields: the model's inputs.
+        keys: columns echoed into each v1 answer (a row may omit them).
+        ignored: other columns a row may carry (e.g. the schema's label); dropped.
+        parse_examples: ``serialized[] -> {input: array}`` for b64 Examples, or None.
+        max_instances: rows one request may carry.
+    """
+
+    def __init__(self, fields: Sequence[Field], keys: Sequence[str], ignored: Sequence[str],
+                 parse_examples: Callable[[List[bytes]], Dict[str, np.ndarray]] | None,
+                 max_instances: int):
+        self.fields = {f.name: f for f in fields}
+        self.keys, self.parse_examples = list(keys), parse_examples
+        self.allowed = set(self.fields) | set(keys) | set(ignored)
+        self.max_instances = max_instances
+
+    def v1(self, body: Any) -> Rows:
+        """Rows of a v1 body ``{"instances": [...]}`` (JSON text or already decoded)."""
+        if isinstance(body, (bytes, str)):  # sent without a JSON content type
+            try:
+                body = json.loads(body)
+            except ValueError as err:
+                raise RequestError(f"the body is not JSON: {err}") from None
+        if not isinstance(body, dict) or "instances" not in body:
+            raise RequestError('expected a JSON object {"instances": [{column: value, ...}]}; '
+                               f"found {_kind(body)}" + _keys_of(body))
+        instances = body["instances"]
+        if not isinstance(instances, list) or not instances:
+            raise RequestError(f'"instances": expected a non-empty list of rows; found '
+                               f"{_kind(instances) if instances else 'nothing'}")
+        self._check_count(len(instances), '"instances"')
+        if all(isinstance(x, dict) and set(x) == {"b64"} for x in instances):
+            return self._examples(instances)
+        for i, row in enumerate(instances):
+            self._check_row(i, row)
+        features = {name: _column([row[name] for row in instances], field)
+                    for name, field in self.fields.items()}
+        keys = [{k: row[k] for k in self.keys if k in row} for row in instances]
+        return Rows(features, len(instances), keys)
+
+    def _check_count(self, count: int, where: str) -> None:
+        if count > self.max_instances:
+            raise RequestError(f"{where}: {count} rows; at most {self.max_instances} per "
+                               "request (max_instances)")
+
+    def _check_row(self, index: int, row: Any) -> None:
+        if not isinstance(row, dict):
+            raise RequestError(f"instance {index}: expected an object {{column: value}}; "
+                               f"found {_kind(row)}")
+        wrong = _mismatch([n for n in self.fields if n not in row],
+                          sorted(set(row) - self.allowed), "column")
+        if wrong:
+            wanted = ", ".join(f"{f.name} ({f.describe()})" for f in self.fields.values())
+            raise RequestError(f"instance {index}: {wrong}; the model takes {wanted} (null "
+                               "for a gap)")
+
+    def _examples(self, instances: List[Dict]) -> Rows:
+        if self.parse_examples is None:
+            raise RequestError('instances of {"b64": ...} (serialized tf.train.Example) need '
+                               "a SavedModel; this model takes rows {column: value}")
+        records = []
+        for i, row in enumerate(instances):
+            try:
+                records.append(base64.b64decode(row["b64"], validate=True))
+            except (binascii.Error, TypeError, ValueError) as err:
+                raise RequestError(f'instance {i}: "b64" is not base64 ({err})') from None
+        try:
+            features = self.parse_examples(records)
+        except Exception as err:  # noqa: BLE001 - any parse failure is the request's fault
+            raise RequestError("instances: the b64 records are not tf.train.Examples of the "
+                               f"model's schema: {' '.join(str(err).split())[:300]}") from None
+        return Rows(features, len(records), [{} for _ in records])
+
+    def v2(self, inputs: Sequence[Any]) -> Rows:
+        """Rows of v2 InferInputs: one tensor per model input, all with the same rows."""
+        given = {i.name: i for i in inputs}
+        wrong = _mismatch([n for n in self.fields if n not in given],
+                          sorted(set(given) - set(self.fields)), "input")
+        if wrong:
+            wanted = ", ".join(f"{f.name} ({_V2_TYPES[f.dtype][0]} [-1{_dims(f)}])"
+                               for f in self.fields.values())
+            raise RequestError(f"inputs: {wrong}; the model takes {wanted}")
+        features = {name: _tensor(given[name], f) for name, f in self.fields.items()}
+        counts = {len(v) for v in features.values()}
+        if len(counts) != 1:
+            raise RequestError(f"inputs: every input needs the same rows; found "
+                               f"{ {n: len(v) for n, v in features.items()} }")
+        count = counts.pop()
+        self._check_count(count, "inputs")
+        return Rows(features, count, [{} for _ in range(count)])
+
+
+def _column(values: List[Any], field: Field) -> np.ndarray:
+    """One column's values as the model's input array (gaps as common.missing stores them)."""
+    if field.shape:
+        return np.stack([_shaped(i, v, field) for i, v in enumerate(values)])
+    gap = missing.gap_value(field.dtype) if missing.can_hold_gaps(field.dtype) else None
+    out = []
+    for i, value in enumerate(values):
+        if value is None and gap is not None:
+            value = gap
+        elif not _fits(value, field.dtype):
+            raise _wrong(i, field, value)
+        out.append(value.encode() if field.dtype == "string" else value)
+    return np.asarray(out, dtype=object if field.dtype == "string" else field.dtype)
+
+
+def _fits(value: Any, dtype: str) -> bool:
+    if isinstance(value, bool):
+        return False
+    if dtype == "float32":
+        return isinstance(value, (int, float))
+    if dtype == "int64":
+        return isinstance(value, int) and -2**63 <= value < 2**63
+    return isinstance(value, str)
+
+
+def _shaped(index: int, value: Any, field: Field) -> np.ndarray:
+    flat = _flatten(value)
+    size = int(np.prod(field.shape))
+    if flat is None or len(flat) != size or not all(_fits(v, field.dtype) for v in flat):
+        raise _wrong(index, field, value, f"a list of {size} values ({_EXPECT[field.dtype]},"
+                     " no gaps)")
+    if field.dtype == "string":
+        flat = [v.encode() for v in flat]
+    dtype = object if field.dtype == "string" else field.dtype
+    return np.asarray(flat, dtype=dtype).reshape(field.shape)
+
+
+def _flatten(value: Any) -> List[Any] | None:
+    if not isinstance(value, list):
+        return None
+    if value and isinstance(value[0], list):
+        parts = [_flatten(v) for v in value]
+        return None if any(p is None for p in parts) else [x for p in parts for x in p]
+    return value
+
+
+def _wrong(index: int, field: Field, value: Any, expected: str = "") -> RequestError:
+    found = repr(value)
+    found = found if len(found) <= 60 else found[:57] + "..."
+    return RequestError(f"instance {index}, column {field.name!r}: expected "
+                        f"{field.describe()} ({expected or _EXPECT[field.dtype]}); found "
+                        f"{found}")
+
+
+def _tensor(tensor: Any, field: Field) -> np.ndarray:
+    allowed = _V2_TYPES[field.dtype]
+    if tensor.datatype not in allowed:
+        raise RequestError(f"input {field.name!r}: datatype {tensor.datatype}; expected "
+                           f"{' or '.join(allowed)}")
+    shape = list(tensor.shape)
+    if len(shape) != 1 + len(field.shape) or tuple(shape[1:]) != tuple(field.shape):
+        raise RequestError(f"input {field.name!r}: shape {shape}; expected [rows{_dims(field)}]")
+    try:
+        if field.dtype == "string":
+            data = np.asarray(tensor.data if tensor.data is not None else [], dtype=object)
+            flat = [b"" if v is None else v if isinstance(v, bytes) else str(v).encode()
+                    for v in data.reshape(-1)]
+            return np.asarray(flat, dtype=object).reshape(shape)
+        return tensor.as_numpy().astype(field.dtype, copy=False).reshape(shape)
+    except (TypeError, ValueError) as err:
+        gaps = "" if field.dtype == "float32" else " (an int64 input cannot hold a gap)"
+        raise RequestError(f"input {field.name!r}: data does not fit {tensor.datatype} "
+                           f"shape {shape}{gaps}: {err}") from None
+
+
+def _mismatch(absent: List[str], unknown: List[str], what: str) -> str:
+    parts = [f"missing {what} {absent}"] if absent else []
+    parts += [f"unknown {what} {unknown}"] if unknown else []
+    return ", ".join(parts)
+
+
+def _dims(field: Field) -> str:
+    return "".join(f", {d}" for d in field.shape)
+
+
+def _kind(value: Any) -> str:
+    return {dict: "an object", list: "a list", str: "a string", bytes: "bytes"}.get(
+        type(value), type(value).__name__)
+
+
+def _keys_of(value: Any) -> str:
+    return f" with keys {sorted(value)[:10]}" if isinstance(value, dict) else ""

@@ -1,0 +1,120 @@
+"""The model as the server sees it: batch prediction's Predictor, its request decoder, a
+batch function returning top-k, and answers shaped like batch_predict rows.
+
+The Predictor is loaded exactly as batch_predict loads it (a SavedModel's ``serving_raw``
+concrete function, or a TFLite bundle in LiteRT with its gap fills), so a row gets the same
+answer online as in a batch. Nothing here imports kserve.
+"""
+
+import dataclasses
+from typing import Any, Dict, List, Tuple
+
+import numpy as np
+
+from tfkfp.components.batch_predict.core import top_k_of
+from tfkfp.components.batch_predict.models import Predictor, load_predictor
+from tfkfp.components.serve.errors import ServeOptionsError
+from tfkfp.components.serve.options import ServeOptions
+from tfkfp.components.serve.rows import Field, RowDecoder, Rows
+
+V2_OUT = {"float32": "FP32", "int64": "INT64", "string": "BYTES"}
+
+
+@dataclasses.dataclass
+class Servable:
+    predictor: Predictor
+    decoder: RowDecoder
+    top_k: int
+
+    def run(self, features: Dict[str, np.ndarray]) -> Tuple[np.ndarray, np.ndarray]:
+        """The top-k class ids and scores of a batch of rows."""
+        probs = np.asarray(self.predictor.predict(features))
+        if probs.ndim != 2 or probs.shape[1] != len(self.predictor.labels):
+            raise RuntimeError(f"model {self.predictor.uri} returned probabilities of shape "
+                               f"{list(probs.shape)}, but it has {len(self.predictor.labels)} "
+                               "labels")
+        return top_k_of(probs, self.top_k)
+
+    def warm_up(self, rows: int) -> None:
+        """Run one row and a full batch, so the first requests find everything allocated."""
+        for count in sorted({1, rows}):
+            self.run({f.name: _blank(f, count) for f in self.decoder.fields.values()})
+
+    def v1_answers(self, rows: Rows, ids: np.ndarray, scores: np.ndarray) -> List[Dict]:
+        labels = self.predictor.labels
+        out = []
+        for keys, row_ids, row_scores in zip(rows.keys, ids, scores):
+            top = [float(str(s)) for s in row_scores]  # float32's shortest text
+            answer = {**keys, "class": labels[row_ids[0]], "class_id": int(row_ids[0]),
+                      "score": top[0]}
+            if self.top_k > 1:
+                answer["top_classes"] = [labels[i] for i in row_ids]
+                answer["top_scores"] = top
+            out.append(answer)
+        return out
+
+    def v2_outputs(self, ids: np.ndarray, scores: np.ndarray) -> List[Tuple[str, str, List,
+                                                                             List]]:
+        """(name, datatype, shape, flat data) of each v2 output."""
+        labels = self.predictor.labels
+        count = len(ids)
+        outs = [("class", "BYTES", [count], [labels[i] for i in ids[:, 0]]),
+                ("class_id", "INT64", [count], ids[:, 0].tolist()),
+                ("score", "FP32", [count], scores[:, 0].tolist())]
+        if self.top_k > 1:
+            outs += [("top_classes", "BYTES", [count, self.top_k],
+                      [labels[i] for i in ids.reshape(-1)]),
+                     ("top_scores", "FP32", [count, self.top_k], scores.reshape(-1).tolist())]
+        return outs
+
+    def input_types(self) -> List[Dict[str, Any]]:
+        return [{"name": f.name, "datatype": V2_OUT[f.dtype], "shape": [-1, *f.shape]}
+                for f in self.decoder.fields.values()]
+
+    def output_types(self) -> List[Dict[str, Any]]:
+        return [{"name": n, "datatype": t, "shape": [-1, *s[1:]]}
+                for n, t, s, _ in self.v2_outputs(np.zeros((1, self.top_k), np.int64),
+                                                  np.zeros((1, self.top_k), np.float32))]
+
+
+def load_servable(model_uri: str, options: ServeOptions, threads: int) -> Servable:
+    """Load the model as batch_predict does and build its request decoder."""
+    predictor = load_predictor(model_uri, threads=threads)
+    if options.top_k > len(predictor.labels):
+        raise ServeOptionsError(f"top_k {options.top_k} is more than the model's "
+                                f"{len(predictor.labels)} classes")
+    fields = [Field(name, spec.dtype, tuple(spec.shape))
+              for name, spec in predictor.inputs.items()]
+    schema = predictor.schema
+    keys = list(options.keys) if options.keys is not None else \
+        [c.name for c in schema.keys] if schema is not None else []
+    ignored = schema.names if schema is not None else []
+    decoder = RowDecoder(fields, keys, ignored, _example_parser(predictor, model_uri),
+                         options.max_instances)
+    return Servable(predictor, decoder, options.top_k)
+
+
+def _example_parser(predictor: Predictor, model_uri: str):
+    """``records -> {input: array}`` with the reader batch prediction uses for TFRecords."""
+    if predictor.kind != "savedmodel" or predictor.schema is None:
+        return None
+    import tensorflow as tf
+
+    from tfkfp.components.batch_predict.sources import plan_columns
+    from tfkfp.components.batch_predict.tfrecords import make_parser
+
+    features, _ = plan_columns(predictor, predictor.schema, [], model_uri)
+    parse = make_parser(features, [])
+
+    def parse_examples(records: List[bytes]) -> Dict[str, np.ndarray]:
+        parsed, _ = parse(tf.constant(records, tf.string))
+        return {name: value.numpy() for name, value in parsed.items()}
+
+    return parse_examples
+
+
+def _blank(field: Field, rows: int) -> np.ndarray:
+    shape = (rows, *field.shape)
+    if field.dtype == "string":
+        return np.full(shape, b"", dtype=object)
+    return np.zeros(shape, dtype=field.dtype)

@@ -1,0 +1,134 @@
+"""``tfkfp serve``: the KServe model server around one TfkfpModel.
+
+KServe's own pieces (its FastAPI app, DataPlane, RESTServer, GRPCServer) are put together
+here rather than through ``kserve.ModelServer.start``, which listens on every address, refuses
+to start before a model is ready and parses ``sys.argv`` as its own. Added to KServe's app: a
+request body limit (413), RequestError as 400 and OverloadedError as 503, and server
+readiness (``/v2/health/ready``) that waits for the model. SIGTERM stops accepting
+connections, answers the requests in flight (up to ``grace_seconds``), then exits 0.
+"""
+
+import asyncio
+import contextlib
+import logging
+import signal
+import sys
+from typing import Iterator
+
+from tfkfp.components.common import uris
+from tfkfp.components.serve.errors import (
+    OverloadedError,
+    RequestError,
+    ServeOptionsError,
+)
+from tfkfp.components.serve.limits import BodyLimit
+from tfkfp.components.serve.options import ServeOptions, container_cpus
+
+log = logging.getLogger("tfkfp.serve")
+
+
+@contextlib.contextmanager
+def _own_argv() -> Iterator[None]:
+    """Hide our command line from kserve.model_server, which parses sys.argv on import."""
+    saved = sys.argv
+    sys.argv = saved[:1]
+    try:
+        yield
+    finally:
+        sys.argv = saved
+
+
+def serve(model_uri: str, options: ServeOptions) -> int:
+    """Serve the model until SIGTERM or SIGINT; returns the exit status (1: load failed)."""
+    options.check()
+    if not uris.exists(model_uri):
+        raise ServeOptionsError(f"model {model_uri} does not exist")
+    with _own_argv():
+        from kserve import logging as kserve_logging
+        from kserve import model_server
+
+        from tfkfp.components.serve.model import TfkfpModel
+    _quiet_logs(kserve_logging)
+    threads = options.threads or container_cpus()
+    loop = asyncio.new_event_loop()
+    model = TfkfpModel(model_uri, options, threads, on_failure=lambda: loop.call_soon_threadsafe(
+        setattr, rest._server, "should_exit", True))  # uvicorn's own exit flag
+    rest, grpc = _servers(model, options, model_server.app)
+    log.info("serving %s as %r on http://%s:%d (%d model threads, batches of at most %d rows)",
+             model_uri, options.name, options.host, options.http_port, threads,
+             options.max_batch_size)
+    for sig in (signal.SIGTERM, signal.SIGINT):
+        signal.signal(sig, lambda *_: None)  # uvicorn handles them while it serves
+    try:
+        loop.run_until_complete(_run(model, rest, grpc))
+    finally:
+        loop.close()
+    return 1 if model.failure is not None else 0
+
+
+def _quiet_logs(kserve_logging) -> None:
+    """KServe's logging, less its per-request lines (two timing lines and an access line
+    per request cost throughput; /metrics has the latencies)."""
+    import warnings
+
+    kserve_logging.configure_logging()
+    for name in ("kserve.trace", "uvicorn.access"):
+        logging.getLogger(name).setLevel(logging.WARNING)
+    logging.getLogger("tfkfp.serve").setLevel(logging.INFO)
+    warnings.filterwarnings("ignore", message=".*ORJSONResponse is deprecated")
+
+
+def _servers(model, options: ServeOptions, app):
+    from kserve.model_repository import ModelRepository
+    from kserve.protocol.dataplane import DataPlane
+    from kserve.protocol.grpc.server import GRPCServer
+    from kserve.protocol.model_repository_extension import ModelRepositoryExtension
+    from kserve.protocol.rest.server import RESTServer
+
+    class _DataPlane(DataPlane):
+        async def ready(self) -> bool:  # the server is ready when its model is
+            return all(m.ready for m in self.model_registry.get_models().values())
+
+    registry = ModelRepository()
+    registry.update(model)
+    dataplane = _DataPlane(model_registry=registry)
+    extension = ModelRepositoryExtension(model_registry=registry)
+    _extend_app(app, options.max_request_bytes)
+    rest = RESTServer("kserve.model_server:app", dataplane, extension, options.http_port,
+                      grace_period=options.grace_seconds, event_loop="asyncio")
+    rest.config.host = options.host
+    grpc = None
+    if options.grpc_port:
+        grpc = GRPCServer(options.grpc_port, dataplane, extension,
+                          kwargs={"grpc_max_send_message_length": options.max_request_bytes,
+                                  "grpc_max_receive_message_length": options.max_request_bytes},
+                          grace_period=options.grace_seconds)
+    return rest, grpc
+
+
+def _extend_app(app, max_bytes: int) -> None:
+    from fastapi.responses import ORJSONResponse
+
+    async def bad_request(_, err: RequestError):
+        return ORJSONResponse({"error": str(err)}, status_code=400)
+
+    async def overloaded(_, err: OverloadedError):
+        return ORJSONResponse({"error": str(err)}, status_code=503,
+                              headers={"Retry-After": "1"})
+
+    app.add_exception_handler(RequestError, bad_request)
+    app.add_exception_handler(OverloadedError, overloaded)
+    app.add_middleware(BodyLimit, limit=max_bytes)
+
+
+async def _run(model, rest, grpc) -> None:
+    model.load()
+    tasks = [asyncio.ensure_future(rest.start())]
+    if grpc is not None:
+        tasks.append(asyncio.ensure_future(grpc.start(4)))
+    await tasks[0]  # returns after SIGTERM/SIGINT, once requests in flight are answered
+    if grpc is not None:
+        await grpc.stop()
+    model.stop()
+    for task in tasks[1:]:
+        task.cancel()

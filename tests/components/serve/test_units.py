@@ -1,0 +1,138 @@
+"""The pieces without a server: options, the container's CPU limit, the request decoder and
+the micro-batcher (with a real model call replaced by a recording function)."""
+
+import asyncio
+import threading
+
+import numpy as np
+import pytest
+
+from tfkfp.components.serve.batcher import Batcher
+from tfkfp.components.serve.errors import OverloadedError, RequestError, ServeOptionsError
+from tfkfp.components.serve.options import ServeOptions, container_cpus
+from tfkfp.components.serve.rows import Field, RowDecoder
+
+
+@pytest.mark.parametrize("files,cpus", [
+    ({"cpu.max": "150000 100000"}, 2),
+    ({"cpu.max": "50000 100000"}, 1),
+    ({"cpu/cpu.cfs_quota_us": "100000", "cpu/cpu.cfs_period_us": "100000"}, 1),
+])
+def test_container_cpus_follow_the_cgroup_quota(tmp_path, monkeypatch, files, cpus):
+    monkeypatch.setattr("os.sched_getaffinity", lambda pid: set(range(8)))
+    for name, text in files.items():
+        (tmp_path / name).parent.mkdir(parents=True, exist_ok=True)
+        (tmp_path / name).write_text(text + "\n")
+    assert container_cpus(str(tmp_path)) == cpus
+
+
+def test_container_cpus_without_a_quota_are_the_cpus_it_may_run_on(tmp_path, monkeypatch):
+    monkeypatch.setattr("os.sched_getaffinity", lambda pid: {0, 1, 2})
+    (tmp_path / "cpu.max").write_text("max 100000\n")
+    assert container_cpus(str(tmp_path)) == 3
+    assert container_cpus(str(tmp_path / "none")) == 3
+
+
+@pytest.mark.parametrize("change,words", [
+    ({"max_batch_size": 0}, "max_batch_size 0 is below 1"),
+    ({"http_port": 70000}, "http_port 70000 is not a port"),
+    ({"name": "a/b"}, "model name 'a/b'"),
+    ({"max_latency_ms": -1}, "max_latency_ms"),
+])
+def test_options_out_of_range_are_named(change, words):
+    with pytest.raises(ServeOptionsError, match=words):
+        ServeOptions(**change).check()
+
+
+def decoder():
+    fields = [Field("x", "float32", ()), Field("n", "int64", ()), Field("s", "string", ()),
+              Field("v", "float32", (2,))]
+    return RowDecoder(fields, ["id"], ["label"], None, max_instances=4)
+
+
+def test_rows_with_gaps_become_the_stored_gap_values():
+    rows = decoder().v1({"instances": [
+        {"x": None, "n": 3, "s": None, "v": [1, 2], "id": "a", "label": "yes"},
+        {"x": 2.5, "n": -1, "s": "青", "v": [0.5, 3]}]})
+    assert rows.count == 2 and rows.keys == [{"id": "a"}, {}]
+    assert np.isnan(rows.features["x"][0]) and rows.features["x"].dtype == np.float32
+    assert rows.features["s"].tolist() == [b"", "青".encode()]
+    assert rows.features["n"].dtype == np.int64
+    assert rows.features["v"].shape == (2, 2)
+
+
+@pytest.mark.parametrize("row,words", [
+    ({"x": 1, "n": None, "s": "a", "v": [1, 2]}, "column 'n': expected int64 (a whole"),
+    ({"x": 1, "n": 1.5, "s": "a", "v": [1, 2]}, "column 'n'"),
+    ({"x": 1, "n": 1, "s": "a", "v": [1]}, "column 'v': expected float32[2] (a list of 2"),
+    ({"x": 1, "n": 1, "s": "a", "v": [1, None]}, "no gaps"),
+])
+def test_values_that_do_not_fit_are_named(row, words):
+    with pytest.raises(RequestError, match=words.replace("(", r"\(").replace("[", r"\[")):
+        decoder().v1({"instances": [row]})
+
+
+def test_b64_without_a_parser_is_refused():
+    with pytest.raises(RequestError, match="need a SavedModel"):
+        decoder().v1({"instances": [{"b64": "AAAA"}]})
+
+
+class Model:
+    """run(): records the rows of each call; the first call waits for ``release``."""
+
+    def __init__(self):
+        self.calls, self.release = [], threading.Event()
+
+    def __call__(self, features):
+        if not self.calls:
+            self.calls.append(len(features["x"]))
+            assert self.release.wait(30)
+        else:
+            self.calls.append(len(features["x"]))
+        if (features["x"] < 0).any():
+            raise ValueError("negative")
+        ids = features["x"].astype(np.int64).reshape(-1, 1)
+        return ids, ids.astype(np.float32)
+
+
+def rows(*values):
+    return {"x": np.asarray(values, np.float32)}, len(values)
+
+
+def test_a_lone_request_runs_at_once_and_later_ones_share_a_call():
+    model = Model()
+
+    async def scenario():
+        batcher = Batcher(model, max_batch_size=4, max_latency_ms=50, max_queue=3)
+        first = asyncio.ensure_future(batcher.predict(*rows(1)))
+        while not model.calls:  # the first call runs alone, without waiting for company
+            await asyncio.sleep(0.01)
+        later = [asyncio.ensure_future(batcher.predict(*rows(v, v))) for v in (2, 3, 4)]
+        await asyncio.sleep(0.05)
+        with pytest.raises(OverloadedError, match="max_queue 3"):
+            await batcher.predict(*rows(9))
+        model.release.set()
+        answers = await asyncio.gather(first, *later)
+        batcher.close()
+        return answers
+
+    answers = asyncio.run(scenario())
+    assert model.calls == [1, 4, 2]  # 2+2 rows fill a batch of 4; the last 2 rows follow
+    assert [a[0][:, 0].tolist() for a in answers] == [[1], [2, 2], [3, 3], [4, 4]]
+
+
+def test_a_failing_request_does_not_fail_its_batch_neighbours():
+    model = Model()
+    model.release.set()
+
+    async def scenario():
+        batcher = Batcher(model, max_batch_size=8, max_latency_ms=50, max_queue=8)
+        blocker = asyncio.ensure_future(batcher.predict(*rows(0)))
+        jobs = [asyncio.ensure_future(batcher.predict(*rows(v))) for v in (5, -1, 6)]
+        out = await asyncio.gather(blocker, *jobs, return_exceptions=True)
+        batcher.close()
+        return out
+
+    out = asyncio.run(scenario())
+    assert isinstance(out[2], ValueError)
+    assert [o[0][0, 0] for i, o in enumerate(out) if i != 2] == [0, 5, 6]
