@@ -103,3 +103,32 @@ class Controller:
                 raise errors[0]
 
         return check
+
+
+CANCELLED_STEP = ("import sys, json\n"
+                  "from tfkfp.components.train.core import train\n"
+                  "train(sys.argv[1], sys.argv[2], launcher=sys.argv[3], "
+                  "launcher_options=json.loads(sys.argv[4]))\n")
+
+
+def cancel_step(controller: Controller, kubeconfig: str, launcher: str, data: str,
+                model_dir: str, launcher_options: dict, job: str) -> str:
+    """Run train with ``launcher`` in a process, SIGTERM it once its job exists (what KFP
+    does to a cancelled step's pod) and return its output; the process must have failed."""
+    import json
+    import signal
+    import subprocess
+    import sys
+
+    step = subprocess.Popen([sys.executable, "-c", CANCELLED_STEP, data, model_dir, launcher,
+                             json.dumps(launcher_options)],
+                            env={**os.environ, "KUBECONFIG": kubeconfig},
+                            stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
+    try:
+        controller.wait_for(job)
+        step.send_signal(signal.SIGTERM)
+        out, _ = step.communicate(timeout=60)
+    finally:
+        step.kill()
+    assert step.returncode != 0, out[-3000:]
+    return out

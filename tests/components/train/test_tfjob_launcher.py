@@ -5,12 +5,11 @@ operator's pod would)."""
 
 import json
 import os
-import signal
 import subprocess
 import sys
 
 import pytest
-from kube_controller import Controller, cluster
+from kube_controller import Controller, cancel_step, cluster
 
 from tfkfp.components.train.core import train
 from tfkfp.components.train.errors import TFJobFailed
@@ -110,21 +109,8 @@ def test_a_tfjob_past_its_deadline_is_deleted_and_fails_the_step(kubeconfig, dem
 
 def test_cancelling_the_step_deletes_the_tfjob(kubeconfig, demo_dataset, tmp_path):
     operator = Operator(kubeconfig)
-    script = ("import sys, json\n"
-              "from tfkfp.components.train.core import train\n"
-              "train(sys.argv[1], sys.argv[2], launcher='tfjob', "
-              "launcher_options=json.loads(sys.argv[3]))\n")
-    step = subprocess.Popen([sys.executable, "-c", script, demo_dataset,
-                             str(tmp_path / "model"), json.dumps(options(tmp_path, "cancel"))],
-                            env={**os.environ, "KUBECONFIG": kubeconfig},
-                            stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
-    try:
-        operator.wait_for("cancel")
-        step.send_signal(signal.SIGTERM)  # what KFP does to a cancelled step's pod
-        out, _ = step.communicate(timeout=60)
-    finally:
-        step.kill()
-    assert step.returncode != 0
+    out = cancel_step(operator, kubeconfig, "tfjob", demo_dataset, str(tmp_path / "model"),
+                      options(tmp_path, "cancel"), "cancel")
     assert "stopped by signal" in out, out[-3000:]
     assert not operator.exists("cancel")
 

@@ -9,13 +9,12 @@ import copy
 import datetime
 import json
 import os
-import signal
 import subprocess
 import sys
 
 import pytest
 from cluster_tools import ROOT, run, tool
-from kube_controller import Controller, cluster
+from kube_controller import Controller, cancel_step, cluster
 
 from tfkfp.components.train.core import train
 from tfkfp.components.train.errors import TrainJobFailed
@@ -205,21 +204,8 @@ def test_a_trainjob_past_its_deadline_is_deleted_and_fails_the_step(kubeconfig, 
 
 def test_cancelling_the_step_deletes_the_trainjob(kubeconfig, demo_dataset, tmp_path):
     trainer = Trainer(kubeconfig)
-    script = ("import sys, json\n"
-              "from tfkfp.components.train.core import train\n"
-              "train(sys.argv[1], sys.argv[2], launcher='trainjob', "
-              "launcher_options=json.loads(sys.argv[3]))\n")
-    step = subprocess.Popen([sys.executable, "-c", script, demo_dataset,
-                             str(tmp_path / "model"), json.dumps(options(tmp_path, "cancel"))],
-                            env={**os.environ, "KUBECONFIG": kubeconfig},
-                            stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
-    try:
-        trainer.wait_for("cancel")
-        step.send_signal(signal.SIGTERM)  # what KFP does to a cancelled step's pod
-        out, _ = step.communicate(timeout=60)
-    finally:
-        step.kill()
-    assert step.returncode != 0
+    out = cancel_step(trainer, kubeconfig, "trainjob", demo_dataset, str(tmp_path / "model"),
+                      options(tmp_path, "cancel"), "cancel")
     assert "stopped by signal" in out, out[-3000:]
     assert not trainer.exists("cancel")
 
