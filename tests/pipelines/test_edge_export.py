@@ -1,12 +1,14 @@
 """The edge_export pipeline under the KFP local runner: freeze_quantize chooses, export_tflite
-ships exactly that model, and an impossible gate fails the run."""
+ships exactly that model, run through the command a user types."""
 
 import json
 import os
+import re
 
 import pytest
-from kfp import compiler, local
+from kfp import compiler
 
+from tfkfp.pipelines.cli import main
 from tfkfp.pipelines.edge_export import edge_export
 
 
@@ -18,20 +20,25 @@ def test_compiles(tmp_path):
 
 
 @pytest.mark.slow
-def test_exports_the_model_freeze_quantize_chose(demo_model, demo_dataset, tmp_path):
-    local.init(runner=local.SubprocessRunner(use_venv=False),
-               pipeline_root=str(tmp_path / "root"), raise_on_error=True)
+def test_exports_the_model_freeze_quantize_chose(demo_model, demo_dataset, tmp_path, capsys):
+    root = tmp_path / "root"
     # 100 eval examples: one example is a point, so the gate leaves room for a few
-    bundle = edge_export(model_uri=demo_model, dataset_uri=demo_dataset, mode="int8",
-                         integer_io=True, calibration_examples=50, eval_examples=100,
-                         max_accuracy_drop=0.03, min_agreement=0.95).output
-    assert bundle.metadata["mode"] == "int8"
-    assert bundle.metadata["agreement"] >= 0.95
-    tflite = [os.path.join(d, "model.tflite") for d, _, files in os.walk(tmp_path / "root")
+    settings = {"model_uri": demo_model, "dataset_uri": demo_dataset, "mode": "int8",
+                "integer_io": "true", "calibration_examples": 50, "eval_examples": 100,
+                "max_accuracy_drop": 0.03, "min_agreement": 0.95}
+    code = main(["run", "edge_export", "--local", "--pipeline-root", str(root)]
+                + [arg for k, v in settings.items() for arg in ("--set", f"{k}={v}")])
+    assert code == 0  # the command a user types
+    row = next(line for line in capsys.readouterr().out.splitlines()
+               if line.startswith("| bundle |"))
+    assert float(re.search(r"agreement ([\d.]+)", row).group(1)) >= 0.95
+    bundle = next(root.rglob("export-tflite/bundle"))
+    assert json.load(open(bundle / "signature.json"))["quantization"] == "int8"
+    tflite = [os.path.join(d, "model.tflite") for d, _, files in os.walk(root)
               if "quantization.json" in files]
     assert len(tflite) == 1
-    shipped = os.path.join(bundle.path, "model.tflite")
+    shipped = os.path.join(bundle, "model.tflite")
     assert open(shipped, "rb").read() == open(tflite[0], "rb").read()
-    outputs = json.load(open(os.path.join(bundle.path, "signature.json")))["outputs"]
+    outputs = json.load(open(os.path.join(bundle, "signature.json")))["outputs"]
     assert outputs["probabilities"]["dtype"] == "int8"  # integer_io: apps get scale/zero point
     assert outputs["probabilities"]["quantization"]["scale"] > 0

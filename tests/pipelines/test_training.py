@@ -33,7 +33,7 @@ def test_training_pipeline_fans_out_sharding_and_ships_a_validated_tflite_model(
     table = capsys.readouterr().out
     assert "| model |" in table and "| tflite |" in table
     model_row = next(line for line in table.splitlines() if line.startswith("| model |"))
-    assert float(re.search(r"eval_accuracy=([\d.]+)", model_row).group(1)) > 0.7
+    assert float(re.search(r"eval accuracy ([\d.]+)", model_row).group(1)) > 0.7
     bundle = next(root.rglob("export-tflite/bundle"))
     assert (bundle / "model.tflite").exists()
     signature = json.load(open(bundle / "signature.json"))
