@@ -10,6 +10,8 @@ reading, encoding or predicting, and writing them: the time its progress meters
 import re
 from typing import Any, Callable, Dict, List, Tuple
 
+from tfkfp.components.common.progress import human
+
 # Steps whose metadata rate counts start-up: their progress meters, the records' one last.
 PROGRESS = {"batch-predict": ("predicting",),
             "shard-tfrecords": ("reading and encoding", "writing shards")}
@@ -18,15 +20,6 @@ PROGRESS = {"batch-predict": ("predicting",),
 STARTUP_ONLY = {"merge-predictions"}
 _SCALE = {"": 1, "k": 1e3, "M": 1e6, "G": 1e9, "T": 1e12}
 _NUMBER = r"([\d.]+)([kMGT]?)"
-
-
-def human(value: float) -> str:
-    """3 significant figures at most: 980, 1.2k, 25.3k, 1.4M."""
-    for unit in ("", "k", "M", "G"):
-        if abs(value) < 1000:
-            return f"{value:.0f}{unit}" if unit == "" else f"{value:.1f}{unit}"
-        value /= 1000
-    return f"{value:.1f}T"
 
 
 def step_of(task: str) -> str:

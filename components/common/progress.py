@@ -12,7 +12,8 @@ from typing import TextIO
 log = logging.getLogger("tfkfp")
 
 
-def _human(count: float) -> str:
+def human(count: float) -> str:
+    """3 significant figures at most: 980, 1.2k, 25.3k, 1.4M (pipelines.figures reads it back)."""
     for unit in ("", "k", "M", "G"):
         if abs(count) < 1000:
             return f"{count:.0f}{unit}" if unit == "" else f"{count:.1f}{unit}"
@@ -39,7 +40,7 @@ class Progress:
     def line(self, now: float | None = None) -> str:
         elapsed = max((now or time.monotonic()) - self.start, 1e-9)
         rate = self.done / elapsed
-        text = f"{self.what}: {_human(self.done)} {self.unit}, {_human(rate)} {self.unit}/s"
+        text = f"{self.what}: {human(self.done)} {self.unit}, {human(rate)} {self.unit}/s"
         if self.total:
             fraction = min(self.done / self.total, 1.0)
             eta = (self.total - self.done) / rate if rate > 0 else float("inf")
