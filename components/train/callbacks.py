@@ -140,10 +140,13 @@ class EpochCheckpoint(tf_keras.callbacks.Callback):
         for key, value in (logs or {}).items():
             if isinstance(value, (int, float)):
                 self.history.setdefault(key, []).append(float(value))
+        # History first: a kill between the two writes then leaves a history one epoch
+        # ahead (load_history trims it to the checkpoint), never one behind.
+        if self.history_path:
+            uris.makedirs(self.history_path.rpartition("/")[0] or ".")
+            uris.write_text_atomic(self.history_path, json.dumps(self.history) + "\n")
         self.epoch_variable.assign(epoch + 1)
         self.manager.save(checkpoint_number=epoch + 1)
-        if self.history_path:
-            uris.write_text_atomic(self.history_path, json.dumps(self.history) + "\n")
 
 
 def load_history(path: str, epochs: int) -> Dict[str, List[float]]:

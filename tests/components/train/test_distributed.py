@@ -27,7 +27,8 @@ def test_multi_process_strategies_learn_the_digits(demo_dataset, tmp_path, strat
 def test_killed_run_resumes_from_its_last_checkpoint(demo_dataset, tmp_path):
     options = dict(epochs=10, batch_size=16, checkpoint_dir=str(tmp_path / "ckpt"))
     first = start_training(demo_dataset, str(tmp_path / "model"), **options)
-    wait_for(str(tmp_path / "ckpt" / "ckpt-2.index"), first)
+    # ckpt-3 begun means ckpt-2 is complete and registered as the latest.
+    wait_for(str(tmp_path / "ckpt" / "ckpt-3.index"), first)
     first.kill()
     first.wait()
     assert not os.path.exists(tmp_path / "model")
