@@ -105,8 +105,8 @@ def run(csv_path: str, work: str, repeats: int) -> List[Record]:
     lite = load_predictor(tflite_int8(model_dir, features, os.path.join(work, "lite")))
 
     def ours(predictor, name: str) -> int:
-        return batch_predict(model_dir, dataset_dir, os.path.join(work, name), batch_size=BATCH,
-                             predictor=predictor).inputs
+        return batch_predict(model_dir, dataset_dir, os.path.join(work, name),
+                             predict_batch_size=BATCH, predictor=predictor).inputs
 
     print("batch prediction", flush=True)
     load = load_average()

@@ -90,7 +90,7 @@ def measure_modes(model_dir: str, dataset: str, work: str, name: str):
     from tfkfp.components.freeze_quantize.core import freeze_quantize
 
     return freeze_quantize(model_dir, dataset, os.path.join(work, f"{name}-tflite"),
-                           os.path.join(work, f"{name}-frozen"), mode="auto",
+                           os.path.join(work, f"{name}-frozen"), quantization="auto",
                            max_accuracy_drop=1.0, timing=Timing(256, 10))
 
 
@@ -181,7 +181,7 @@ def run(work: str, repeats: int, quick: bool = False) -> List[Record]:
 def _convert_int8(model_dir: str, dataset: str, out: str) -> None:
     from tfkfp.components.freeze_quantize.core import freeze_quantize
 
-    freeze_quantize(model_dir, dataset, out, out + "-frozen", mode="int8",
+    freeze_quantize(model_dir, dataset, out, out + "-frozen", quantization="int8",
                     max_accuracy_drop=1.0)
 
 

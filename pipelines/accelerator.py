@@ -1,11 +1,13 @@
-"""The GPU request a compiled pipeline's train step makes: ``TYPE[:COUNT]`` as given to
-``tfkfp compile --gpu``. TYPE is what the cluster schedules on: a Kubernetes resource such
-as ``nvidia.com/gpu``, or a Vertex AI accelerator such as ``NVIDIA_TESLA_T4``."""
+"""The GPU request a compiled pipeline's train step makes: ``tfkfp compile --gpus COUNT
+[--gpu-type TYPE]``. TYPE is what the cluster schedules on: a Kubernetes resource such as
+``nvidia.com/gpu`` (the default), or a Vertex AI accelerator such as ``NVIDIA_TESLA_T4``. The
+names are those of train's ``launcher_options`` (``gpus``, ``gpu_type``)."""
 
 import dataclasses
 import re
 
 MAX_GPUS = 16
+DEFAULT_TYPE = "nvidia.com/gpu"
 _TYPE = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._/-]*$")
 
 
@@ -15,17 +17,11 @@ class Gpu:
     count: int = 1
 
 
-def parse_gpu(text: str) -> Gpu:
-    """``nvidia.com/gpu:2`` -> Gpu("nvidia.com/gpu", 2); the count defaults to 1."""
-    kind, sep, count_text = text.rpartition(":") if ":" in text else (text, "", "1")
-    if not _TYPE.match(kind):
-        raise ValueError(f"--gpu {text!r}: expected TYPE[:COUNT], e.g. nvidia.com/gpu:1 or "
-                         "NVIDIA_TESLA_T4:2")
-    try:
-        count = int(count_text)
-    except ValueError:
-        raise ValueError(f"--gpu {text!r}: COUNT must be a whole number, "
-                         f"got {count_text!r}") from None
+def parse_gpu(count: int, gpu_type: str = DEFAULT_TYPE) -> Gpu:
+    """Check ``--gpus`` and ``--gpu-type``: 1 to MAX_GPUS of a schedulable type."""
     if not 1 <= count <= MAX_GPUS:
-        raise ValueError(f"--gpu {text!r}: COUNT must be 1 to {MAX_GPUS}, got {count}")
-    return Gpu(kind, count)
+        raise ValueError(f"--gpus {count}: expected 1 to {MAX_GPUS} GPUs per train pod")
+    if not _TYPE.match(gpu_type):
+        raise ValueError(f"--gpu-type {gpu_type!r}: expected a resource or accelerator name, "
+                         "e.g. nvidia.com/gpu or NVIDIA_TESLA_T4")
+    return Gpu(gpu_type, count)

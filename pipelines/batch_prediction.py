@@ -1,8 +1,8 @@
 """The batch_prediction pipeline: fan batch_predict out over groups of shards, merge the counts.
 
 The model and the data come in by URI through ``dsl.importer``. The data is either an
-existing Dataset directory of TFRecord shards (``data_uri``) or a CSV (``csv_uri``), which is
-first sharded by shard_tfrecords. One batch_predict task per shard group runs inside a
+existing Dataset directory of TFRecord shards (``dataset_uri``) or a CSV (``csv_uri``), which is
+first sharded by shard_tfrecords. One batch_predict task per file group runs inside a
 ``dsl.ParallelFor`` (one pod each on a cluster), and merge_predictions adds the groups' counts
 into one summary. Everything runs under the KFP local runner too.
 """
@@ -17,61 +17,62 @@ from tfkfp.pipelines import checks
 from tfkfp.pipelines.fan_out import check_group_count, group_numbers
 
 
-@dsl.pipeline(name="predict-shards")
-def predict_shards(model: dsl.Model, data: dsl.Dataset, num_shard_groups: int,
-                   output_format: str, keys: List[str], top_k: int, batch_size: int,
+@dsl.pipeline(name="tfkfp-predict-shards")
+def predict_shards(model: dsl.Model, dataset: dsl.Dataset, file_groups: int,
+                   output_format: str, keys: List[str], top_k: int, predict_batch_size: int,
                    split: str) -> dsl.Markdown:
-    """Fan batch_predict out over shard groups and merge the counts."""
-    groups = group_numbers(count=num_shard_groups)
+    """Fan batch_predict out over file groups and merge the counts."""
+    groups = group_numbers(count=file_groups)
     with dsl.ParallelFor(groups.output) as group:
-        task = batch_predict(model=model, data=data, output_format=output_format, keys=keys,
-                             top_k=top_k, batch_size=batch_size, split=split,
-                             shard_group=group, num_shard_groups=num_shard_groups)
+        task = batch_predict(model=model, dataset=dataset, output_format=output_format, keys=keys,
+                             top_k=top_k, predict_batch_size=predict_batch_size, split=split,
+                             file_group=group, file_groups=file_groups)
     merged = merge_predictions(predictions=dsl.Collected(task.outputs["predictions"]))
     return merged.outputs["summary"]
 
 
-@dsl.pipeline(name="batch-prediction")
+@dsl.pipeline(name="tfkfp-batch-prediction")
 def batch_prediction(
     model_uri: str,
-    data_uri: str = "",
+    dataset_uri: str = "",
     csv_uri: str = "",
     keys: List[str] = [],  # noqa: B006 - KFP reads defaults from the signature
     label: str = "",
-    num_shards: int = 8,
-    num_shard_groups: int = 2,
+    num_shards: int = 0,
+    file_groups: int = 1,
     output_format: str = "jsonl",
     top_k: int = 1,
-    batch_size: int = 4096,
+    predict_batch_size: int = 4096,
     split: str = "all",
 ):
     """Batch prediction with a tfkfp model over sharded TFRecords (or a CSV sharded first).
 
     Args:
         model_uri: A tfkfp SavedModel or TFLite bundle directory (gs:// on a cluster).
-        data_uri: A Dataset directory of TFRecord shards; used when csv_uri is empty.
+        dataset_uri: A Dataset directory of TFRecord shards; used when csv_uri is empty.
         csv_uri: A CSV file, folder or pattern to shard first with shard_tfrecords.
         keys: Passthrough key columns (sharding: the key columns; prediction: carried).
         label: The CSV's label column, if it has one (kept out of the model inputs).
-        num_shards: Shards per split when sharding the CSV.
-        num_shard_groups: How many parallel batch_predict tasks share the shards.
+        num_shards: Shards per split when sharding the CSV (0: by size, at least 2).
+        file_groups: How many parallel batch_predict tasks share the shards.
         output_format: jsonl, csv or tfrecord.
         top_k: How many best classes and scores each prediction lists.
-        batch_size: Records per model call.
+        predict_batch_size: Records per model call.
         split: all, or one split of the Dataset (train, eval).
     """
     model = dsl.importer(artifact_uri=model_uri, artifact_class=dsl.Model, reimport=False)
     with dsl.If(csv_uri != "", name="shard-csv"):
         sharded = shard_tfrecords(input_uri=csv_uri, label=label, keys=keys,
                                   num_shards=num_shards)
-        predict_shards(model=model.output, data=sharded.outputs["dataset"],
-                       num_shard_groups=num_shard_groups, output_format=output_format,
-                       keys=keys, top_k=top_k, batch_size=batch_size, split=split)
+        predict_shards(model=model.output, dataset=sharded.outputs["dataset"],
+                       file_groups=file_groups, output_format=output_format,
+                       keys=keys, top_k=top_k, predict_batch_size=predict_batch_size, split=split)
     with dsl.Else(name="existing-shards"):
-        data = dsl.importer(artifact_uri=data_uri, artifact_class=dsl.Dataset, reimport=False)
-        predict_shards(model=model.output, data=data.output,
-                       num_shard_groups=num_shard_groups, output_format=output_format,
-                       keys=keys, top_k=top_k, batch_size=batch_size, split=split)
+        dataset = dsl.importer(artifact_uri=dataset_uri, artifact_class=dsl.Dataset,
+                               reimport=False)
+        predict_shards(model=model.output, dataset=dataset.output,
+                       file_groups=file_groups, output_format=output_format,
+                       keys=keys, top_k=top_k, predict_batch_size=predict_batch_size, split=split)
 
 
 def check_arguments(arguments: Dict[str, Any]) -> None:
@@ -83,13 +84,13 @@ def check_arguments(arguments: Dict[str, Any]) -> None:
     from tfkfp.components.shard_tfrecords.core import check_options as check_shard
 
     values = checks.with_defaults(batch_prediction, arguments)
-    if not values["data_uri"] and not values["csv_uri"]:
-        raise ValueError("there is nothing to predict: pass --set data_uri=... (a Dataset "
+    if not values["dataset_uri"] and not values["csv_uri"]:
+        raise ValueError("there is nothing to predict: pass --set dataset_uri=... (a Dataset "
                          "directory of TFRecord shards) or --set csv_uri=... (a CSV to shard)")
-    check_group_count(values["num_shard_groups"], "num_shard_groups")
+    check_group_count(values["file_groups"], "file_groups")
     if values["split"] not in ("all", *SPLITS):
         raise ValueError(f"split {values['split']!r} is not one of all, {', '.join(SPLITS)}")
     if values["csv_uri"]:
         checks.check_step(shard_tfrecords, check_shard, checks.pick(values, "num_shards"))
     checks.check_step(batch_predict, check_predict,
-                      checks.pick(values, "output_format", "top_k", "batch_size"))
+                      checks.pick(values, "output_format", "top_k", "predict_batch_size"))

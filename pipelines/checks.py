@@ -13,7 +13,7 @@ import os
 import sys
 from typing import Any, Callable, Dict, Iterator, Mapping
 
-# What the pipelines pass export_tflite in place of a mode: freeze_quantize's chosen model.
+# What the pipelines pass export_tflite in place of a quantization: freeze_quantize's chosen model.
 QUANTIZED = "freeze_quantize's tflite_model"
 
 
@@ -27,14 +27,12 @@ def pick(values: Mapping[str, Any], *names: str) -> Dict[str, Any]:
     return {name: values[name] for name in names}
 
 
-def check_step(step, check: Callable, given: Mapping[str, Any],
-               renamed: Mapping[str, str] | None = None) -> None:
+def check_step(step, check: Callable, given: Mapping[str, Any]) -> None:
     """Call a component's own ``check`` on what the pipeline gives ``step``.
 
     ``given`` holds the step's arguments under the step's parameter names; the step's own
-    defaults fill every other parameter ``check`` takes. ``renamed`` maps a step parameter to
-    the pipeline parameter that feeds it (``{"mode": "quantization"}``), so a refusal of it
-    names the one the user set.
+    defaults fill every other parameter ``check`` takes. A pipeline parameter and the step
+    parameter it feeds share one name, so a refusal names the parameter the user set.
     """
     inputs = step.component_spec.inputs or {}
     arguments = {name: given[name] if name in given else inputs[name].default
@@ -43,9 +41,7 @@ def check_step(step, check: Callable, given: Mapping[str, Any],
         check(**arguments)
     except ValueError as err:
         name = step.python_func.__name__
-        links = "".join(f"; the pipeline's {ours} is its {theirs}"
-                        for theirs, ours in (renamed or {}).items() if theirs in str(err))
-        raise ValueError(f"{err} (step {name}{links})") from err
+        raise ValueError(f"{err} (step {name})") from err
 
 
 @contextlib.contextmanager

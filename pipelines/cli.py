@@ -7,6 +7,7 @@ import sys
 from typing import Dict, List
 
 from tfkfp.components._image import __version__
+from tfkfp.pipelines.accelerator import DEFAULT_TYPE, parse_gpu
 
 
 def _column_types(pairs: List[str]) -> Dict[str, str]:
@@ -15,7 +16,7 @@ def _column_types(pairs: List[str]) -> Dict[str, str]:
         name, sep, dtype = pair.partition("=")
         if not sep or not name:
             raise argparse.ArgumentTypeError(
-                f"--column-type {pair!r}: expected NAME=TYPE, e.g. age=float32")
+                f"--column-types {pair!r}: expected NAME=TYPE, e.g. age=float32")
         types[name] = dtype
     return types
 
@@ -31,25 +32,27 @@ def _parser() -> argparse.ArgumentParser:
                                 "TFRecords", description="Shard input data into a TFRecord "
                                 "Dataset directory (train/, eval/, schema.json, manifest.json).")
     shard.add_argument("input", help="file, folder, glob pattern or gs:// URI")
-    shard.add_argument("output_dir")
+    shard.add_argument("dataset", help="the Dataset directory to write")
     shard.add_argument("--label", help="label column (images: the class folder; omit for "
                        "unlabeled data to predict on)")
-    shard.add_argument("--key", action="append", default=[], dest="keys", metavar="COLUMN",
-                       help="passthrough key column (repeatable)")
+    shard.add_argument("--keys", action="extend", nargs="+", default=[], metavar="COLUMN",
+                       help="passthrough key columns")
     shard.add_argument("--eval-fraction", type=float, default=0.1)
     shard.add_argument("--split-column", help="column of train/eval values to split by")
     shard.add_argument("--compression", choices=["none", "gzip"], default="none")
     size = shard.add_mutually_exclusive_group()
-    size.add_argument("--shard-size", type=float, default=128.0, metavar="MB",
+    size.add_argument("--shard-size-mb", type=float, default=128.0, metavar="MB",
                       help="target shard size in MB (default 128)")
     size.add_argument("--num-shards", type=int, default=0, metavar="N",
                       help="exact number of shards per split")
     shard.add_argument("--min-shards", type=int, default=2)
-    shard.add_argument("--column-type", action="append", default=[], metavar="NAME=TYPE",
-                       help="override an inferred type: float32, int64 or string")
-    shard.add_argument("--format", default="auto", dest="input_format",
+    shard.add_argument("--column-types", action="extend", nargs="+", default=[],
+                       metavar="NAME=TYPE",
+                       help="override inferred types: float32, int64 or string")
+    shard.add_argument("--input-format", default="auto",
                        choices=["auto", "csv", "jsonl", "parquet", "npz", "images"])
-    shard.add_argument("--workers", type=int, default=0, help="threads (default: cores)")
+    shard.add_argument("--threads", type=int, default=0,
+                       help="reading and encoding threads (default: the CPU limit)")
     shard.add_argument("--missing", choices=["impute", "error"], default="impute",
                        help="impute: keep rows with blank, null or NaN values, filled inside "
                             "the trained model (default); error: refuse the first gap")
@@ -118,8 +121,8 @@ def _add_serve_parser(commands) -> None:
     serve.add_argument("--top-k", type=int, default=1, help="best classes per answer")
     serve.add_argument("--threads", type=int, default=0,
                        help="model threads (default: the container's CPU limit)")
-    serve.add_argument("--key", action="append", default=None, dest="keys", metavar="COLUMN",
-                       help="column echoed into answers (repeatable; default: schema keys)")
+    serve.add_argument("--keys", action="extend", nargs="+", default=None, metavar="COLUMN",
+                       help="columns echoed into answers (default: the schema's keys)")
 
 
 def _shard(args: argparse.Namespace) -> None:
@@ -127,14 +130,14 @@ def _shard(args: argparse.Namespace) -> None:
     from tfkfp.components.shard_tfrecords.core import shard_tfrecords
 
     result = shard_tfrecords(
-        args.input, args.output_dir, label=args.label, keys=args.keys,
-        column_types=_column_types(args.column_type), split_column=args.split_column,
+        args.input, args.dataset, label=args.label, keys=args.keys,
+        column_types=_column_types(args.column_types), split_column=args.split_column,
         eval_fraction=args.eval_fraction, compression=args.compression,
-        shard_size_mb=args.shard_size, num_shards=args.num_shards,
-        min_shards=args.min_shards, input_format=args.input_format, workers=args.workers,
+        shard_size_mb=args.shard_size_mb, num_shards=args.num_shards,
+        min_shards=args.min_shards, input_format=args.input_format, threads=args.threads,
         missing=args.missing, progress_stream=sys.stderr)
     print(result.markdown())
-    print(f"Dataset written to {args.output_dir}")
+    print(f"Dataset written to {args.dataset}")
 
 
 def _demo_data(args: argparse.Namespace) -> None:
@@ -151,17 +154,26 @@ def _demo(args: argparse.Namespace) -> None:
 
 
 def _add_gpu_option(parser: argparse.ArgumentParser) -> None:
-    parser.add_argument("--gpu", default="", metavar="TYPE[:COUNT]",
-                        help="run training's train step in the GPU image on COUNT GPUs of "
-                        "TYPE, e.g. nvidia.com/gpu:1 (Kubernetes) or NVIDIA_TESLA_T4:1 "
-                        "(Vertex AI)")
+    parser.add_argument("--gpus", type=int, default=0, metavar="COUNT",
+                        help="run training's train step in the GPU image on COUNT GPUs")
+    parser.add_argument("--gpu-type", default=DEFAULT_TYPE, metavar="TYPE",
+                        help=f"what the cluster schedules: {DEFAULT_TYPE} (Kubernetes, the "
+                        "default) or a Vertex AI accelerator such as NVIDIA_TESLA_T4")
+
+
+def _gpu(args: argparse.Namespace):
+    """The train step's GPU request from --gpus and --gpu-type (None for none)."""
+    if not args.gpus:
+        if args.gpu_type != DEFAULT_TYPE:
+            raise ValueError(f"--gpu-type {args.gpu_type} needs --gpus COUNT")
+        return None
+    return parse_gpu(args.gpus, args.gpu_type)
 
 
 def _compile(args: argparse.Namespace) -> None:
     from tfkfp.pipelines import registry
-    from tfkfp.pipelines.accelerator import parse_gpu
 
-    gpu = parse_gpu(args.gpu) if args.gpu else None  # checked before anything is written
+    gpu = _gpu(args)  # checked before anything is written
     os.makedirs(args.out, exist_ok=True)
     for name in registry.names():
         print(registry.compile_pipeline(name, os.path.join(args.out, f"{name}.yaml"), gpu))
@@ -177,10 +189,9 @@ def _run(args: argparse.Namespace) -> None:
 
 def _submit(args: argparse.Namespace) -> None:
     from tfkfp.pipelines import registry, submit
-    from tfkfp.pipelines.accelerator import parse_gpu
 
     parameters = registry.parse_parameters(args.name, args.parameters)
-    gpu = parse_gpu(args.gpu) if args.gpu else None
+    gpu = _gpu(args)
     run_id = submit.submit(args.name, parameters, args.host, args.experiment,
                            args.service_account, gpu)
     print(f"started run {run_id} of {args.name!r} on {args.host}")
@@ -229,7 +240,7 @@ def _is_tensorflow_error(err: Exception) -> bool:
 def _tensorflow_message(err: Exception, args: argparse.Namespace) -> str:
     """The error on one line, naming the paths of the command if TensorFlow did not."""
     text = " ".join(str(getattr(err, "message", "") or err).split())
-    paths = [p for p in (getattr(args, "input", None), getattr(args, "output_dir", None)) if p]
+    paths = [p for p in (getattr(args, "input", None), getattr(args, "dataset", None)) if p]
     if paths and not any(p in text for p in paths):
         text += f" (input {paths[0]}" + (f", output {paths[1]})" if len(paths) > 1 else ")")
     return f"{type(err).__name__}: {text}"

@@ -5,7 +5,7 @@ from typing import Any, Dict, List
 
 from tfkfp.pipelines import figures
 
-DEMO_PARAMETERS = {"keys": ["id"], "epochs": 5, "target_accuracy": 0.95}
+DEMO_PARAMETERS = {"label": "label", "keys": ["id"], "epochs": 5, "target_accuracy": 0.95}
 
 
 def run_demo(out_dir: str, verbose: bool = False) -> Dict[str, Any]:

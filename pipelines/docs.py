@@ -10,7 +10,7 @@ import importlib.util
 import pkgutil
 import re
 import sys
-from typing import List, Tuple
+from typing import Any, Dict, List, Tuple
 
 from kfp.dsl.base_component import BaseComponent
 
@@ -18,6 +18,7 @@ from tfkfp import components as package
 from tfkfp.pipelines import registry
 
 BEGIN, END = "<!-- parameters:begin -->", "<!-- parameters:end -->"
+REQUIRED = "required"
 
 
 def component_modules() -> List[str]:
@@ -39,6 +40,18 @@ def components() -> List[Tuple[str, BaseComponent]]:
             raise ValueError(f"{name} defines no KFP component")
         found += defined
     return found
+
+
+def steps() -> List[Tuple[str, BaseComponent]]:
+    """Every component and pipeline, by name: what a user sets parameters on."""
+    return components() + [(name, registry.load(name)) for name in registry.names()]
+
+
+def signature(function) -> Dict[str, Tuple[str, Any]]:
+    """Each input of a component or pipeline: (type, default); required inputs have the
+    REQUIRED default."""
+    return {name: (_kind(param.type), param.default if param.optional else REQUIRED)
+            for name, param in (function.component_spec.inputs or {}).items()}
 
 
 def table(function) -> List[str]:
@@ -76,10 +89,9 @@ def _cell(text: str | None) -> str:
 
 def generated() -> str:
     parts = [BEGIN]
-    for name, component in components():
-        parts += ["", f"### Component `{name}`", "", *table(component)]
-    for name in registry.names():
-        parts += ["", f"### Pipeline `{name}`", "", *table(registry.load(name))]
+    for name, step in steps():
+        kind = "Pipeline" if name in registry.names() else "Component"
+        parts += ["", f"### {kind} `{name}`", "", *table(step)]
     return "\n".join(parts + ["", END])
 
 

@@ -25,7 +25,7 @@ class Outputs(NamedTuple):
 def edge_export(
     model_uri: str,
     dataset_uri: str,
-    mode: str = "auto",
+    quantization: str = "auto",
     max_accuracy_drop: float = 0.01,
     min_agreement: float = 0.98,
     calibration_examples: int = 300,
@@ -39,7 +39,7 @@ def edge_export(
         model_uri: A tfkfp SavedModel directory (gs:// on a cluster), e.g. from train.
         dataset_uri: The sharded Dataset directory the model was trained on (calibration
             from its train split, measurement and validation from its eval split).
-        mode: none, dynamic, float16, int8, int16x8 or auto (smallest within the budget).
+        quantization: none, dynamic, float16, int8, int16x8 or auto (smallest within the budget).
         max_accuracy_drop: Largest accepted accuracy drop vs the SavedModel (0.01: a point).
         min_agreement: Smallest accepted top-1 agreement with the SavedModel at export.
         calibration_examples: Representative examples for int8 and int16x8.
@@ -54,14 +54,14 @@ def edge_export(
     """
     model = dsl.importer(artifact_uri=model_uri, artifact_class=dsl.Model, reimport=False)
     data = dsl.importer(artifact_uri=dataset_uri, artifact_class=dsl.Dataset, reimport=False)
-    quantized = freeze_quantize(model=model.output, dataset=data.output, mode=mode,
+    quantized = freeze_quantize(model=model.output, dataset=data.output, quantization=quantization,
                                 max_accuracy_drop=max_accuracy_drop,
                                 calibration_examples=calibration_examples,
                                 eval_examples=eval_examples, integer_io=integer_io,
                                 select_tf_ops=select_tf_ops)
     exported = export_tflite(model=model.output, dataset=data.output,
                              quantized_model=quantized.outputs["tflite_model"],
-                             validation_examples=eval_examples,
+                             eval_examples=eval_examples,
                              max_accuracy_drop=max_accuracy_drop, min_agreement=min_agreement)
     return Outputs(bundle=exported.outputs["bundle"])
 
@@ -74,7 +74,6 @@ def check_arguments(arguments: Dict[str, Any]) -> None:
 
     values = checks.with_defaults(edge_export, arguments)
     checks.check_step(freeze_quantize, check_quantize, checks.pick(
-        values, "mode", "calibration_examples", "eval_examples"))
+        values, "quantization", "calibration_examples", "eval_examples"))
     checks.check_step(export_tflite, check_export, {
-        "quantized_dir": checks.QUANTIZED, "validation_examples": values["eval_examples"],
-        "min_agreement": values["min_agreement"]}, {"validation_examples": "eval_examples"})
+        "quantized_dir": checks.QUANTIZED, **checks.pick(values, "eval_examples", "min_agreement")})

@@ -1,6 +1,6 @@
 """The training pipeline: shard -> train -> freeze_quantize -> export_tflite -> batch_predict.
 
-Sharding fans out over groups of input files (``shard_groups`` tasks, merged into one
+Sharding fans out over groups of input files (``file_groups`` tasks, merged into one
 Dataset); with the default of one group it is a single task. ``diagnose`` runs
 diagnose_bottleneck on the Dataset beside training. The export's accuracy gate fails the
 run, with its figures, when the TFLite model is not good enough.
@@ -22,12 +22,9 @@ from tfkfp.pipelines.accelerator import Gpu
 from tfkfp.pipelines.fan_out import check_group_count, group_numbers
 
 TRAIN_CPU, TRAIN_MEMORY = "4", "16G"
-# The pipeline's parameters that go to the train step unchanged, under the step's names.
-TRAIN_SETTINGS = {"model_name": "model", "hidden_units": "hidden_units",
-                  "strategy": "strategy", "workers": "workers",
-                  "parameter_servers": "parameter_servers", "epochs": "epochs",
-                  "batch_size": "batch_size", "learning_rate": "learning_rate",
-                  "precision": "precision", "target_accuracy": "target_accuracy"}
+# The pipeline's parameters that go to the train step unchanged (same names).
+TRAIN_SETTINGS = ("model_name", "hidden_units", "strategy", "workers", "parameter_servers",
+                  "epochs", "batch_size", "learning_rate", "precision", "target_accuracy")
 CONVERT_CPU, CONVERT_MEMORY = "2", "8G"
 class Outputs(NamedTuple):
     model: dsl.Model
@@ -44,12 +41,12 @@ def make_training(gpu: Gpu | None = None):
                               "TFLite behind an accuracy gate, and predict the eval split.")
     def training(
         input_uri: str,
-        label: str = "label",
+        label: str,
         keys: List[str] = [],  # noqa: B006 - KFP reads defaults from the signature
         eval_fraction: float = 0.1,
         compression: str = "none",
         missing: str = "impute",
-        shard_groups: int = 1,
+        file_groups: int = 1,
         model_name: str = "mlp",
         model_fn: str = "",
         hidden_units: str = "256,128",
@@ -81,7 +78,7 @@ def make_training(gpu: Gpu | None = None):
             missing: impute (keep rows with blank, null or NaN values: the model fills numbers
                 with the column mean and maps empty strings to out-of-vocabulary) or error
                 (refuse the first gap). A blank label is always refused.
-            shard_groups: Parallel sharding tasks over groups of input files (1: one task).
+            file_groups: Parallel sharding tasks over groups of input files (1: one task).
             model_name: mlp, cnn, resnet50 or mobilenet_v2.
             model_fn: package.module:function building a custom tf_keras model.
             hidden_units: Comma-separated dense layer sizes.
@@ -116,12 +113,12 @@ def make_training(gpu: Gpu | None = None):
             predictions: The eval split's predictions and errors files; counts and
                 records per second in its metadata.
         """
-        groups = group_numbers(count=shard_groups).set_display_name("shard-groups")
+        groups = group_numbers(count=file_groups).set_display_name("file-groups")
         with dsl.ParallelFor(groups.output) as group:
             part = shard_tfrecords(input_uri=input_uri, label=label, keys=keys,
                                    eval_fraction=eval_fraction, compression=compression,
                                    missing=missing, file_group=group,
-                                   num_file_groups=shard_groups)
+                                   file_groups=file_groups)
         data = merge_datasets(datasets=dsl.Collected(part.outputs["dataset"]))
         dataset = data.outputs["dataset"]
         with dsl.If(diagnose == True, name="diagnose"):  # noqa: E712 - a KFP condition
@@ -138,12 +135,12 @@ def make_training(gpu: Gpu | None = None):
         if gpu is not None:  # read by the cluster's scheduler; ignored by the local runner
             trained.set_accelerator_type(gpu.type).set_accelerator_limit(gpu.count)
         quantized = freeze_quantize(model=trained.outputs["model"], dataset=dataset,
-                                    mode=quantization, max_accuracy_drop=max_accuracy_drop)
+                                    quantization=quantization, max_accuracy_drop=max_accuracy_drop)
         quantized.set_cpu_request(CONVERT_CPU).set_memory_request(CONVERT_MEMORY)
         exported = export_tflite(model=trained.outputs["model"], dataset=dataset,
                                  quantized_model=quantized.outputs["tflite_model"],
                                  max_accuracy_drop=max_accuracy_drop, min_agreement=min_agreement)
-        predicted = batch_predict(model=trained.outputs["model"], data=dataset, split="eval",
+        predicted = batch_predict(model=trained.outputs["model"], dataset=dataset, split="eval",
                                   keys=keys, output_format=output_format)
         return Outputs(model=trained.outputs["model"], tflite=exported.outputs["bundle"],
                        predictions=predicted.outputs["predictions"])
@@ -165,11 +162,10 @@ def check_arguments(arguments: Dict[str, Any]) -> None:
     from tfkfp.components.shard_tfrecords.core import check_options as check_shard
 
     values = checks.with_defaults(training, arguments)
-    check_group_count(values["shard_groups"], "shard_groups")
+    check_group_count(values["file_groups"], "file_groups")
     checks.check_step(shard_tfrecords, check_shard,
                       checks.pick(values, "eval_fraction", "compression", "missing"))
-    checks.check_step(freeze_quantize, check_quantize, {"mode": values["quantization"]},
-                      {"mode": "quantization"})
+    checks.check_step(freeze_quantize, check_quantize, checks.pick(values, "quantization"))
     checks.check_step(export_tflite, check_export, {"quantized_dir": checks.QUANTIZED,
                                                     "min_agreement": values["min_agreement"]})
     checks.check_step(batch_predict, check_predict, checks.pick(values, "output_format"))
@@ -180,7 +176,7 @@ def _check_train(values: Dict[str, Any]) -> None:
     with checks.native_stderr_hushed():
         from tfkfp.components.train.core import check_request
 
-    options = {option: values[name] for name, option in TRAIN_SETTINGS.items()}
+    options = checks.pick(values, *TRAIN_SETTINGS)
     if values["model_fn"]:  # imported in the step's image, which may hold code this one lacks
-        options.pop("model")
+        options.pop("model_name")
     check_request("", "", values["launcher"], values["launcher_options"], **options)

@@ -11,7 +11,7 @@
 # Needs: docker, kind (v0.27 or newer), kubectl (1.28 or newer), and tfkfp installed in the
 # active Python environment (pip install -e .). Rerunning it is safe.
 #   scripts/kind-up.sh                                   # cluster, KFP, operator, image
-#   INPUT_URI=gs://bucket/digits.csv scripts/kind-up.sh  # ... and a training run
+#   INPUT_URI=gs://bucket/digits.csv [LABEL=label] scripts/kind-up.sh  # ... and a training run
 # Remove everything with: kind delete cluster --name tfkfp
 set -euo pipefail
 ROOT=$(cd "$(dirname "$0")/.." && pwd)
@@ -20,6 +20,7 @@ KFP_VERSION=${KFP_VERSION:-2.14.3}
 TRAINING_OPERATOR_VERSION=${TRAINING_OPERATOR_VERSION:-v1.8.1}
 KFP_PORT=${KFP_PORT:-8080}
 INPUT_URI=${INPUT_URI:-}
+LABEL=${LABEL:-label}  # the label column of INPUT_URI
 OUT=${OUT:-$ROOT/build/kind}
 
 say() { printf '\n==> %s\n' "$*"; }
@@ -79,6 +80,6 @@ for _ in $(seq 1 60); do
   sleep 1
 done
 tfkfp submit training --host "http://localhost:$KFP_PORT" --set "input_uri=$INPUT_URI" \
-  --set epochs=2
+  --set "label=$LABEL" --set epochs=2
 echo "follow it: kubectl -n kubeflow port-forward svc/ml-pipeline-ui $KFP_PORT:80, then" \
   "http://localhost:$KFP_PORT"

@@ -61,7 +61,7 @@ def string_dataset(base: str) -> str:
             writer.writerow(["id", "x", "colour", "label"])
             writer.writerows(_rows(1500, 11))
         _CACHE["dataset"] = shard_tfrecords(path, os.path.join(base, "dataset"),
-                                            label="label", keys=["id"]).output_dir
+                                            label="label", keys=["id"]).dataset
     return _CACHE["dataset"]
 
 

@@ -10,9 +10,9 @@ from tfkfp.pipelines.cli import main
 
 def test_shard_command_writes_a_dataset(table_csv, tmp_path, capsys):
     out = tmp_path / "ds"
-    code = main(["shard", table_csv[0], str(out), "--label", "animal", "--key", "id",
+    code = main(["shard", table_csv[0], str(out), "--label", "animal", "--keys", "id",
                  "--eval-fraction", "0.25", "--num-shards", "3", "--compression", "gzip",
-                 "--column-type", "x=float32"])
+                 "--column-types", "x=float32"])
     assert code == 0
     assert sorted(os.listdir(out / "train")) == [
         f"data-{k:05d}-of-00003.tfrecord.gz" for k in range(3)]
@@ -31,13 +31,13 @@ def test_shard_command_fails_with_the_error_on_stderr(tmp_path):
 
 def test_shard_size_and_count_are_exclusive(tmp_path, capsys):
     with pytest.raises(SystemExit):
-        main(["shard", "in.csv", "out", "--shard-size", "10", "--num-shards", "2"])
+        main(["shard", "in.csv", "out", "--shard-size-mb", "10", "--num-shards", "2"])
     assert "not allowed with argument" in capsys.readouterr().err
 
 
 def test_bad_column_type_option(table_csv, tmp_path, capsys):
     assert main(["shard", table_csv[0], str(tmp_path / "o"), "--label", "animal",
-                 "--column-type", "x"]) == 1
+                 "--column-types", "x"]) == 1
     assert "expected NAME=TYPE" in capsys.readouterr().err
 
 
@@ -71,23 +71,26 @@ def test_compile_writes_every_pipeline(tmp_path, capsys):
     assert sorted(p.name for p in tmp_path.iterdir()) == [f"{n}.yaml" for n in registry.names()]
 
 
+XY = ["--set", "input_uri=x", "--set", "label=y"]
+
+
 @pytest.mark.parametrize("args,message", [
     (["run", "training", "--local", "--set", "epoch=3"],
      "pipeline 'training' has no parameter 'epoch'; its parameters are batch_size"),
-    (["run", "training", "--local", "--set", "input_uri=x", "--set", "epochs=three"],
+    (["run", "training", "--local", *XY, "--set", "epochs=three"],
      "--set epochs='three': epochs takes a value of type Integer"),
-    (["run", "training", "--local"], "pipeline 'training' needs input_uri"),
+    (["run", "training", "--local"], "pipeline 'training' needs input_uri, label"),
     (["run", "nope", "--local"], "no pipeline 'nope'; the pipelines are"),
-    (["run", "training", "--local", "--set", "input_uri=x", "--set", "launcher=tfjb"],
+    (["run", "training", "--local", *XY, "--set", "launcher=tfjb"],
      "pipeline 'training': launcher 'tfjb' is not known; expected one of local, tfjob, trainjob, "
      "vertex"),
-    (["run", "training", "--local", "--set", "input_uri=x", "--set", "launcher=tfjob",
+    (["run", "training", "--local", *XY, "--set", "launcher=tfjob",
       "--set", 'launcher_options={"gpu": 1}'],
      "launcher_options ['gpu'] are not known to launcher 'tfjob'; allowed: backoff_limit"),
-    (["submit", "training", "--host", "http://127.0.0.1:9", "--set", "input_uri=x",
+    (["submit", "training", "--host", "http://127.0.0.1:9", *XY,
       "--set", "strategy=parameter_server", "--set", "parameter_servers=0"],
      "strategy 'parameter_server' needs 1 to 4 parameter servers"),
-    (["submit", "training", "--host", "http://127.0.0.1:9", "--set", "input_uri=x"],
+    (["submit", "training", "--host", "http://127.0.0.1:9", *XY],
      "could not start 'training' on http://127.0.0.1:9"),
 ])
 def test_bad_pipeline_requests_are_refused_before_anything_runs(args, message, capsys,
@@ -97,8 +100,8 @@ def test_bad_pipeline_requests_are_refused_before_anything_runs(args, message, c
     assert not any(tmp_path.iterdir())
 
 
-DATA = ["--set", "input_uri=in.csv"]
-MODEL = ["--set", "model_uri=model", "--set", "data_uri=data"]
+DATA = ["--set", "input_uri=in.csv", "--set", "label=label"]
+MODEL = ["--set", "model_uri=model", "--set", "dataset_uri=data"]
 EDGE = ["--set", "model_uri=model", "--set", "dataset_uri=data"]
 SHARD = "(step shard_tfrecords)"
 QUANTIZE = "(step freeze_quantize)"
@@ -106,8 +109,7 @@ QUANTIZE = "(step freeze_quantize)"
 
 @pytest.mark.parametrize("command,name,sets,message", [
     ("run", "training", DATA + ["--set", "quantization=int3"],
-     "mode 'int3' is not one of none, dynamic, float16, int8, int16x8, auto (step "
-     "freeze_quantize; the pipeline's quantization is its mode)"),
+     f"quantization 'int3' is not one of none, dynamic, float16, int8, int16x8, auto {QUANTIZE}"),
     ("run", "training", DATA + ["--set", "output_format=xml"],
      "output_format 'xml' is not one of ('jsonl', 'csv', 'tfrecord') (step batch_predict)"),
     ("run", "training", DATA + ["--set", "compression=zstd"],
@@ -117,32 +119,31 @@ QUANTIZE = "(step freeze_quantize)"
      f"split {SHARD}"),
     ("run", "training", DATA + ["--set", "missing=drop"],
      f"missing 'drop' is not one of ('impute', 'error') {SHARD}"),
-    ("run", "training", DATA + ["--set", "shard_groups=0"],
-     "shard_groups 0: the group count must be at least 1"),
+    ("run", "training", DATA + ["--set", "file_groups=0"],
+     "file_groups 0: the group count must be at least 1"),
     ("run", "training", DATA + ["--set", "min_agreement=1.5"],
      "min_agreement 1.5 is outside [0, 1] (step export_tflite)"),
     ("submit", "training", DATA + ["--set", "quantization=int3"],
-     "mode 'int3' is not one of none, dynamic, float16, int8, int16x8, auto (step "
-     "freeze_quantize; the pipeline's quantization is its mode)"),
+     f"quantization 'int3' is not one of none, dynamic, float16, int8, int16x8, auto {QUANTIZE}"),
     ("run", "batch_prediction", ["--set", "model_uri=model"],
-     "there is nothing to predict: pass --set data_uri=... (a Dataset directory of TFRecord "
+     "there is nothing to predict: pass --set dataset_uri=... (a Dataset directory of TFRecord "
      "shards) or --set csv_uri=... (a CSV to shard)"),
     ("run", "batch_prediction", MODEL + ["--set", "output_format=xml"],
      "output_format 'xml' is not one of ('jsonl', 'csv', 'tfrecord') (step batch_predict)"),
     ("run", "batch_prediction", MODEL + ["--set", "top_k=0"],
      "top_k 0 is below 1 (step batch_predict)"),
-    ("run", "batch_prediction", MODEL + ["--set", "batch_size=0"],
-     "batch_size 0 is below 1 (step batch_predict)"),
-    ("run", "batch_prediction", MODEL + ["--set", "num_shard_groups=0"],
-     "num_shard_groups 0: the group count must be at least 1"),
+    ("run", "batch_prediction", MODEL + ["--set", "predict_batch_size=0"],
+     "predict_batch_size 0 is below 1 (step batch_predict)"),
+    ("run", "batch_prediction", MODEL + ["--set", "file_groups=0"],
+     "file_groups 0: the group count must be at least 1"),
     ("run", "batch_prediction", MODEL + ["--set", "split=test"],
      "split 'test' is not one of all, train, eval"),
     ("submit", "batch_prediction", ["--set", "model_uri=m", "--set", "csv_uri=c.csv", "--set",
                                     "num_shards=-1"],
      f"num_shards -1 / shard_size_mb 128.0: expected num_shards >= 1, or num_shards 0 and "
      f"shard_size_mb > 0 {SHARD}"),
-    ("run", "edge_export", EDGE + ["--set", "mode=int3"],
-     f"mode 'int3' is not one of none, dynamic, float16, int8, int16x8, auto {QUANTIZE}"),
+    ("run", "edge_export", EDGE + ["--set", "quantization=int3"],
+     f"quantization 'int3' is not one of none, dynamic, float16, int8, int16x8, auto {QUANTIZE}"),
     ("run", "edge_export", EDGE + ["--set", "calibration_examples=0"],
      f"calibration_examples 0: the calibration set would be empty; expected e.g. 100-500 "
      f"{QUANTIZE}"),

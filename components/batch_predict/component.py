@@ -11,18 +11,18 @@ from tfkfp.components._image import IMAGE
 @dsl.component(base_image=IMAGE, install_kfp_package=False)
 def batch_predict(
     model: Input[Model],
-    data: Input[Dataset],
+    dataset: Input[Dataset],
     predictions: Output[Dataset],
     metrics: Output[Metrics],
     output_format: str = "jsonl",
     keys: List[str] = [],  # noqa: B006 - KFP reads defaults from the signature
     top_k: int = 1,
-    batch_size: int = 4096,
+    predict_batch_size: int = 4096,
     split: str = "all",
     schema_uri: str = "",
     input_format: str = "auto",
-    shard_group: int = 0,
-    num_shard_groups: int = 1,
+    file_group: int = 0,
+    file_groups: int = 1,
     labels_uri: str = "",
 ):
     """Predicts every record of a sharded Dataset (or CSV / JSON Lines) with a tfkfp model.
@@ -30,7 +30,7 @@ def batch_predict(
     Args:
         model: A tfkfp SavedModel directory, a TFLite bundle directory (model.tflite and
             labels.txt) or a .tflite file.
-        data: A Dataset directory from shard_tfrecords, a TFRecord file pattern, or CSV /
+        dataset: A Dataset directory from shard_tfrecords, a TFRecord file pattern, or CSV /
             JSON Lines files.
         predictions: Output directory: predictions-SSSSS-of-NNNNN.<ext> (key columns,
             class, class_id, score, top-k), errors-SSSSS-of-NNNNN.<ext> (records that could
@@ -39,13 +39,13 @@ def batch_predict(
         output_format: jsonl, csv or tfrecord.
         keys: Passthrough columns carried into the predictions; empty: the schema's keys.
         top_k: How many best classes and scores each row lists.
-        batch_size: Records per model call.
+        predict_batch_size: Records per model call.
         split: all, or one split of a Dataset directory (train, eval).
         schema_uri: schema.json for TFRecord patterns or text files (default: beside the
             data, else the model's own).
         input_format: auto, tfrecord, csv or jsonl.
-        shard_group: Which group of input files this task predicts (for fan-out).
-        num_shard_groups: How many groups the input files are dealt into.
+        file_group: Which group of input files this task predicts (for fan-out).
+        file_groups: How many groups the input files are dealt into.
         labels_uri: Class names (one per line) for a bare .tflite file.
     """
     import logging
@@ -54,10 +54,10 @@ def batch_predict(
 
     logging.basicConfig(level=logging.INFO)
     result = predict(
-        model.path, data.path, predictions.path, output_format=output_format,
-        keys=keys or None, top_k=top_k, batch_size=batch_size, split=split,
-        schema_uri=schema_uri, input_format=input_format, shard_group=shard_group,
-        num_shard_groups=num_shard_groups, labels_uri=labels_uri)
+        model.path, dataset.path, predictions.path, output_format=output_format,
+        keys=keys or None, top_k=top_k, predict_batch_size=predict_batch_size, split=split,
+        schema_uri=schema_uri, input_format=input_format, file_group=file_group,
+        file_groups=file_groups, labels_uri=labels_uri)
     predictions.metadata.update(result.metadata())
     for name in ("inputs", "predictions", "errors", "records_per_second"):
         metrics.log_metric(name, result.metadata()[name])
@@ -103,9 +103,9 @@ def vertex_batch_predict(
     machine_type: str = "n1-standard-4",
     starting_replica_count: int = 1,
     max_replica_count: int = 4,
-    batch_size: int = 0,
-    accelerator_type: str = "",
-    accelerator_count: int = 0,
+    vertex_batch_size: int = 0,
+    gpu_type: str = "",
+    gpus: int = 0,
     serving_image: str = "",
 ):
     """Runs batch prediction as a managed Vertex AI BatchPredictionJob.
@@ -125,9 +125,9 @@ def vertex_batch_predict(
         machine_type: Machine type of every replica, e.g. n1-highmem-8.
         starting_replica_count: Replicas the job starts with.
         max_replica_count: Replicas it may scale up to.
-        batch_size: Records per request to the model (0: Vertex's default).
-        accelerator_type: e.g. NVIDIA_TESLA_T4; empty for CPU only.
-        accelerator_count: Accelerators per replica.
+        vertex_batch_size: Records per request to the model (0: Vertex's default).
+        gpu_type: The accelerator, e.g. NVIDIA_TESLA_T4; empty for CPU only.
+        gpus: Accelerators of gpu_type per replica.
         serving_image: Serving container image (default: Vertex's prebuilt TF CPU image).
     """
     import json
@@ -139,8 +139,8 @@ def vertex_batch_predict(
         output_uri_prefix=output_uri_prefix, instances_format=instances_format,
         predictions_format=predictions_format, machine_type=machine_type,
         starting_replica_count=starting_replica_count, max_replica_count=max_replica_count,
-        batch_size=batch_size, accelerator_type=accelerator_type,
-        accelerator_count=accelerator_count, serving_image=serving_image or SERVING_IMAGE)
+        batch_size=vertex_batch_size, accelerator_type=gpu_type,
+        accelerator_count=gpus, serving_image=serving_image or SERVING_IMAGE)
     result = submit(spec)
     job.metadata.update(result)
     with open(job.path, "w") as f:

@@ -3,7 +3,7 @@
 Every input file k of N becomes ``predictions-k-of-N.<ext>`` (one row per record that was
 predicted, with its key columns, class, class id and scores) and ``errors-k-of-N.<ext>``
 (every record that could not be read, parsed or predicted, with the reason). A task handles
-one group of files (``shard_group`` of ``num_shard_groups``) so a pipeline can fan out; the
+one group of files (``file_group`` of ``file_groups``) so a pipeline can fan out; the
 summary of a group goes to ``summary-group-G-of-M.json``.
 
 Per file, three stages overlap: a reader thread reads and parses batches (TensorFlow ops
@@ -51,8 +51,8 @@ class PredictResult:
     model: Dict
     shards: List[ShardCounts]
     num_shards: int  # input files in all groups
-    shard_group: int
-    num_shard_groups: int
+    file_group: int
+    file_groups: int
     seconds: float
 
     inputs = property(lambda self: sum(s.inputs for s in self.shards))
@@ -66,7 +66,7 @@ class PredictResult:
     def metadata(self) -> Dict:
         return {"inputs": self.inputs, "predictions": self.predictions, "errors": self.errors,
                 "output_format": self.output_format, "num_shards": self.num_shards,
-                "shard_group": self.shard_group, "num_shard_groups": self.num_shard_groups,
+                "file_group": self.file_group, "file_groups": self.file_groups,
                 "shards_done": len(self.shards), "model": self.model,
                 "records_per_second": round(self.records_per_second, 1),
                 "seconds": round(self.seconds, 3)}
@@ -77,17 +77,17 @@ class PredictResult:
 
 def batch_predict(
     model_uri: str,
-    data_uri: str,
+    dataset: str,
     output_dir: str,
     output_format: str = "jsonl",
     keys: Sequence[str] | None = None,
     top_k: int = 1,
-    batch_size: int = 4096,
+    predict_batch_size: int = 4096,
     split: str = "all",
     schema_uri: str = "",
     input_format: str = "auto",
-    shard_group: int = 0,
-    num_shard_groups: int = 1,
+    file_group: int = 0,
+    file_groups: int = 1,
     labels_uri: str = "",
     threads: int = 0,
     predictor: Predictor | None = None,
@@ -98,36 +98,36 @@ def batch_predict(
     Args:
         model_uri: a tfkfp SavedModel directory, a TFLite bundle directory (model.tflite and
             labels.txt) or a .tflite file.
-        data_uri: a Dataset directory from shard_tfrecords, a TFRecord file pattern, or CSV /
+        dataset: a Dataset directory from shard_tfrecords, a TFRecord file pattern, or CSV /
             JSON Lines files (a file, folder or glob pattern).
         output_dir: where the prediction, error and summary files go (created if missing).
         output_format: ``jsonl``, ``csv`` or ``tfrecord``.
         keys: passthrough columns carried into every prediction row (None: the schema's
             key columns).
         top_k: how many best classes (and their scores) each row lists.
-        batch_size: records per model call.
+        predict_batch_size: records per model call.
         split: for a Dataset directory, ``all`` or one split (``train``, ``eval``).
         schema_uri: schema.json for TFRecord patterns or text files (default: beside the
             data, else the model's own schema).
         input_format: ``auto`` (from the extensions), ``tfrecord``, ``csv`` or ``jsonl``.
-        shard_group, num_shard_groups: predict only every num_shard_groups-th input file,
-            starting at shard_group (a fan-out over groups of shards).
+        file_group, file_groups: predict only every file_groups-th input file,
+            starting at file_group (a fan-out over groups of shards).
         labels_uri: class names for a bare .tflite file (default: labels.txt beside it).
         threads: LiteRT interpreter threads (0: one per core).
         predictor: an already loaded model (tests, benchmarks); model_uri is then a label.
     """
     started = time.monotonic()
-    check_options(output_format, top_k, batch_size)
+    check_options(output_format, top_k, predict_batch_size)
     predictor = predictor or load_predictor(model_uri, labels_uri, threads)
-    plan = sources.resolve_input(data_uri, split, schema_uri, input_format, predictor.schema)
-    features, key_columns = sources.plan_columns(predictor, plan.schema, keys, data_uri)
+    plan = sources.resolve_input(dataset, split, schema_uri, input_format, predictor.schema)
+    features, key_columns = sources.plan_columns(predictor, plan.schema, keys, dataset)
     if top_k > len(predictor.labels):
         raise PredictInputError(f"top_k {top_k} is more than the model's "
                                 f"{len(predictor.labels)} classes")
-    chosen = select_group(range(len(plan.files)), shard_group, num_shard_groups, what="shard",
+    chosen = select_group(range(len(plan.files)), file_group, file_groups, what="shard",
                           error=PredictInputError, allow_empty=True)
     sources.check_shards(plan, chosen)
-    read = _reader(plan, [plan.files[i] for i in chosen], features, key_columns, batch_size)
+    read = _reader(plan, [plan.files[i] for i in chosen], features, key_columns, predict_batch_size)
     uris.makedirs(output_dir)
     total = sum(plan.expected[i] for i in chosen) if None not in plan.expected else None
     progress = Progress("predicting", total=total, stream=progress_stream)
@@ -137,7 +137,7 @@ def batch_predict(
     shards = task.run(plan, chosen, read)
     progress.finish()
     result = PredictResult(output_dir, output_format, predictor.describe(), shards,
-                           len(plan.files), shard_group, num_shard_groups,
+                           len(plan.files), file_group, file_groups,
                            time.monotonic() - started)
     _finish(result)
     log.info("predicted %d records (%d errors) in %.1fs (%.0f records/s)", result.inputs,
@@ -145,15 +145,15 @@ def batch_predict(
     return result
 
 
-def check_options(output_format: str, top_k: int, batch_size: int) -> None:
+def check_options(output_format: str, top_k: int, predict_batch_size: int) -> None:
     """Refuse what cannot work before any work; the pipelines call it before a run starts."""
     if output_format not in writers.OUTPUT_FORMATS:
         raise PredictInputError(f"output_format {output_format!r} is not one of "
                                 f"{writers.OUTPUT_FORMATS}")
     if top_k < 1:
         raise PredictInputError(f"top_k {top_k} is below 1")
-    if batch_size < 1:
-        raise PredictInputError(f"batch_size {batch_size} is below 1")
+    if predict_batch_size < 1:
+        raise PredictInputError(f"predict_batch_size {predict_batch_size} is below 1")
 
 
 def _reader(plan: sources.InputPlan, files: List[str], features, key_columns, batch_size: int):
@@ -261,10 +261,10 @@ def _finish(result: PredictResult) -> None:
     for name in uris.listdir(result.output_dir):
         stale_shard = name.startswith(("predictions-", "errors-")) and name not in keep
         stale_summary = name.startswith(SUMMARY_PREFIX) and \
-            not name.endswith(f"-of-{result.num_shard_groups:05d}.json")
+            not name.endswith(f"-of-{result.file_groups:05d}.json")
         if stale_shard or stale_summary:
             uris.remove(uris.join(result.output_dir, name))
-    name = f"{SUMMARY_PREFIX}{result.shard_group:05d}-of-{result.num_shard_groups:05d}.json"
+    name = f"{SUMMARY_PREFIX}{result.file_group:05d}-of-{result.file_groups:05d}.json"
     uris.write_text_atomic(uris.join(result.output_dir, name),
                            json.dumps(result.summary(), indent=2) + "\n")
 

@@ -202,10 +202,10 @@ def select_group(items: Sequence[T], group: int, num_groups: int, what: str = "f
     """Every ``num_groups``-th item starting at ``group``: one task's share of a fan-out
     (``what`` names the items in messages; ``error`` is the caller's error class)."""
     if num_groups < 1 or not 0 <= group < num_groups:
-        raise error(f"{what} group {group} of {num_groups} is not valid; expected "
-                    f"num_{what}_groups >= 1 and 0 <= {what}_group < num_{what}_groups")
+        raise error(f"file group {group} of {num_groups} is not valid; expected "
+                    "file_groups >= 1 and 0 <= file_group < file_groups")
     chosen = list(items[group::num_groups])
     if not chosen and not allow_empty:
-        raise error(f"{what} group {group} of {num_groups} is empty: the input has only "
+        raise error(f"file group {group} of {num_groups} is empty: the input has only "
                     f"{len(items)} {what}s")
     return chosen

@@ -53,7 +53,7 @@ def diagnose_bottleneck(
 
     logging.basicConfig(level=logging.INFO)
     result = diagnose(
-        dataset.path, model=model_name, model_fn=model_fn, hidden_units=hidden_units,
+        dataset.path, model_name=model_name, model_fn=model_fn, hidden_units=hidden_units,
         batch_size=batch_size, strategy=strategy, precision=precision, cache=cache,
         memory_limit_mb=memory_limit_mb, seconds=seconds)
     for name, value in result.metrics().items():

@@ -53,8 +53,8 @@ class BottleneckResult:
 
 
 def diagnose_bottleneck(
-    data: str,
-    model: str = "mlp",
+    dataset: str,
+    model_name: str = "mlp",
     model_fn: str = "",
     hidden_units: Sequence[int] | str = (256, 128),
     batch_size: int = 64,
@@ -67,8 +67,8 @@ def diagnose_bottleneck(
     """Diagnose what bounds training on a Dataset directory written by shard_tfrecords.
 
     Args:
-        data: the Dataset directory (its train split is measured).
-        model: mlp, cnn, resnet50 or mobilenet_v2, as in train.
+        dataset: the Dataset directory (its train split is measured).
+        model_name: mlp, cnn, resnet50 or mobilenet_v2, as in train.
         model_fn: ``package.module:function`` building the model instead, as in train.
         hidden_units: sizes of the dense layers on top (a sequence or "256,128").
         batch_size: examples per replica per step.
@@ -80,13 +80,13 @@ def diagnose_bottleneck(
         seconds: wall time for each measurement (each runs at least a few steps).
     """
     started = time.perf_counter()
-    config = _config(data, model, model_fn, hidden_units, batch_size, strategy, precision,
+    config = _config(dataset, model_name, model_fn, hidden_units, batch_size, strategy, precision,
                      cache)
     _check(config, memory_limit_mb, seconds)
-    schema = _check_dataset(data)
-    records = _train_records(data)
+    schema = _check_dataset(dataset)
+    records = _train_records(dataset)
     figures = probe.run(config, schema, records, memory_limit_mb, seconds)
-    figures.update(model=config.model_fn or config.model, strategy=strategy,
+    figures.update(model=config.model_fn or config.model_name, strategy=strategy,
                    batch_size=batch_size, precision=precision, cache=cache,
                    diagnosis_seconds=time.perf_counter() - started)
     found, summary = verdict.decide(figures)
@@ -94,7 +94,7 @@ def diagnose_bottleneck(
                             config)
 
 
-def _config(data, model, model_fn, hidden_units, batch_size, strategy, precision,
+def _config(dataset, model_name, model_fn, hidden_units, batch_size, strategy, precision,
             cache) -> TrainConfig:
     if isinstance(hidden_units, str):
         try:
@@ -102,7 +102,7 @@ def _config(data, model, model_fn, hidden_units, batch_size, strategy, precision
         except ValueError as err:
             raise TrainConfigError(f"hidden_units {hidden_units!r} is not a comma-separated "
                                    "list of integers, e.g. '256,128'") from err
-    return TrainConfig(data=data, model_dir="", model=model, model_fn=model_fn,
+    return TrainConfig(dataset=dataset, model_dir="", model_name=model_name, model_fn=model_fn,
                        hidden_units=tuple(hidden_units), batch_size=batch_size,
                        strategy=strategy, precision=precision, cache=cache)
 

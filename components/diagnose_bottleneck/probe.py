@@ -61,7 +61,7 @@ def run(config: TrainConfig, schema: Schema, train_records: int, memory_limit_mb
 def input_figures(config: TrainConfig, schema: Schema, global_batch: int, train_records: int,
                   seconds: float) -> Dict[str, Any]:
     """The train split read cold without parsing, then through train's own input pipeline."""
-    manifest = Manifest.load(config.data)
+    manifest = Manifest.load(config.dataset)
     files = manifest.shard_files("train")
     file_bytes = sum(uris.size(f) for f in files)
     cold = measure.evict_page_cache(files)
@@ -69,7 +69,7 @@ def input_figures(config: TrainConfig, schema: Schema, global_batch: int, train_
     disk_per_record = file_bytes / train_records
     payload_per_record = read.payload_bytes / max(read.records, 1)
     measure.evict_page_cache(files)
-    dataset = make_dataset(config.data, schema, mode="train", batch_size=global_batch,
+    dataset = make_dataset(config.dataset, schema, mode="train", batch_size=global_batch,
                            repeat=True, cache="memory" if config.cache else None,
                            shuffle_buffer=config.shuffle_buffer, seed=config.seed or None)
     epoch = math.ceil(train_records / global_batch)
@@ -149,14 +149,14 @@ def step_figures(model, strategy, config: TrainConfig, schema: Schema,
 
 
 def _held(strategy, config: TrainConfig, schema: Schema, global_batch: int):
-    dataset = make_dataset(config.data, schema, mode="train", batch_size=global_batch,
+    dataset = make_dataset(config.dataset, schema, mode="train", batch_size=global_batch,
                            repeat=True, shuffle_buffer=config.shuffle_buffer)
     held = dataset.take(HELD_BATCHES).cache().repeat()
     return iter(strategy.experimental_distribute_dataset(held))
 
 
 def _streamed(strategy, config: TrainConfig, schema: Schema, global_batch: int):
-    dataset = make_dataset(config.data, schema, mode="train", batch_size=global_batch,
+    dataset = make_dataset(config.dataset, schema, mode="train", batch_size=global_batch,
                            repeat=True, cache="memory" if config.cache else None,
                            shuffle_buffer=config.shuffle_buffer, seed=config.seed or None)
     return iter(strategy.experimental_distribute_dataset(dataset))

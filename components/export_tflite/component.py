@@ -14,9 +14,9 @@ def export_tflite(
     metrics: Output[Metrics],
     report: Output[Markdown],
     quantized_model: Input[Model] = None,
-    mode: str = "",
+    quantization: str = "auto",
     signature: str = "serving_raw",
-    validation_examples: int = 1000,
+    eval_examples: int = 1000,
     calibration_examples: int = 300,
     max_accuracy_drop: float = 0.01,
     min_agreement: float = 0.98,
@@ -36,10 +36,10 @@ def export_tflite(
         report: Output Markdown summary of the validation and gate.
         quantized_model: Optional tflite_model from freeze_quantize: export it as chosen
             there instead of converting here.
-        mode: none, dynamic, float16, int8 or int16x8 when converting here; leave empty
-            with quantized_model.
+        quantization: none, dynamic, float16, int8 or int16x8 to convert here; auto (with
+            quantized_model) to export the mode freeze_quantize chose.
         signature: SavedModel signature converted and compared.
-        validation_examples: Held-out eval-split examples compared in LiteRT.
+        eval_examples: Held-out eval-split examples compared in LiteRT.
         calibration_examples: Representative examples when converting int8 or int16x8.
         max_accuracy_drop: Gate: largest accepted accuracy drop, as a fraction (0.01 is one
             point); the step fails above it.
@@ -53,9 +53,9 @@ def export_tflite(
     from tfkfp.components.export_tflite.core import export_tflite as run
 
     logging.basicConfig(level=logging.INFO)
-    result = run(model.path, dataset.path, bundle.path, mode=mode,
+    result = run(model.path, dataset.path, bundle.path, quantization=quantization,
                  quantized_dir=quantized_model.path if quantized_model else "",
-                 signature=signature, validation_examples=validation_examples,
+                 signature=signature, eval_examples=eval_examples,
                  calibration_examples=calibration_examples,
                  max_accuracy_drop=max_accuracy_drop, min_agreement=min_agreement,
                  integer_io=integer_io, select_tf_ops=select_tf_ops)

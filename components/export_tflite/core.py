@@ -28,6 +28,8 @@ from tfkfp.components.common.tflite_parity import Figures, QualityGateError
 from tfkfp.components.export_tflite import bundle
 from tfkfp.components.freeze_quantize import artifact
 
+AUTO = "auto"  # the mode freeze_quantize chose, read from its quantized model
+
 log = logging.getLogger("tfkfp.export_tflite")
 
 
@@ -82,11 +84,11 @@ def export_tflite(
     model_dir: str,
     dataset: str,
     output_dir: str,
-    mode: str = "",
+    quantization: str = "auto",
     quantized_dir: str = "",
     signature: str = savedmodel.SIGNATURE_RAW,
-    validation_examples: int = 1000,
-    validation_split: str = "eval",
+    eval_examples: int = 1000,
+    eval_split: str = "eval",
     calibration_examples: int = 300,
     max_accuracy_drop: float = 0.01,
     min_agreement: float = 0.98,
@@ -100,23 +102,25 @@ def export_tflite(
         dataset: a Dataset directory from shard_tfrecords, for validation (and calibration
             when converting in int8/int16x8).
         output_dir: the bundle folder to write.
-        mode: none, dynamic, float16, int8 or int16x8; empty to take quantized_dir's.
+        quantization: none, dynamic, float16, int8 or int16x8 to convert here; auto (the
+            default) to take the mode freeze_quantize chose, in quantized_dir.
         quantized_dir: a tflite folder written by freeze_quantize; empty to convert here.
         signature: the signature converted (and compared).
-        validation_examples: held-out examples of validation_split to compare on.
+        eval_examples: held-out examples of eval_split to compare on.
         calibration_examples: representative examples (train split) when converting int8.
         max_accuracy_drop: largest accepted accuracy drop, as a fraction (0.01: one point).
         min_agreement: smallest accepted share of examples with the SavedModel's top class.
         integer_io, select_tf_ops: converter options (see common.tflite_convert).
     """
     started = time.monotonic()
-    check_options(mode, quantized_dir, validation_examples, min_agreement)
+    check_options(quantization, quantized_dir, eval_examples, min_agreement)
     loaded, fn = tflite_inputs.load_signature(model_dir, signature)  # loaded owns fn's tables
     schema = tflite_inputs.dataset_schema(dataset)
     tflite_inputs.check_schema(fn, signature, schema, f"dataset {dataset}")
     names = sorted(tflite_inputs.signature_inputs(fn))
     prepared = tflite_convert.prepare(fn)
     fills = prepared.feeding.fills
+    mode = quantization
     if quantized_dir:
         (content, mode), source = artifact.read(quantized_dir, signature), quantized_dir
     else:
@@ -124,7 +128,7 @@ def export_tflite(
             content = _convert(model_dir, converted, dataset, signature, mode, names,
                                calibration_examples, integer_io, select_tf_ops, fills)
         source = "converted"
-    examples = tflite_inputs.load_examples(dataset, validation_split, validation_examples,
+    examples = tflite_inputs.load_examples(dataset, eval_split, eval_examples,
                                            names, "validation")
     reference = tflite_inputs.reference_outputs(fn, examples)
     figures = tflite_parity.compare(mode, content, signature, examples, reference, fills=fills)
@@ -142,21 +146,22 @@ def export_tflite(
     return result
 
 
-def check_options(mode: str, quantized_dir: str, validation_examples: int,
+def check_options(quantization: str, quantized_dir: str, eval_examples: int,
                    min_agreement: float) -> None:
     """Refuse what cannot work before any work; the pipelines call it before a run starts."""
-    modes = ", ".join(tflite_convert.MODES)
-    if mode and quantized_dir:
-        raise QuantizeInputError(f"give either mode ({mode!r}) or quantized_dir "
+    modes = ", ".join((*tflite_convert.MODES, AUTO))
+    if quantization not in (*tflite_convert.MODES, AUTO):
+        raise QuantizeInputError(f"quantization {quantization!r} is not one of {modes}")
+    if quantization != AUTO and quantized_dir:
+        raise QuantizeInputError(f"give either quantization {quantization!r} or quantized_dir "
                                  f"({quantized_dir}), not both: the quantized model already "
                                  "has a mode")
-    if not mode and not quantized_dir:
-        raise QuantizeInputError(f"export_tflite needs a mode (one of {modes}) "
-                                 "or the quantized model chosen by freeze_quantize")
-    if mode and mode not in tflite_convert.MODES:
-        raise QuantizeInputError(f"mode {mode!r} is not one of {modes}")
-    if validation_examples < 1:
-        raise QuantizeInputError(f"validation_examples {validation_examples} is below 1")
+    if quantization == AUTO and not quantized_dir:
+        raise QuantizeInputError("quantization 'auto' exports the mode freeze_quantize chose: "
+                                 "pass its quantized model, or name a mode to convert in "
+                                 f"(one of {', '.join(tflite_convert.MODES)})")
+    if eval_examples < 1:
+        raise QuantizeInputError(f"eval_examples {eval_examples} is below 1")
     if not 0.0 <= min_agreement <= 1.0:
         raise QuantizeInputError(f"min_agreement {min_agreement} is outside [0, 1]")
 

@@ -14,7 +14,7 @@ def freeze_quantize(
     frozen_graph: Output[Model],
     metrics: Output[Metrics],
     report: Output[Markdown],
-    mode: str = "auto",
+    quantization: str = "auto",
     max_accuracy_drop: float = 0.01,
     signature: str = "serving_raw",
     calibration_examples: int = 300,
@@ -36,7 +36,7 @@ def freeze_quantize(
             optimised) and frozen_graph.json (tensor names, node counts, op histograms).
         metrics: Output size, accuracy, accuracy drop, agreement and LiteRT latency per mode.
         report: Output Markdown table of every mode tried and of the freezing.
-        mode: none, dynamic, float16, int8, int16x8, or auto (tries every mode, keeps the
+        quantization: none, dynamic, float16, int8, int16x8, or auto (tries every mode, keeps the
             smallest within max_accuracy_drop).
         max_accuracy_drop: Largest accepted eval accuracy drop vs the SavedModel, as a
             fraction (0.01 is one point); the step fails above it.
@@ -54,10 +54,10 @@ def freeze_quantize(
     from tfkfp.components.freeze_quantize.core import freeze_quantize as run
 
     logging.basicConfig(level=logging.INFO)
-    result = run(model.path, dataset.path, tflite_model.path, frozen_graph.path, mode=mode,
-                 max_accuracy_drop=max_accuracy_drop, signature=signature,
-                 calibration_examples=calibration_examples, eval_examples=eval_examples,
-                 integer_io=integer_io, select_tf_ops=select_tf_ops,
+    result = run(model.path, dataset.path, tflite_model.path, frozen_graph.path,
+                 quantization=quantization, max_accuracy_drop=max_accuracy_drop,
+                 signature=signature, calibration_examples=calibration_examples,
+                 eval_examples=eval_examples, integer_io=integer_io, select_tf_ops=select_tf_ops,
                  timing=Timing(latency_batch_size, latency_runs))
     tflite_model.metadata.update(result.metadata())
     frozen_graph.metadata.update(result.frozen_metadata())

@@ -94,7 +94,7 @@ def freeze_quantize(
     dataset: str,
     tflite_dir: str,
     frozen_dir: str,
-    mode: str = "auto",
+    quantization: str = "auto",
     max_accuracy_drop: float = 0.01,
     signature: str = savedmodel.SIGNATURE_RAW,
     calibration_examples: int = 300,
@@ -112,7 +112,7 @@ def freeze_quantize(
         dataset: a Dataset directory from shard_tfrecords whose features match the model.
         tflite_dir: output folder: ``model.tflite`` and ``quantization.json``.
         frozen_dir: output folder: ``frozen_graph.pb`` and ``frozen_graph.json``.
-        mode: none, dynamic, float16, int8, int16x8 or auto.
+        quantization: none, dynamic, float16, int8, int16x8 or auto.
         max_accuracy_drop: largest accepted accuracy drop vs the SavedModel, as a fraction
             (0.01 is one point).
         signature: the signature to freeze and convert.
@@ -124,14 +124,14 @@ def freeze_quantize(
         timing: latency settings (batch size, timed runs, threads); None: default Timing.
     """
     started = time.monotonic()
-    check_options(mode, calibration_examples, eval_examples)
+    check_options(quantization, calibration_examples, eval_examples)
     loaded, fn = tflite_inputs.load_signature(model_dir, signature)
     schema = tflite_inputs.dataset_schema(dataset)
     tflite_inputs.check_schema(fn, signature, schema, f"dataset {dataset}")
     names = sorted(tflite_inputs.signature_inputs(fn))
     examples = tflite_inputs.load_examples(dataset, eval_split, eval_examples, names,
                                            "evaluation")
-    modes = list(tflite_convert.MODES) if mode == "auto" else [mode]
+    modes = list(tflite_convert.MODES) if quantization == "auto" else [quantization]
     calibration = None
     if set(modes) & set(tflite_convert.CALIBRATED):
         calibration = tflite_inputs.load_examples(dataset, calibration_split,
@@ -147,7 +147,7 @@ def freeze_quantize(
                 model_dir, source, signature, m, calibration, integer_io, select_tf_ops,
                 examples, reference, timing or Timing(), prepared.feeding.fills)
             figures.append(measured)
-    chosen = _choose(figures, mode, max_accuracy_drop)
+    chosen = _choose(figures, quantization, max_accuracy_drop)
     result = FreezeQuantizeResult(
         mode=chosen.mode, signature=signature, figures=figures, frozen=frozen.spec(),
         frozen_agreement=_agreement(frozen_out, reference),
@@ -163,10 +163,10 @@ def freeze_quantize(
     return result
 
 
-def check_options(mode: str, calibration_examples: int, eval_examples: int) -> None:
+def check_options(quantization: str, calibration_examples: int, eval_examples: int) -> None:
     """Refuse what cannot work before any work; the pipelines call it before a run starts."""
-    if mode not in MODES:
-        raise QuantizeInputError(f"mode {mode!r} is not one of {', '.join(MODES)}")
+    if quantization not in MODES:
+        raise QuantizeInputError(f"quantization {quantization!r} is not one of {', '.join(MODES)}")
     if calibration_examples < 1:
         raise QuantizeInputError(f"calibration_examples {calibration_examples}: the "
                                  "calibration set would be empty; expected e.g. 100-500")
@@ -189,9 +189,9 @@ def _convert_and_measure(model_dir, source, signature, mode, calibration, intege
     return content, figures
 
 
-def _choose(figures: List[Figures], mode: str, max_accuracy_drop: float) -> Figures:
-    if mode != "auto":
-        tflite_parity.check_drop(figures[0], max_accuracy_drop, f"mode {mode!r}")
+def _choose(figures: List[Figures], quantization: str, max_accuracy_drop: float) -> Figures:
+    if quantization != "auto":
+        tflite_parity.check_drop(figures[0], max_accuracy_drop, f"quantization {quantization!r}")
         return figures[0]
     within = [f for f in figures if f.accuracy_drop <= max_accuracy_drop]
     if not within:

@@ -17,7 +17,7 @@ from tfkfp.components.common.schema import Schema, SchemaError
 
 @dataclasses.dataclass(frozen=True)
 class MergeResult:
-    output_dir: str
+    dataset: str
     schema: Schema
     records: Dict[str, int]
     num_shards: Dict[str, int]
@@ -28,33 +28,33 @@ class MergeResult:
                 "schema": self.schema.summary()}
 
 
-def merge_datasets(inputs: Sequence[str], output_dir: str) -> MergeResult:
-    """Write ``output_dir`` with a schema and a manifest covering every input Dataset."""
-    if not inputs:
+def merge_datasets(datasets: Sequence[str], dataset: str) -> MergeResult:
+    """Write ``dataset`` with a schema and a manifest covering every input Dataset."""
+    if not datasets:
         raise SchemaError("merge_datasets needs at least one Dataset to merge")
-    manifests = [Manifest.load(d) for d in inputs]
+    manifests = [Manifest.load(d) for d in datasets]
     for manifest in manifests:  # a damaged part fails here, named, not in every reader later
         for split in manifest.splits:
             manifest.shard_files(split)
-    schemas = [Schema.load(d) for d in inputs]
-    schema = merged_schema(schemas, inputs)
+    schemas = [Schema.load(d) for d in datasets]
+    schema = merged_schema(schemas, datasets)
     compressions = {m.compression for m in manifests}
     if len(compressions) > 1:
         raise SchemaError(f"the Datasets mix compressions {sorted(compressions)}; shard them "
                           "all with the same compression")
     splits: Dict[str, Dict] = {}
-    for directory, manifest in zip(inputs, manifests):
+    for directory, manifest in zip(datasets, manifests):
         for split, body in manifest.splits.items():
             merged = splits.setdefault(split, {"records": 0, "bytes": 0, "shards": []})
             merged["records"] += body["records"]
             merged["bytes"] += body["bytes"]
             merged["shards"] += [{**s, "file": uris.resolve(directory, s["file"])}
                                  for s in body["shards"]]
-    uris.makedirs(output_dir)
-    schema.save(output_dir)
-    Manifest(output_dir, splits, compressions.pop(), tuple(inputs)).save()
-    return MergeResult(output_dir, schema, {s: b["records"] for s, b in splits.items()},
-                       {s: len(b["shards"]) for s, b in splits.items()}, len(inputs))
+    uris.makedirs(dataset)
+    schema.save(dataset)
+    Manifest(dataset, splits, compressions.pop(), tuple(datasets)).save()
+    return MergeResult(dataset, schema, {s: b["records"] for s, b in splits.items()},
+                       {s: len(b["shards"]) for s, b in splits.items()}, len(datasets))
 
 
 def merged_schema(schemas: List[Schema], names: Sequence[str]) -> Schema:

@@ -24,7 +24,7 @@ def shard_tfrecords(
     min_shards: int = 2,
     input_format: str = "auto",
     file_group: int = 0,
-    num_file_groups: int = 1,
+    file_groups: int = 1,
     missing: str = "impute",
 ):
     """Shards CSV, JSON Lines, Parquet, .npz or an image folder into TFRecord files.
@@ -45,7 +45,7 @@ def shard_tfrecords(
         min_shards: Minimum shards per split, so every reader or worker gets several.
         input_format: auto, csv, jsonl, parquet, npz or images.
         file_group: Which group of input files this task shards (for fan-out).
-        num_file_groups: How many groups the input files are dealt into.
+        file_groups: How many groups the input files are dealt into.
         missing: impute (keep rows with blank, null or NaN values: the trained model fills
             numbers with the column mean and maps empty strings to out-of-vocabulary; gaps
             are counted in the schema) or error (refuse the first gap). A blank label is
@@ -61,7 +61,7 @@ def shard_tfrecords(
         column_types=column_types, split_column=split_column or None,
         eval_fraction=eval_fraction, compression=compression, shard_size_mb=shard_size_mb,
         num_shards=num_shards, min_shards=min_shards, input_format=input_format,
-        file_group=file_group, num_file_groups=num_file_groups, missing=missing)
+        file_group=file_group, file_groups=file_groups, missing=missing)
     dataset.metadata.update(result.metadata())
     with open(summary.path, "w") as f:
         f.write(result.markdown())

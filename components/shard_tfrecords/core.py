@@ -30,7 +30,7 @@ MIN_SPLIT_RECORDS = 10  # fewer eval records cannot say much about accuracy
 
 @dataclasses.dataclass(frozen=True)
 class ShardResult:
-    output_dir: str
+    dataset: str
     schema: Schema
     records: Dict[str, int]  # per split
     bytes: Dict[str, int]
@@ -63,7 +63,7 @@ class ShardResult:
 
 def shard_tfrecords(
     input_uri: str,
-    output_dir: str,
+    dataset: str,
     label: str | None = None,
     keys: Sequence[str] = (),
     column_types: Dict[str, str] | None = None,
@@ -75,17 +75,17 @@ def shard_tfrecords(
     min_shards: int = 2,
     input_format: str = "auto",
     file_group: int = 0,
-    num_file_groups: int = 1,
-    workers: int = 0,
+    file_groups: int = 1,
+    threads: int = 0,
     missing: str = "impute",
     progress_stream=None,
 ) -> ShardResult:
-    """Shard the input into TFRecords under output_dir; see the module docstring.
+    """Shard the input into TFRecords under dataset; see the module docstring.
 
     Args:
         input_uri: a file, folder, glob pattern or gs:// URI of CSV, JSON Lines, Parquet or
             .npz files, or a folder with one subfolder of images per class.
-        output_dir: where the Dataset directory is written (created if missing).
+        dataset: where the Dataset directory is written (created if missing).
         label: the label column (images: always ``label``, the class folder name); None
             for unlabeled data that will only be predicted on.
         keys: passthrough columns carried to predictions; they also drive the split hash.
@@ -97,9 +97,9 @@ def shard_tfrecords(
         num_shards: exact shard count for each split (0: from shard_size_mb).
         min_shards: at least this many shards per split, so every reader gets several.
         input_format: ``auto`` (from extensions) or one of csv, jsonl, parquet, npz, images.
-        file_group, num_file_groups: process only every num_file_groups-th input file,
+        file_group, file_groups: process only every file_groups-th input file,
             starting at file_group, for a fan-out over groups of files.
-        workers: threads for reading and encoding (0: one per core).
+        threads: threads for reading and encoding (0: one per core).
         missing: ``impute`` keeps rows with gaps (blank, null or NaN; stored as NaN or "",
             filled inside the trained model) and counts them in the schema; ``error``
             refuses the first gap. A gap in the label is always refused.
@@ -109,29 +109,29 @@ def shard_tfrecords(
     check_options(eval_fraction, compression, shard_size_mb, num_shards, min_shards,
                   column_types, split_column, missing)
     fmt, files = sources.resolve_files(input_uri, input_format)
-    files = select_group(files, file_group, num_file_groups, error=ShardInputError)
+    files = select_group(files, file_group, file_groups, error=ShardInputError)
     raw = sources.infer_columns(fmt, files, column_types)
     if fmt == "images":
         label, keys = sources.IMAGE_LABEL, [sources.IMAGE_KEY]
     _check_columns(raw, label, keys, split_column, files[0])
     chunks = sources.plan_chunks(fmt, files)
     log.info("sharding %d %s file(s) in %d chunk(s) into %s", len(files), fmt, len(chunks),
-             output_dir)
-    uris.makedirs(output_dir)
-    publish.remove_leftovers(output_dir)
-    generation = publish.next_generation(output_dir)
+             dataset)
+    uris.makedirs(dataset)
+    publish.remove_leftovers(dataset)
+    generation = publish.next_generation(dataset)
     with scratch.exit_on_sigterm(), \
             scratch.owned_dir(publish.spool_parent(), publish.SPOOL_PREFIX) as spool_dir, \
-            scratch.owned_dir(output_dir, publish.STAGING_PREFIX) as staging:
+            scratch.owned_dir(dataset, publish.STAGING_PREFIX) as staging:
         plan = EncodePlan(tuple(raw), tuple(keys), label or None, split_column or None,
                           eval_fraction, spool_dir, missing)
-        results = _encode_all(chunks, plan, workers, progress_stream)
+        results = _encode_all(chunks, plan, threads, progress_stream)
         schema = _schema(raw, label, keys, split_column, results)
         shards = writer.write_shards(results, spool_dir, staging, compression, shard_size_mb,
-                                     num_shards, min_shards, workers, progress_stream,
+                                     num_shards, min_shards, threads, progress_stream,
                                      generation)
         result = ShardResult(
-            output_dir=output_dir, schema=schema,
+            dataset=dataset, schema=schema,
             records={s: sum(i.records for i in v) for s, v in shards.items()},
             bytes={s: sum(i.bytes for i in v) for s, v in shards.items()},
             shards=shards, compression=compression, input_files=len(files),
@@ -142,7 +142,7 @@ def shard_tfrecords(
         schema.save(staging)
         publish.publish(staging, dataset_manifest(result, generation))
     log.info("wrote %d records in %.1fs (%.0f records/s) to %s", result.total_records,
-             result.seconds, result.records_per_second, output_dir)
+             result.seconds, result.records_per_second, dataset)
     return result
 
 
@@ -178,7 +178,7 @@ def _check_columns(raw: List[sources.RawColumn], label: str | None, keys: Sequen
         raise ShardInputError(f"column {label!r} cannot be both the label and a key or split")
 
 
-def _encode_all(chunks: List[sources.Chunk], plan: EncodePlan, workers: int,
+def _encode_all(chunks: List[sources.Chunk], plan: EncodePlan, threads: int,
                 stream) -> List[ChunkResult]:
     """Encode every chunk, in parallel threads, returning results in chunk order.
 
@@ -189,14 +189,14 @@ def _encode_all(chunks: List[sources.Chunk], plan: EncodePlan, workers: int,
     total = sum(c.size for c in chunks)
     unit = "bytes" if chunks[0].fmt in ("csv", "jsonl") else "chunks"
     progress = Progress("reading and encoding", total=total, unit=unit, stream=stream)
-    workers = min(workers or writer.cpu_count(), len(chunks))
+    threads = min(threads or writer.cpu_count(), len(chunks))
     results: List[ChunkResult] = []
-    with concurrent.futures.ThreadPoolExecutor(max(workers, 1)) as pool:
+    with concurrent.futures.ThreadPoolExecutor(max(threads, 1)) as pool:
         pending = []
         try:
             for chunk in chunks:
                 pending.append((chunk, pool.submit(encode_chunk, chunk, plan)))
-                while len(pending) > 2 * workers:  # bound the spooled work in flight
+                while len(pending) > 2 * threads:  # bound the spooled work in flight
                     results.append(_take(pending, progress))
             while pending:
                 results.append(_take(pending, progress))
@@ -260,7 +260,7 @@ def _vocabulary(col: sources.RawColumn, results: List[ChunkResult]):
 
 
 def dataset_manifest(result: ShardResult, generation: int = 0) -> Manifest:
-    return Manifest(result.output_dir, {
+    return Manifest(result.dataset, {
         s: {"records": result.records[s], "bytes": result.bytes[s],
             "shards": [i.to_dict() for i in result.shards[s]]} for s in result.shards},
         result.compression, generation=generation)

@@ -75,7 +75,7 @@ class SplitSpool:
 
 
 def write_shards(results: List[ChunkResult], spool_dir: str, out_dir: str, compression: str,
-                 shard_size_mb: float, num_shards: int, min_shards: int, workers: int,
+                 shard_size_mb: float, num_shards: int, min_shards: int, threads: int,
                  stream: TextIO | None, generation: int = 0) -> Dict[str, List[ShardInfo]]:
     """Every split's shards from the spooled chunk results, written under out_dir."""
     import tensorflow  # noqa: F401 - imported here so its start-up is not billed as writing
@@ -95,7 +95,7 @@ def write_shards(results: List[ChunkResult], spool_dir: str, out_dir: str, compr
         count = shard_count(spool.count, spool.bytes, int(shard_size_mb * (1 << 20)),
                             num_shards, min_shards)
         shards[split] = write_split(spool, split, count, out_dir, compression, on_records,
-                                    workers or cpu_count(), generation)
+                                    threads or cpu_count(), generation)
         scratch.pause_point("writing")
     progress.finish()
     return shards

@@ -77,10 +77,10 @@ def train(
             Kubeflow Trainer v2 TrainJob), tfjob (a Kubeflow Training Operator TFJob) or
             vertex (a Vertex AI CustomJob).
         launcher_options: For trainjob, tfjob and vertex: job_dir (storage all replicas
-            reach; default beside the model), image, deadline_seconds, service_account;
-            trainjob and tfjob: namespace, job_name, cpu, memory, gpus, volume_claim,
-            mount_path; trainjob: runtime; tfjob: backoff_limit; vertex: project, region,
-            machine_type, accelerator_type, accelerator_count.
+            reach; default beside the model), image, deadline_seconds, service_account, gpus;
+            trainjob and tfjob: namespace, job_name, cpu, memory, volume_claim, mount_path;
+            trainjob: runtime; tfjob: backoff_limit; vertex: project, region, machine_type,
+            gpu_type (with gpus).
     """
     import logging
 
@@ -88,7 +88,7 @@ def train(
 
     logging.basicConfig(level=logging.INFO)
     result = run_training(
-        dataset.path, model.path, model=model_name, model_fn=model_fn,
+        dataset.path, model.path, model_name=model_name, model_fn=model_fn,
         hidden_units=hidden_units, strategy=strategy, workers=workers,
         parameter_servers=parameter_servers, epochs=epochs, batch_size=batch_size,
         global_batch_size=global_batch_size, learning_rate=learning_rate, optimizer=optimizer,

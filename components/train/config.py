@@ -20,9 +20,9 @@ PRECISIONS = ("float32", "mixed_float16", "mixed_bfloat16")
 class TrainConfig:
     """Every knob of a training run. Paths may be local or remote (gs://...)."""
 
-    data: str
+    dataset: str
     model_dir: str
-    model: str = "mlp"
+    model_name: str = "mlp"
     model_fn: str = ""
     hidden_units: Tuple[int, ...] = (256, 128)
     strategy: str = "default"
@@ -74,7 +74,7 @@ def check_fields(config: TrainConfig) -> None:
     if config.model_fn:
         load_model_fn(config.model_fn)
     else:
-        _one_of("model", config.model, MODELS)
+        _one_of("model_name", config.model_name, MODELS)
     _positive(config, "epochs", "batch_size", "steps_per_execution", "learning_rate")
     _not_negative(config, "global_batch_size", "steps_per_epoch", "eval_steps", "seed")
     if not 0.0 <= config.target_accuracy <= 1.0:

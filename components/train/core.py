@@ -42,7 +42,7 @@ class TrainResult:
         return {k: float(self.figures[k]) for k in METRICS if self.figures.get(k) is not None}
 
     def metadata(self) -> Dict[str, Any]:
-        return {"framework": "tensorflow", "model": self.config.model_fn or self.config.model,
+        return {"framework": "tensorflow", "model": self.config.model_fn or self.config.model_name,
                 "strategy": self.config.strategy, "replicas": self.figures["replicas"],
                 "workers": self.figures["workers"],
                 "global_batch_size": self.figures["global_batch_size"],
@@ -53,16 +53,16 @@ class TrainResult:
         return report.markdown(self.figures)
 
 
-def train(data: str, model_dir: str, launcher: str = "local",
+def train(dataset: str, model_dir: str, launcher: str = "local",
           launcher_options: Dict[str, Any] | None = None, **options: Any) -> TrainResult:
     """Train a classifier on a Dataset directory written by shard_tfrecords.
 
-    ``options`` are the fields of :class:`TrainConfig` (strategy, model, epochs, ...);
+    ``options`` are the fields of :class:`TrainConfig` (strategy, model_name, epochs, ...);
     ``launcher_options`` those of :class:`job.LaunchOptions` for the cluster launchers.
     """
-    config, launch = check_request(data, model_dir, launcher, launcher_options, **options)
+    config, launch = check_request(dataset, model_dir, launcher, launcher_options, **options)
     _check_schema(config)
-    _check_splits(config.data)
+    _check_splits(config.dataset)
     if launcher != "local":
         return _train_on_cluster(config, launcher, launch)
     strategy = strategies.get(config.strategy)
@@ -78,12 +78,12 @@ def train(data: str, model_dir: str, launcher: str = "local",
             return _result(config, json.load(f), started)
 
 
-def check_request(data: str, model_dir: str, launcher: str = "local",
+def check_request(dataset: str, model_dir: str, launcher: str = "local",
                   launcher_options: Dict[str, Any] | None = None,
                   **options: Any) -> Tuple[TrainConfig, job.LaunchOptions]:
     """Everything about a train request that can be refused without reading the data:
     options, strategy and cluster shape, launcher and its options."""
-    config = _config(data, model_dir, options)
+    config = _config(dataset, model_dir, options)
     validate(config, launcher)
     return config, job.parse_options(launcher, launcher_options)
 
@@ -106,8 +106,8 @@ def _result(config: TrainConfig, figures: Dict[str, Any], started: float) -> Tra
     return TrainResult(config.model_dir, config, figures)
 
 
-def _config(data: str, model_dir: str, options: Dict[str, Any]) -> TrainConfig:
-    known = {f.name for f in dataclasses.fields(TrainConfig)} - {"data", "model_dir"}
+def _config(dataset: str, model_dir: str, options: Dict[str, Any]) -> TrainConfig:
+    known = {f.name for f in dataclasses.fields(TrainConfig)} - {"dataset", "model_dir"}
     unknown = sorted(set(options) - known)
     if unknown:
         raise TrainConfigError(f"unknown training option(s) {unknown}; allowed: "
@@ -116,7 +116,7 @@ def _config(data: str, model_dir: str, options: Dict[str, Any]) -> TrainConfig:
         options = {**options, "hidden_units": _units(options["hidden_units"])}
     elif "hidden_units" in options:
         options = {**options, "hidden_units": tuple(options["hidden_units"])}
-    return TrainConfig(data=data, model_dir=model_dir, **options).with_vertex_dirs()
+    return TrainConfig(dataset=dataset, model_dir=model_dir, **options).with_vertex_dirs()
 
 
 def _units(text: str):
@@ -128,17 +128,17 @@ def _units(text: str):
 
 
 def _check_schema(config: TrainConfig) -> None:
-    schema = Schema.load(config.data)
+    schema = Schema.load(config.dataset)
     label = schema.label
     if label is None:
-        raise SchemaError(f"{config.data}: the schema has no label column, so there is "
+        raise SchemaError(f"{config.dataset}: the schema has no label column, so there is "
                           f"nothing to train on; columns: {schema.names}. Shard the data with "
                           "label=<column>")
     if not label.vocabulary:
-        raise SchemaError(f"{config.data}: label {label.name!r} ({label.dtype}) has no class "
+        raise SchemaError(f"{config.dataset}: label {label.name!r} ({label.dtype}) has no class "
                           "vocabulary; train fits classifiers over a categorical label")
     if not schema.features:
-        raise SchemaError(f"{config.data}: the schema has no feature columns")
+        raise SchemaError(f"{config.dataset}: the schema has no feature columns")
 
 
 def _check_splits(data: str) -> None:

@@ -42,10 +42,10 @@ def run(config: TrainConfig, result_path: str) -> Dict[str, Any] | None:
         tf_keras.mixed_precision.set_global_policy(config.precision)
     tf_keras.utils.set_random_seed(config.seed)
     strategy = strategies.make_strategy(config)
-    schema = Schema.load(config.data)
+    schema = Schema.load(config.dataset)
     replicas = strategy.num_replicas_in_sync
     global_batch = check_batch(config, replicas)
-    train_records = Manifest.load(config.data).records("train")
+    train_records = Manifest.load(config.dataset).records("train")
     steps = config.steps_per_epoch or max(1, train_records // global_batch)
     model = _compiled_model(config, schema, strategy)
     scratch = tempfile.mkdtemp(prefix="tfkfp-train-")
@@ -120,7 +120,7 @@ def _train_input(config: TrainConfig, schema: Schema, global_batch: int):
     import tf_keras
 
     def dataset_fn(input_context):
-        return make_dataset(config.data, schema, mode="train", batch_size=global_batch,
+        return make_dataset(config.dataset, schema, mode="train", batch_size=global_batch,
                             repeat=True, cache="memory" if config.cache else None,
                             shuffle_buffer=config.shuffle_buffer, seed=config.seed or None,
                             input_context=input_context)
@@ -129,7 +129,7 @@ def _train_input(config: TrainConfig, schema: Schema, global_batch: int):
 
 
 def _eval_dataset(config: TrainConfig, schema: Schema):
-    dataset = make_dataset(config.data, schema, mode="eval", batch_size=256)
+    dataset = make_dataset(config.dataset, schema, mode="eval", batch_size=256)
     return dataset.take(config.eval_steps) if config.eval_steps else dataset
 
 
@@ -141,7 +141,7 @@ def _input_wait(model, strategy, config: TrainConfig, schema: Schema, global_bat
 
     import tensorflow as tf
 
-    dataset = make_dataset(config.data, schema, mode="train", batch_size=global_batch,
+    dataset = make_dataset(config.dataset, schema, mode="train", batch_size=global_batch,
                            repeat=True, shuffle_buffer=config.shuffle_buffer)
     frozen = [v.numpy() for v in model.non_trainable_variables]
 
@@ -168,7 +168,7 @@ def _input_wait(model, strategy, config: TrainConfig, schema: Schema, global_bat
 
 
 def _model_metadata(config: TrainConfig, result: Dict[str, Any]) -> Dict[str, Any]:
-    return {"framework": "tensorflow", "model": config.model_fn or config.model,
+    return {"framework": "tensorflow", "model": config.model_fn or config.model_name,
             "strategy": config.strategy, "replicas": result["replicas"],
             "global_batch_size": result["global_batch_size"], "precision": config.precision,
             "eval_accuracy": result["eval_accuracy"], "eval_loss": result["eval_loss"],

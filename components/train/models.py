@@ -34,21 +34,21 @@ def build_model(config: TrainConfig, schema: Schema, sample: Dict[str, np.ndarra
               for c in schema.features}
     images = [c for c in schema.features if c.encoding == "image"]
     others = [c for c in schema.features if c.encoding != "image"]
-    if config.model == "mlp":
+    if config.model_name == "mlp":
         x = _tabular(inputs, schema.features, sample)
     else:
         if len(images) != 1:
             raise TrainConfigError(
-                f"model {config.model!r} needs exactly one image feature column; the schema "
+                f"model {config.model_name!r} needs exactly one image feature column; the schema "
                 f"has {[c.name for c in images]}")
-        x = _image_tower(config.model, inputs[images[0].name], images[0])
+        x = _image_tower(config.model_name, inputs[images[0].name], images[0])
         if others:
             x = tf_keras.layers.Concatenate()([x, _tabular(inputs, others, sample)])
     for units in config.hidden_units:
         x = tf_keras.layers.Dense(units, activation="relu")(x)
     outputs = tf_keras.layers.Dense(num_classes, activation="softmax", dtype="float32",
                                     name="probabilities")(x)
-    return tf_keras.Model(inputs, outputs, name=config.model)
+    return tf_keras.Model(inputs, outputs, name=config.model_name)
 
 
 def compiled_model(config: TrainConfig, schema: Schema, strategy):
@@ -58,11 +58,11 @@ def compiled_model(config: TrainConfig, schema: Schema, strategy):
 
     from tfkfp.components.common.reader import make_dataset
 
-    sample = sample_features(config.data, schema)
+    sample = sample_features(config.dataset, schema)
     with strategy.scope():
         model = build_model(config, schema, sample)
         if not model.built:  # a subclassed model from model_fn makes its weights when called
-            features, _ = next(iter(make_dataset(config.data, schema, batch_size=2,
+            features, _ = next(iter(make_dataset(config.dataset, schema, batch_size=2,
                                                  shuffle=False)))
             model(features)
         optimizer = {"adam": tf_keras.optimizers.Adam, "sgd": tf_keras.optimizers.SGD,

@@ -1,4 +1,4 @@
-"""The batch_prediction pipeline under the KFP local runner: the fan-out over shard groups
+"""The batch_prediction pipeline under the KFP local runner: the fan-out over file groups
 gives the same rows as one task, and the merge step adds the counts up."""
 
 import glob
@@ -34,7 +34,7 @@ def test_fan_out_gives_the_same_rows_as_one_task(demo_model, demo_dataset, tmp_p
     single = batch_predict(demo_model, demo_dataset, one, top_k=2)
     code = main(["run", "batch_prediction", "--local", "--pipeline-root", str(tmp_path / "root"),
                  "--set", f"model_uri={demo_model}", "--set", f"data_uri={demo_dataset}",
-                 "--set", "num_shard_groups=2", "--set", "top_k=2"])
+                 "--set", "file_groups=2", "--set", "top_k=2"])
     assert code == 0  # the command a user types, not only the pipeline function
     out = capsys.readouterr().out
     assert "every task's outputs are under" in out

@@ -29,6 +29,21 @@ def test_every_pipeline_output_has_a_name_and_a_description():
             assert not row.rstrip().endswith("|  |"), f"{name}: undocumented {row}"
 
 
+def test_a_parameter_name_means_one_thing_everywhere():
+    """One name per concept: wherever a parameter name appears (component or pipeline), it
+    has one type and one default, so a value means the same to every step it reaches."""
+    seen = {}
+    for step, function in docs.steps():
+        for name, (kind, default) in docs.signature(function).items():
+            first = seen.setdefault(name, (step, kind, default))
+            if default == docs.REQUIRED or first[2] == docs.REQUIRED:
+                assert kind == first[1], f"{name}: {kind} in {step}, {first[1]} in {first[0]}"
+                continue
+            assert (kind, default) == first[1:], (
+                f"{name}: {kind} {default!r} in {step}, but {first[1]} {first[2]!r} in "
+                f"{first[0]}")
+
+
 def test_every_component_of_every_folder_is_listed():
     names = [name for name, _ in docs.components()]
     folders = sorted(p.parent.name for p in (README.parent / "components").glob("*/component.py"))

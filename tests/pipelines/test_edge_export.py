@@ -23,7 +23,7 @@ def test_compiles(tmp_path):
 def test_exports_the_model_freeze_quantize_chose(demo_model, demo_dataset, tmp_path, capsys):
     root = tmp_path / "root"
     # 100 eval examples: one example is a point, so the gate leaves room for a few
-    settings = {"model_uri": demo_model, "dataset_uri": demo_dataset, "mode": "int8",
+    settings = {"model_uri": demo_model, "dataset_uri": demo_dataset, "quantization": "int8",
                 "integer_io": "true", "calibration_examples": 50, "eval_examples": 100,
                 "max_accuracy_drop": 0.03, "min_agreement": 0.95}
     code = main(["run", "edge_export", "--local", "--pipeline-root", str(root)]

@@ -45,7 +45,7 @@ def _executors(path):
 def test_a_gpu_compile_puts_only_the_train_step_on_gpus_in_the_gpu_image(tmp_path, capsys):
     from tfkfp.pipelines.cli import main
 
-    assert main(["compile", "--gpu", "nvidia.com/gpu:2", "--out", str(tmp_path)]) == 0
+    assert main(["compile", "--gpus", "2", "--out", str(tmp_path)]) == 0
     executors = _executors(tmp_path / "training.yaml")
     train = executors.pop("exec-train")["container"]
     assert train["image"] == GPU_IMAGE
@@ -59,16 +59,16 @@ def test_a_gpu_compile_puts_only_the_train_step_on_gpus_in_the_gpu_image(tmp_pat
         assert _executors(tmp_path / f"{name}.yaml") == _executors(registry.golden_path(name))
 
 
-@pytest.mark.parametrize("value, message", [
-    ("nvidia.com/gpu:0", "COUNT must be 1 to 16, got 0"),
-    ("nvidia.com/gpu:two", "COUNT must be a whole number, got 'two'"),
-    (":1", "expected TYPE[:COUNT]"),
+@pytest.mark.parametrize("flags, message", [
+    (["--gpus", "17"], "--gpus 17: expected 1 to 16 GPUs per train pod"),
+    (["--gpus", "1", "--gpu-type", ":x"], "--gpu-type ':x': expected a resource or accelerator"),
+    (["--gpu-type", "NVIDIA_TESLA_T4"], "--gpu-type NVIDIA_TESLA_T4 needs --gpus COUNT"),
 ])
-def test_a_bad_gpu_request_is_refused_before_anything_is_written(value, message, tmp_path,
+def test_a_bad_gpu_request_is_refused_before_anything_is_written(flags, message, tmp_path,
                                                                  capsys):
     from tfkfp.pipelines.cli import main
 
     out = tmp_path / "out"
-    assert main(["compile", "--gpu", value, "--out", str(out)]) == 1
+    assert main(["compile", *flags, "--out", str(out)]) == 1
     assert message in capsys.readouterr().err
     assert not out.exists()

@@ -68,15 +68,16 @@ def _run_request(fake):
 def test_submit_starts_a_run_with_the_parameters_service_account_and_gpu(kfp_server, capsys):
     host, fake = kfp_server
     assert main(["submit", "training", "--host", host, "--set", "input_uri=gs://b/data.csv",
-                 "--set", "epochs=3", "--experiment", "nightly",
-                 "--service-account", "tfkfp-runner", "--gpu", "nvidia.com/gpu:1"]) == 0
+                 "--set", "label=label", "--set", "epochs=3", "--experiment", "nightly",
+                 "--service-account", "tfkfp-runner", "--gpus", "1"]) == 0
     assert "started run run-1 of 'training'" in capsys.readouterr().out
     experiment = [body for path, body in fake.posted if path == f"{API}/experiments"]
     assert experiment[0]["display_name"] == "nightly"
     run = _run_request(fake)
     assert run["experiment_id"] == "exp-1"
     assert run["service_account"] == "tfkfp-runner"
-    assert run["runtime_config"]["parameters"] == {"input_uri": "gs://b/data.csv", "epochs": 3}
+    assert run["runtime_config"]["parameters"] == {
+        "input_uri": "gs://b/data.csv", "label": "label", "epochs": 3}
     train = run["pipeline_spec"]["deploymentSpec"]["executors"]["exec-train"]["container"]
     assert train["image"] == GPU_IMAGE
     assert train["resources"]["accelerator"]["resourceCount"] == "1"

@@ -23,7 +23,7 @@ def two_file_table(tmp_path_factory):
 def test_training_pipeline_fans_out_sharding_and_ships_a_validated_tflite_model(
         two_file_table, tmp_path, capsys):
     root = tmp_path / "root"
-    settings = {"input_uri": two_file_table, "keys": '["id"]', "shard_groups": 2,
+    settings = {"input_uri": two_file_table, "label": "label", "keys": '["id"]', "file_groups": 2,
                 "epochs": 6, "hidden_units": "16", "learning_rate": 0.01,
                 "quantization": "dynamic", "max_accuracy_drop": 0.05, "min_agreement": 0.9,
                 "output_format": "csv", "diagnose": "true"}
@@ -53,5 +53,5 @@ def test_the_accuracy_gate_stops_the_pipeline(two_file_table, tmp_path):
     # run_local does not check the arguments first (tfkfp run does), so export_tflite refuses
     with pytest.raises(local_run.TaskFailed, match="^export-tflite: .*min_agreement 1.5"):
         local_run.run_local("training", {
-            "input_uri": two_file_table, "epochs": 1, "hidden_units": "8",
+            "input_uri": two_file_table, "label": "label", "epochs": 1, "hidden_units": "8",
             "quantization": "dynamic", "min_agreement": 1.5}, str(tmp_path / "root"))

@@ -40,7 +40,7 @@ class LaunchOptions:
     job_name: str = ""  # k8s: default tfkfp-train-<random>
     cpu: str = "2"  # k8s: CPU request per replica
     memory: str = "8Gi"  # k8s: memory request and limit per replica
-    gpus: int = 0  # k8s: nvidia.com/gpu per replica (tfjob: chief and workers only)
+    gpus: int = 0  # all: GPUs per replica (k8s: nvidia.com/gpu; tfjob, vertex: not the ps)
     volume_claim: str = ""  # k8s: a ReadWriteMany PVC mounted in every replica
     mount_path: str = "/mnt/tfkfp"  # k8s: where volume_claim is mounted
     backoff_limit: int = 3  # tfjob: restarts (of preempted replicas) before the job fails
@@ -48,19 +48,18 @@ class LaunchOptions:
     project: str = ""  # vertex: Google Cloud project (default: the environment's)
     region: str = "us-central1"  # vertex
     machine_type: str = "n1-standard-8"  # vertex
-    accelerator_type: str = ""  # vertex: e.g. NVIDIA_TESLA_T4
-    accelerator_count: int = 0  # vertex: per chief/worker replica
+    gpu_type: str = ""  # vertex: the accelerator, e.g. NVIDIA_TESLA_T4 (with gpus)
 
 
 READ_BY = {
     **{name: CLUSTER for name in ("job_dir", "image", "deadline_seconds", "poll_seconds",
-                                  "service_account")},
-    **{name: KUBE for name in ("namespace", "job_name", "cpu", "memory", "gpus",
+                                  "service_account", "gpus")},
+    **{name: KUBE for name in ("namespace", "job_name", "cpu", "memory",
                                "volume_claim", "mount_path")},
     "backoff_limit": ("tfjob",),
     "runtime": ("trainjob",),
     **{name: ("vertex",) for name in ("project", "region", "machine_type",
-                                      "accelerator_type", "accelerator_count")},
+                                      "gpu_type")},
 }
 
 
@@ -88,13 +87,13 @@ def parse_options(launcher: str, options: Dict[str, Any] | None) -> LaunchOption
         if getattr(parsed, name) <= 0:
             raise TrainConfigError(f"launcher_options {name} must be positive, got "
                                    f"{getattr(parsed, name)}")
-    for name in ("gpus", "backoff_limit", "accelerator_count"):
+    for name in ("gpus", "backoff_limit"):
         if getattr(parsed, name) < 0:
             raise TrainConfigError(f"launcher_options {name} must not be negative, got "
                                    f"{getattr(parsed, name)}")
-    if bool(parsed.accelerator_type) != bool(parsed.accelerator_count):
-        raise TrainConfigError("launcher_options accelerator_type and accelerator_count go "
-                               "together (e.g. NVIDIA_TESLA_T4 and 1)")
+    if launcher == "vertex" and bool(parsed.gpu_type) != bool(parsed.gpus):
+        raise TrainConfigError("launcher_options gpu_type and gpus go together on vertex "
+                               "(e.g. NVIDIA_TESLA_T4 and 1)")
     if parsed.volume_claim and not parsed.mount_path.startswith("/"):
         raise TrainConfigError(f"launcher_options mount_path {parsed.mount_path!r} must be "
                                "an absolute path")
@@ -160,7 +159,7 @@ def plan(config: TrainConfig, launcher: str, options: LaunchOptions) -> JobPlan:
             f"{launcher} replicas cannot reach; use a gs:// URI or leave it empty (checkpoints "
             "then go to the job_dir)")
     copy_in, copy_out, paths = {}, {}, {}
-    for field, staged, direction in (("data", "data", copy_in),
+    for field, staged, direction in (("dataset", "data", copy_in),
                                      ("warm_start", "warm_start", copy_in),
                                      ("model_dir", "model", copy_out),
                                      ("tensorboard_dir", "tensorboard", copy_out)):

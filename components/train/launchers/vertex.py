@@ -38,9 +38,8 @@ def request(shape: ClusterShape, job: JobPlan, options: LaunchOptions, project: 
     pools = []
     for index, count in enumerate(pool_counts(shape)):
         machine = {"machine_type": options.machine_type}
-        if options.accelerator_type and index < 2:  # parameter servers need no accelerator
-            machine.update(accelerator_type=options.accelerator_type,
-                           accelerator_count=options.accelerator_count)
+        if options.gpu_type and index < 2:  # parameter servers need no accelerator
+            machine.update(accelerator_type=options.gpu_type, accelerator_count=options.gpus)
         pools.append(v1.WorkerPoolSpec(
             machine_spec=v1.MachineSpec(**machine), replica_count=count,
             container_spec=v1.ContainerSpec(image_uri=options.image,

@@ -86,8 +86,8 @@ def test_good_records_among_bad_ones_predict_as_in_a_clean_run(
         bad_shards, demo_model, eval_files, tmp_path, read_outputs, direct_predictions,
         predictor):
     folder, *_ = bad_shards
-    batch_predict(demo_model, str(folder / "*.tfrecord"), str(tmp_path / "out"), batch_size=7,
-                  predictor=predictor)
+    batch_predict(demo_model, str(folder / "*.tfrecord"), str(tmp_path / "out"),
+                  predict_batch_size=7, predictor=predictor)
     ids, probs = direct_predictions(eval_files[:1])
     want = dict(zip(ids.tolist(), probs.argmax(axis=1).tolist()))
     got = {r["id"]: r["class_id"] for r in read_outputs(str(tmp_path / "out"))}
@@ -135,7 +135,7 @@ def test_a_model_data_mismatch_fails_before_any_output(demo_dataset, eval_files,
 
 @pytest.mark.parametrize("options,message", [
     ({"output_format": "parquet"}, r"output_format 'parquet' is not one of \('jsonl'"),
-    ({"shard_group": 2, "num_shard_groups": 2}, "shard group 2 of 2 is not valid"),
+    ({"file_group": 2, "file_groups": 2}, "file group 2 of 2 is not valid"),
     ({"top_k": 11}, "top_k 11 is more than the model's 10 classes"),
     ({"keys": ["colour"]}, "key column 'colour' is not in the data"),
     ({"keys": ["score"]}, "key column 'score' would clash"),
@@ -170,8 +170,8 @@ def test_a_shard_cut_on_a_record_boundary_fails_naming_it_before_any_output(
                        f"expected {before} bytes"):
         batch_predict(demo_model, dataset_copy, str(out), split="eval", predictor=predictor)
     assert not out.exists()
-    result = batch_predict(demo_model, dataset_copy, str(out), split="eval", shard_group=0,
-                           num_shard_groups=2, predictor=predictor)  # a group without it
+    result = batch_predict(demo_model, dataset_copy, str(out), split="eval", file_group=0,
+                           file_groups=2, predictor=predictor)  # a group without it
     assert result.inputs == result.predictions > 0 and result.errors == 0
 
 

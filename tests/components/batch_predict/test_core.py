@@ -20,7 +20,7 @@ def all_files(dataset):
 def test_predictions_equal_a_direct_call_of_the_model(demo_model, demo_dataset, tmp_path,
                                                       read_outputs, direct_predictions):
     result = batch_predict(demo_model, demo_dataset, str(tmp_path / "out"), top_k=3,
-                           batch_size=100)
+                           predict_batch_size=100)
     ids, probs = direct_predictions(all_files(demo_dataset))
     rows = read_outputs(str(tmp_path / "out"))
     assert (result.inputs, result.predictions, result.errors) == (1797, 1797, 0)
@@ -71,8 +71,8 @@ def test_rerun_overwrites_with_identical_output(demo_model, demo_dataset, tmp_pa
 def test_shard_groups_split_the_work_and_merge_adds_up(demo_model, demo_dataset, tmp_path,
                                                        read_outputs, predictor):
     whole = batch_predict(demo_model, demo_dataset, str(tmp_path / "whole"), predictor=predictor)
-    parts = [batch_predict(demo_model, demo_dataset, str(tmp_path / f"g{g}"), shard_group=g,
-                           num_shard_groups=3, predictor=predictor) for g in range(3)]
+    parts = [batch_predict(demo_model, demo_dataset, str(tmp_path / f"g{g}"), file_group=g,
+                           file_groups=3, predictor=predictor) for g in range(3)]
     assert [len(p.shards) for p in parts] == [2, 1, 1]  # 4 shards dealt to 3 groups
     assert sorted(os.listdir(tmp_path / "g1")) == [
         "errors-00001-of-00004.jsonl", "predictions-00001-of-00004.jsonl",
@@ -114,7 +114,7 @@ def test_csv_and_jsonl_input_give_the_tfrecord_predictions(demo_model, demo_dir,
                                                            tmp_path, read_outputs, predictor):
     batch_predict(demo_model, demo_dataset, str(tmp_path / "tfr"), predictor=predictor)
     from_csv = batch_predict(demo_model, demo_dir.csv, str(tmp_path / "csv"), keys=["id"],
-                             batch_size=500, predictor=predictor)
+                             predict_batch_size=500, predictor=predictor)
     header = open(demo_dir.csv).readline().strip().split(",")
     jsonl = tmp_path / "digits.jsonl"
     with open(jsonl, "w") as f:

@@ -21,7 +21,7 @@ def int8_bundle(string_table, tmp_path_factory):
     """int8 with float inputs: the input is quantized at the model's entry, so the runner
     must feed a gap as the fill signature.json gives."""
     out = str(tmp_path_factory.mktemp("strings_bundle") / "bundle")
-    export_tflite(string_table.model, string_table.dataset, out, mode="int8",
+    export_tflite(string_table.model, string_table.dataset, out, quantization="int8",
                   calibration_examples=100)
     return out
 

@@ -62,7 +62,7 @@ def test_file_patterns_take_their_compression_from_the_extension(tmp_path):
 
 def test_select_group_takes_every_nth_item_and_names_the_bad_group():
     assert select_group(list("abcde"), 1, 2) == ["b", "d"]
-    with pytest.raises(KeyError, match="shard group 2 of 2 is not valid"):
+    with pytest.raises(KeyError, match="file group 2 of 2 is not valid"):
         select_group(list("ab"), 2, 2, what="shard", error=KeyError)
     with pytest.raises(ValueError, match="file group 2 of 3 is empty: the input has only 2"):
         select_group(["a", "b"], 2, 3)

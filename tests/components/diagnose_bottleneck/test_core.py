@@ -116,7 +116,7 @@ def test_svg_chart_is_well_formed():
 
 
 @pytest.mark.parametrize("options,match", [
-    ({"model": "vgg"}, "model 'vgg' is not known; expected one of mlp, cnn"),
+    ({"model_name": "vgg"}, "model_name 'vgg' is not known; expected one of mlp, cnn"),
     ({"strategy": "horovod"}, "strategy 'horovod' is not known"),
     ({"strategy": "parameter_server"}, "expected one of default, one_device, mirrored"),
     ({"batch_size": 0}, "batch_size must be positive, got 0"),

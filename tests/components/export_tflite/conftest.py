@@ -10,5 +10,5 @@ def dynamic_dir(demo_model, demo_dataset, tmp_path_factory):
 
     out = tmp_path_factory.mktemp("dynamic")
     freeze_quantize(demo_model, demo_dataset, str(out / "tflite"), str(out / "frozen"),
-                    mode="dynamic", timing=Timing(16, 2))
+                    quantization="dynamic", timing=Timing(16, 2))
     return str(out / "tflite")

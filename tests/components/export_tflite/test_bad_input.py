@@ -8,22 +8,24 @@ from tfkfp.components.export_tflite.core import export_tflite
 
 
 def test_needs_a_mode_or_a_quantized_model(demo_model, demo_dataset, tmp_path):
-    with pytest.raises(QuantizeInputError, match="needs a mode .* or the quantized model"):
+    with pytest.raises(QuantizeInputError, match="'auto' exports the mode freeze_quantize "
+                       "chose: pass its quantized model, or name a mode"):
         export_tflite(demo_model, demo_dataset, str(tmp_path / "b"))
-    with pytest.raises(QuantizeInputError, match="either mode .* not both"):
-        export_tflite(demo_model, demo_dataset, str(tmp_path / "b"), mode="int8",
+    with pytest.raises(QuantizeInputError, match="either quantization 'int8' .* not both"):
+        export_tflite(demo_model, demo_dataset, str(tmp_path / "b"), quantization="int8",
                       quantized_dir=str(tmp_path))
     assert not os.listdir(tmp_path)
 
 
 def test_an_unknown_mode(demo_model, demo_dataset, tmp_path):
-    with pytest.raises(QuantizeInputError, match="mode 'auto' is not one of none, dynamic"):
-        export_tflite(demo_model, demo_dataset, str(tmp_path / "b"), mode="auto")
+    with pytest.raises(QuantizeInputError, match="quantization 'int3' is not one of none, "
+                       "dynamic, float16, int8, int16x8, auto"):
+        export_tflite(demo_model, demo_dataset, str(tmp_path / "b"), quantization="int3")
 
 
 def test_a_folder_that_is_not_a_savedmodel(demo_dataset, tmp_path):
     with pytest.raises(QuantizeInputError, match="is not a SavedModel"):
-        export_tflite(str(tmp_path), demo_dataset, str(tmp_path / "b"), mode="none")
+        export_tflite(str(tmp_path), demo_dataset, str(tmp_path / "b"), quantization="none")
 
 
 def test_a_quantized_folder_without_a_tflite_model(demo_model, demo_dataset, tmp_path):
@@ -35,13 +37,13 @@ def test_a_quantized_folder_without_a_tflite_model(demo_model, demo_dataset, tmp
 
 def test_a_signature_that_does_not_exist(demo_model, demo_dataset, tmp_path):
     with pytest.raises(QuantizeInputError, match="no signature 'predict'"):
-        export_tflite(demo_model, demo_dataset, str(tmp_path / "b"), mode="none",
+        export_tflite(demo_model, demo_dataset, str(tmp_path / "b"), quantization="none",
                       signature="predict")
 
 
 def test_min_agreement_outside_zero_to_one(demo_model, demo_dataset, tmp_path):
     with pytest.raises(QuantizeInputError, match=r"min_agreement 1.5 is outside \[0, 1\]"):
-        export_tflite(demo_model, demo_dataset, str(tmp_path / "b"), mode="none",
+        export_tflite(demo_model, demo_dataset, str(tmp_path / "b"), quantization="none",
                       min_agreement=1.5)
 
 

@@ -21,7 +21,7 @@ def test_runs_under_the_kfp_local_runner(dynamic_dir, demo_model, demo_dataset, 
         quantized = dsl.importer(artifact_uri=quantized_uri, artifact_class=dsl.Model)
         return export_tflite(model=model.output, dataset=data.output,
                              quantized_model=quantized.output,
-                             validation_examples=100).outputs["bundle"]
+                             eval_examples=100).outputs["bundle"]
 
     bundle = export(model_uri=demo_model, dataset_uri=demo_dataset,
                     quantized_uri=dynamic_dir).output

@@ -13,7 +13,7 @@ pytestmark = pytest.mark.slow
 @pytest.fixture(scope="module")
 def float16_bundle(demo_model, demo_dataset, tmp_path_factory):
     out = str(tmp_path_factory.mktemp("f16") / "bundle")
-    return export_tflite(demo_model, demo_dataset, out, mode="float16")
+    return export_tflite(demo_model, demo_dataset, out, quantization="float16")
 
 
 def test_the_bundle_holds_what_an_app_needs(float16_bundle):
@@ -62,7 +62,7 @@ def test_metrics_and_report(float16_bundle):
 def test_exports_the_model_chosen_by_freeze_quantize(dynamic_dir, demo_model, demo_dataset,
                                                      tmp_path):
     result = export_tflite(demo_model, demo_dataset, str(tmp_path / "b"),
-                           quantized_dir=dynamic_dir, validation_examples=100)
+                           quantized_dir=dynamic_dir, eval_examples=100)
     assert result.mode == "dynamic" and result.source == dynamic_dir
     assert open(tmp_path / "b" / "model.tflite", "rb").read() == open(
         os.path.join(dynamic_dir, "model.tflite"), "rb").read()

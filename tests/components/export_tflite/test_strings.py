@@ -18,7 +18,7 @@ pytestmark = pytest.mark.slow
 @pytest.fixture(scope="module")
 def int8_bundle(string_table, tmp_path_factory):
     out = str(tmp_path_factory.mktemp("strings_int8") / "bundle")
-    export_tflite(string_table.model, string_table.dataset, out, mode="int8",
+    export_tflite(string_table.model, string_table.dataset, out, quantization="int8",
                   integer_io=True, calibration_examples=100)
     return out
 
@@ -82,7 +82,7 @@ def test_an_app_following_signature_json_matches_the_savedmodel_on_gaps(int8_bun
 
 def test_a_float_bundle_takes_nan_for_a_gap(string_table, tmp_path):
     out = str(tmp_path / "bundle")
-    export_tflite(string_table.model, string_table.dataset, out, mode="none")
+    export_tflite(string_table.model, string_table.dataset, out, quantization="none")
     assert _signature(out)["inputs"]["x"]["missing"]["feed"] == "NaN"
     rows = probe_rows()
     want = savedmodel_outputs(string_table.model, rows)

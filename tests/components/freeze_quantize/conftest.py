@@ -68,4 +68,4 @@ def auto_result(wide_model, demo_dataset, tmp_path_factory):
 
     out = tmp_path_factory.mktemp("auto")
     return freeze_quantize(wide_model, demo_dataset, str(out / "tflite"), str(out / "frozen"),
-                           mode="auto", calibration_examples=100, timing=Timing(32, 3))
+                           quantization="auto", calibration_examples=100, timing=Timing(32, 3))

@@ -32,7 +32,7 @@ def test_a_missing_model_folder(demo_dataset, tmp_path):
 def test_a_signature_that_does_not_exist(demo_model, demo_dataset, tmp_path):
     with pytest.raises(QuantizeInputError, match=r"no signature 'serving_rgb'; it has "
                                                  r"\['serving_default', 'serving_raw'\]"):
-        run(demo_model, demo_dataset, tmp_path, signature="serving_rgb", mode="none")
+        run(demo_model, demo_dataset, tmp_path, signature="serving_rgb", quantization="none")
     assert_nothing_written(tmp_path)
 
 
@@ -44,34 +44,34 @@ def test_a_dataset_whose_schema_does_not_match_the_model(demo_model, table_csv, 
     with pytest.raises(QuantizeInputError, match=r"signature 'serving_raw' takes inputs "
                                                  r"\['pixel_0'.*its features are "
                                                  r"\['color', 'x', 'y'\]"):
-        run(demo_model, other, tmp_path, mode="dynamic")
+        run(demo_model, other, tmp_path, quantization="dynamic")
     assert_nothing_written(tmp_path)
 
 
 def test_an_empty_calibration_set(demo_model, demo_dataset, tmp_path):
     with pytest.raises(QuantizeInputError, match="calibration_examples 0: the calibration set "
                                                  "would be empty"):
-        run(demo_model, demo_dataset, tmp_path, mode="int8", calibration_examples=0)
+        run(demo_model, demo_dataset, tmp_path, quantization="int8", calibration_examples=0)
     assert_nothing_written(tmp_path)
 
 
 def test_a_calibration_split_with_no_records(demo_model, demo_dataset, tmp_path):
     with pytest.raises(QuantizeInputError, match="calibration data: .*no split 'test'"):
-        run(demo_model, demo_dataset, tmp_path, mode="int8", calibration_split="test")
+        run(demo_model, demo_dataset, tmp_path, quantization="int8", calibration_split="test")
 
 
 def test_an_unknown_mode(demo_model, demo_dataset, tmp_path):
-    with pytest.raises(QuantizeInputError, match="mode 'int4' is not one of none, dynamic, "
+    with pytest.raises(QuantizeInputError, match="quantization 'int4' is not one of none, dynamic, "
                                                  "float16, int8, int16x8, auto"):
-        run(demo_model, demo_dataset, tmp_path, mode="int4")
+        run(demo_model, demo_dataset, tmp_path, quantization="int4")
 
 
 @pytest.mark.slow
 def test_an_impossible_accuracy_drop_fails_and_writes_nothing(demo_model, demo_dataset,
                                                              tmp_path):
-    with pytest.raises(QualityGateError, match=r"mode 'float16': accuracy .* above "
+    with pytest.raises(QualityGateError, match=r"quantization 'float16': accuracy .* above "
                                                r"max_accuracy_drop -50\.00 points"):
-        run(demo_model, demo_dataset, tmp_path, mode="float16", max_accuracy_drop=-0.5,
+        run(demo_model, demo_dataset, tmp_path, quantization="float16", max_accuracy_drop=-0.5,
             eval_examples=100)
     assert_nothing_written(tmp_path)
 

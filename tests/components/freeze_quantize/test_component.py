@@ -18,7 +18,7 @@ def test_runs_under_the_kfp_local_runner(demo_model, demo_dataset, tmp_path):
     def quantize(model_uri: str, dataset_uri: str) -> dsl.Model:
         model = dsl.importer(artifact_uri=model_uri, artifact_class=dsl.Model)
         data = dsl.importer(artifact_uri=dataset_uri, artifact_class=dsl.Dataset)
-        return freeze_quantize(model=model.output, dataset=data.output, mode="dynamic",
+        return freeze_quantize(model=model.output, dataset=data.output, quantization="dynamic",
                                eval_examples=100, latency_batch_size=16,
                                latency_runs=2).outputs["tflite_model"]
 

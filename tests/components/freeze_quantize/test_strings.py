@@ -21,7 +21,7 @@ pytestmark = pytest.mark.slow
 def strings_auto(string_table, tmp_path_factory):
     out = tmp_path_factory.mktemp("strings_auto")
     return freeze_quantize(string_table.model, string_table.dataset, str(out / "tflite"),
-                           str(out / "frozen"), mode="auto", calibration_examples=100,
+                           str(out / "frozen"), quantization="auto", calibration_examples=100,
                            timing=Timing(16, 2))
 
 
@@ -60,8 +60,9 @@ def test_quantization_json_records_the_fill_of_the_imputed_input(strings_auto, s
 
 def test_int8_with_integer_io_passes_the_gate(string_table, tmp_path):
     result = freeze_quantize(string_table.model, string_table.dataset,
-                             str(tmp_path / "tflite"), str(tmp_path / "frozen"), mode="int8",
-                             integer_io=True, calibration_examples=100, timing=Timing(16, 2))
+                             str(tmp_path / "tflite"), str(tmp_path / "frozen"),
+                             quantization="int8", integer_io=True, calibration_examples=100,
+                             timing=Timing(16, 2))
     assert result.mode == "int8" and result.chosen.agreement >= 0.98
     saved = json.load(open(os.path.join(tmp_path, "tflite", "quantization.json")))
     assert saved["integer_io"] is True

@@ -24,7 +24,7 @@ def two_groups(tmp_path):
     for group in range(2):
         out = str(tmp_path / f"part{group}")
         shard_tfrecords(str(folder), out, label="animal", keys=["id"], file_group=group,
-                        num_file_groups=2)
+                        file_groups=2)
         parts.append(out)
     return parts
 

@@ -10,6 +10,6 @@ def tflite_bundle(string_table, tmp_path_factory):  # noqa: F811
     from tfkfp.components.export_tflite.core import export_tflite
 
     out = str(tmp_path_factory.mktemp("serve_tflite") / "bundle")
-    export_tflite(string_table.model, string_table.dataset, out, mode="none",
-                  validation_examples=200)
+    export_tflite(string_table.model, string_table.dataset, out, quantization="none",
+                  eval_examples=200)
     return out

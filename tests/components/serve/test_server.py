@@ -54,7 +54,7 @@ def test_v1_and_v2_answers_equal_batch_predict(which, string_table, tflite_bundl
     model = string_table.model if which == "savedmodel" else tflite_bundle
     rows = instances()
     want = batch_answers(model, rows, tmp_path, string_table.dataset)
-    with running(model, "--top-k", "2", "--key", "id", tmp_path=tmp_path) as server:
+    with running(model, "--top-k", "2", "--keys", "id", tmp_path=tmp_path) as server:
         cuts = np.cumsum([0, 1, 5, 3, 7, 4, 6])
         chunks = [rows[a:b] for a, b in zip(cuts, [*cuts[1:], len(rows)])]
         with concurrent.futures.ThreadPoolExecutor(4) as pool:  # concurrent: batched together

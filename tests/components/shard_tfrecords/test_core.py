@@ -99,8 +99,8 @@ def test_parallel_workers_give_the_same_shards_as_one(tmp_path, monkeypatch):
     assert len(sources.plan_chunks("csv", [path])) > 4
     one = str(tmp_path / "one")
     many = str(tmp_path / "many")
-    shard_tfrecords(path, one, label="label", keys=["id"], workers=1)
-    shard_tfrecords(path, many, label="label", keys=["id"], workers=2)
+    shard_tfrecords(path, one, label="label", keys=["id"], threads=1)
+    shard_tfrecords(path, many, label="label", keys=["id"], threads=2)
     assert shard_bytes(one) == shard_bytes(many)
     assert sum(read_split(many, s)["id"].size for s in ("train", "eval")) == 6000
 
@@ -175,7 +175,7 @@ def test_file_groups_take_every_nth_file(tmp_path):
                   [[k * 10 + i, i, i % 2] for i in range(10)])
     out = str(tmp_path / "g1")
     result = shard_tfrecords(str(tmp_path / "part-*.csv"), out, label="label", keys=["id"],
-                             file_group=1, num_file_groups=2)
+                             file_group=1, file_groups=2)
     assert result.input_files == 2
     ids = np.concatenate([read_split(out, s)["id"] for s in ("train", "eval")])
     assert sorted(ids.tolist()) == list(range(10, 20)) + list(range(30, 40))

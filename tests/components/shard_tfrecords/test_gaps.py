@@ -100,7 +100,7 @@ def test_a_three_row_file_warns_that_its_splits_are_too_small(tmp_path, caplog):
 
 def test_shard_command_takes_missing_and_prints_the_gap_counts(messy_csv, tmp_path, capsys):
     assert main(["shard", messy_csv[0], str(tmp_path / "ds"), "--label", "label",
-                 "--key", "id"]) == 0
+                 "--keys", "id"]) == 0
     assert "| x | feature | float32 | [] | 67 |" in capsys.readouterr().out
     assert main(["shard", messy_csv[0], str(tmp_path / "ds2"), "--label", "label",
                  "--missing", "error"]) == 1

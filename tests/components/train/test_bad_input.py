@@ -13,7 +13,7 @@ from tfkfp.components.train.errors import TrainConfigError, TrainingDiverged
 
 @pytest.mark.parametrize("options,message", [
     ({"strategy": "horovod"}, "strategy 'horovod' is not known; expected one of default"),
-    ({"model": "vgg"}, "model 'vgg' is not known; expected one of mlp, cnn"),
+    ({"model_name": "vgg"}, "model_name 'vgg' is not known; expected one of mlp, cnn"),
     ({"model_fn": "no_such_module_xyz:build"}, "cannot import 'no_such_module_xyz'"),
     ({"model_fn": "json:no_such_function"}, "has no function 'no_such_function'"),
     ({"model_fn": "just_a_name"}, "not of the form 'package.module:function'"),

@@ -72,7 +72,7 @@ def test_user_model_fn_is_trained_and_exported(demo_dataset, tmp_path, monkeypat
 
 
 def test_cnn_learns_from_images(image_dataset, tmp_path):
-    result = train(image_dataset, str(tmp_path / "model"), model="cnn", epochs=10,
+    result = train(image_dataset, str(tmp_path / "model"), model_name="cnn", epochs=10,
                    hidden_units="64", learning_rate=0.003)
     assert result.figures["eval_accuracy"] > 0.7
     assert predictions(result.model_dir, image_dataset).shape[1] == 10
@@ -84,7 +84,7 @@ def test_keras_applications_build_for_small_images(image_dataset, name):
     from tfkfp.components.train.config import TrainConfig
     from tfkfp.components.train.models import build_model
 
-    config = TrainConfig(image_dataset, "unused", model=name)
+    config = TrainConfig(image_dataset, "unused", model_name=name)
     model = build_model(config, Schema.load(image_dataset), {})
     assert model.output_shape == (None, 10)
     assert model.count_params() > 1_000_000

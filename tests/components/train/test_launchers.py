@@ -16,7 +16,7 @@ from tfkfp.components.train.shape import ClusterShape
 
 
 def config(strategy="default", **fields):
-    return TrainConfig(data="gs://b/data", model_dir="gs://b/run/train/model",
+    return TrainConfig(dataset="gs://b/data", model_dir="gs://b/run/train/model",
                        strategy=strategy, **fields)
 
 
@@ -73,10 +73,10 @@ def test_a_cluster_launcher_allows_more_workers_than_one_machine():
 @pytest.mark.parametrize("launcher,options,message", [
     ("local", {"namespace": "x"}, "launcher 'local' takes none"),
     ("tfjob", {"region": "eu"}, "['region'] are not known to launcher 'tfjob'; allowed:"),
-    ("vertex", {"gpus": 1}, "['gpus'] are not known to launcher 'vertex'"),
+    ("vertex", {"volume_claim": "c"}, "['volume_claim'] are not known to launcher 'vertex'"),
     ("tfjob", {"gpus": "one"}, "gpus='one' should be a int"),
     ("tfjob", {"deadline_seconds": 0}, "deadline_seconds must be positive"),
-    ("vertex", {"accelerator_type": "NVIDIA_TESLA_T4"}, "go together"),
+    ("vertex", {"gpu_type": "NVIDIA_TESLA_T4"}, "go together"),
     ("tfjob", {"volume_claim": "c", "mount_path": "rel"}, "must be an absolute path"),
     ("tfjob", {"runtime": "r"}, "['runtime'] are not known to launcher 'tfjob'"),
     ("trainjob", {"backoff_limit": 2}, "['backoff_limit'] are not known to launcher 'trainjob'"),
@@ -96,16 +96,16 @@ def test_options_from_kfp_json_numbers_are_accepted():
 
 
 def test_the_plan_maps_kfp_gcs_paths_and_stages_what_replicas_cannot_reach(tmp_path):
-    kfp_paths = TrainConfig(data="/gcs/b/run/merge/dataset", model_dir="/gcs/b/run/train/model",
+    kfp_paths = TrainConfig(dataset="/gcs/b/run/merge/dataset", model_dir="/gcs/b/run/train/model",
                             tensorboard_dir="/gcs/b/run/train/tensorboard")
     plan = job.plan(kfp_paths, "vertex", job.LaunchOptions())
     assert plan.job_dir == "gs://b/run/train/model-job"
-    assert plan.config.data == "gs://b/run/merge/dataset"
+    assert plan.config.dataset == "gs://b/run/merge/dataset"
     assert plan.config.model_dir == "gs://b/run/train/model"
     assert plan.config.checkpoint_dir == "gs://b/run/train/model-job/checkpoints"
     assert not plan.copy_in and not plan.copy_out
 
-    local = TrainConfig(data=str(tmp_path / "data"), model_dir=str(tmp_path / "model"))
+    local = TrainConfig(dataset=str(tmp_path / "data"), model_dir=str(tmp_path / "model"))
     with pytest.raises(TrainConfigError, match="on this machine's disk only"):
         job.plan(local, "tfjob", job.LaunchOptions())
     plan = job.plan(local, "tfjob", job.LaunchOptions(job_dir="gs://b/jobs/1"))
@@ -145,7 +145,7 @@ def test_the_vertex_request_puts_chief_workers_and_ps_in_pools_0_1_2():
     shape = ClusterShape("parameter_server", chief=1, workers=3, ps=2)
     options = job.parse_options("vertex", {
         "project": "p", "region": "europe-west4", "machine_type": "n1-highmem-8",
-        "accelerator_type": "NVIDIA_TESLA_T4", "accelerator_count": 1,
+        "gpu_type": "NVIDIA_TESLA_T4", "gpus": 1,
         "image": "europe-docker.pkg.dev/p/r/tfkfp:1", "deadline_seconds": 7200,
         "service_account": "trainer@p.iam.gserviceaccount.com"})
     plan = job.plan(config("parameter_server"), "vertex", options)
@@ -230,7 +230,7 @@ def test_a_staged_job_plan_round_trips_through_the_worker_files(tmp_path):
     (tmp_path / "data").mkdir()
     (tmp_path / "data" / "manifest.json").write_text("{}")
     shared = tmp_path / "shared"
-    local = TrainConfig(data=str(tmp_path / "data"), model_dir=str(tmp_path / "model"))
+    local = TrainConfig(dataset=str(tmp_path / "data"), model_dir=str(tmp_path / "model"))
     options = job.parse_options("tfjob", {"volume_claim": "c", "mount_path": str(shared),
                                           "job_dir": str(shared / "job")})
     plan = job.plan(local, "tfjob", options)

@@ -16,7 +16,7 @@ TRAIN = pathlib.Path(__file__).resolve().parents[3] / "components" / "train"
 
 
 def config(strategy, **fields):
-    return TrainConfig(data="d", model_dir="m", strategy=strategy, **fields)
+    return TrainConfig(dataset="d", model_dir="m", strategy=strategy, **fields)
 
 
 @pytest.fixture

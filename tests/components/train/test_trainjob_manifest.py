@@ -9,7 +9,7 @@ from tfkfp.components.train.shape import ClusterShape
 
 
 def config(strategy="default", **fields):
-    return TrainConfig(data="gs://b/data", model_dir="gs://b/run/train/model",
+    return TrainConfig(dataset="gs://b/data", model_dir="gs://b/run/train/model",
                        strategy=strategy, **fields)
 
 
