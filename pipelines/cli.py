@@ -126,7 +126,11 @@ def _add_serve_parser(commands) -> None:
 
 
 def _shard(args: argparse.Namespace) -> None:
+    from tfkfp.pipelines.checks import native_stderr_hushed
+
     os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "2")  # TensorFlow's C++ INFO and WARNING
+    with native_stderr_hushed():  # the CUDA probe's lines, logged before any level applies
+        import tensorflow  # noqa: F401 - imported here, hushed, rather than mid-progress
     from tfkfp.components.shard_tfrecords.core import shard_tfrecords
 
     result = shard_tfrecords(

@@ -29,6 +29,16 @@ def test_shard_command_fails_with_the_error_on_stderr(tmp_path):
     assert proc.stdout == ""
 
 
+def test_shard_command_prints_only_its_own_progress(table_csv, tmp_path):
+    proc = subprocess.run([sys.executable, "-m", "tfkfp.pipelines.cli", "shard", table_csv[0],
+                           str(tmp_path / "out"), "--label", "animal"],
+                          capture_output=True, text=True)
+    assert proc.returncode == 0, proc.stderr
+    assert "wrote " in proc.stderr
+    # TensorFlow's C++ start-up lines (the CUDA probe logs at error level) stay hidden
+    assert "absl" not in proc.stderr and "cuda" not in proc.stderr.lower(), proc.stderr
+
+
 def test_shard_size_and_count_are_exclusive(tmp_path, capsys):
     with pytest.raises(SystemExit):
         main(["shard", "in.csv", "out", "--shard-size-mb", "10", "--num-shards", "2"])
