@@ -49,9 +49,19 @@ def test_training_pipeline_fans_out_sharding_and_ships_a_validated_tflite_model(
 
 
 @pytest.mark.slow
-def test_the_accuracy_gate_stops_the_pipeline(two_file_table, tmp_path):
+def test_the_accuracy_gate_stops_the_pipeline_and_the_retry_exports_without_training(
+        two_file_table, tmp_path):
+    settings = {"input_uri": two_file_table, "label": "label", "epochs": 2,
+                "hidden_units": "8", "quantization": "dynamic",
+                "checkpoint_dir": str(tmp_path / "checkpoints")}
     # run_local does not check the arguments first (tfkfp run does), so export_tflite refuses
     with pytest.raises(local_run.TaskFailed, match="^export-tflite: .*min_agreement 1.5"):
-        local_run.run_local("training", {
-            "input_uri": two_file_table, "label": "label", "epochs": 1, "hidden_units": "8",
-            "quantization": "dynamic", "min_agreement": 1.5}, str(tmp_path / "root"))
+        local_run.run_local("training", {**settings, "min_agreement": 1.5},
+                            str(tmp_path / "first"))
+    # The same run again with the same checkpoint_dir: train finds the finished checkpoint,
+    # exports it without another epoch, and the run goes on to the end.
+    run = local_run.run_local("training", settings, str(tmp_path / "retry"))
+    model = run.outputs["model"].metadata
+    assert model["resumed_after_epoch"] == 2
+    assert model["eval_accuracy"] > 0.5
+    assert next((tmp_path / "retry").rglob("export-tflite/bundle/model.tflite"), None)
