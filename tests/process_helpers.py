@@ -52,3 +52,45 @@ def pids_with_tf_config(task_type, index):
 
 def kill(pid):
     os.kill(pid, signal.SIGKILL)
+
+
+def tf_config_of(pid):
+    """The TF_CONFIG a process was started with (Linux /proc), or None."""
+    import json
+
+    with open(f"/proc/{pid}/environ", "rb") as f:
+        for entry in f.read().split(b"\0"):
+            if entry.startswith(b"TF_CONFIG="):
+                return json.loads(entry[len(b"TF_CONFIG="):])
+    return None
+
+
+def listening_sockets(pid):
+    """{(address, port)} of the TCP sockets a process listens on, from /proc/net/tcp and
+    tcp6 and the process's open files; an IPv4-mapped IPv6 address is given as IPv4."""
+    import ipaddress
+
+    inodes = set()
+    for fd in os.listdir(f"/proc/{pid}/fd"):
+        try:
+            target = os.readlink(f"/proc/{pid}/fd/{fd}")
+        except OSError:
+            continue
+        if target.startswith("socket:["):
+            inodes.add(target[len("socket:["):-1])
+    found = set()
+    for table in ("tcp", "tcp6"):
+        with open(f"/proc/{pid}/net/{table}") as f:
+            rows = [line.split() for line in f.readlines()[1:]]
+        for row in rows:
+            local, state, inode = row[1], row[3], row[9]
+            if state != "0A" or inode not in inodes:  # 0A: LISTEN
+                continue
+            host, port = local.split(":")
+            # The kernel prints each 32-bit word of the address in host (little-endian) order.
+            raw = b"".join(bytes.fromhex(host[i:i + 8])[::-1] for i in range(0, len(host), 8))
+            address = ipaddress.ip_address(raw)
+            if address.version == 6 and address.ipv4_mapped:
+                address = address.ipv4_mapped
+            found.add((str(address), int(port, 16)))
+    return found

@@ -19,7 +19,7 @@ from tfkfp.components.common.schema import Schema, SchemaError
 from tfkfp.components.train import loop, report, strategies
 from tfkfp.components.train.config import TrainConfig
 from tfkfp.components.train.errors import TrainConfigError
-from tfkfp.components.train.launchers import job, local, tfjob, trainjob, vertex
+from tfkfp.components.train.launchers import job, kube, local, tfjob, trainjob, vertex
 from tfkfp.components.train.shape import ClusterShape, validate
 
 CLUSTER_LAUNCHERS = {"tfjob": tfjob, "trainjob": trainjob, "vertex": vertex}
@@ -93,6 +93,8 @@ def _train_on_cluster(config: TrainConfig, launcher: str,
     """Run the cluster as a TFJob, a TrainJob or a Vertex AI CustomJob on shared storage."""
     shape = ClusterShape.for_config(config)
     plan = job.plan(config, launcher, options)
+    if launcher in job.KUBE:
+        kube.check_allowed(options)
     started = time.perf_counter()
     job.stage(plan)
     CLUSTER_LAUNCHERS[launcher].run(shape, plan, options)

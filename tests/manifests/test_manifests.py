@@ -25,7 +25,8 @@ ALLOWED_RULES = {("kubeflow.org", "tfjobs"): {"create", "get", "list", "watch", 
                  ("trainer.kubeflow.org", "trainjobs"): {"create", "get", "list", "watch",
                                                          "delete"},
                  ("", "pods"): {"get", "list", "watch"},
-                 ("", "pods/log"): {"get"}}
+                 ("", "pods/log"): {"get"},
+                 ("", "configmaps"): {"get"}}  # only the allow-list, by resourceNames
 # Service accounts bound by the overlays that Kubeflow Pipelines itself creates.
 EXTERNAL_SERVICE_ACCOUNTS = {("kubeflow", "pipeline-runner")}
 
@@ -114,7 +115,7 @@ def test_every_overlay_renders_the_expected_objects(rendered):
     for overlay, (_, docs) in rendered.items():
         kinds = {d["kind"] for d in docs}
         assert {"ServiceAccount", "Role", "RoleBinding", "ConfigMap", "LimitRange",
-                "Job"} <= kinds, f"{overlay} renders only {sorted(kinds)}"
+                "Job", "NetworkPolicy"} <= kinds, f"{overlay} renders only {sorted(kinds)}"
         namespaces = {d["metadata"].get("namespace") for d in docs if d["kind"] != "Namespace"}
         assert len(namespaces) == 1 and None not in namespaces, (
             f"{overlay}: objects spread over namespaces {namespaces}")
@@ -268,6 +269,9 @@ def test_rbac_is_namespaced_least_privilege_without_wildcards(rendered):
                             f"{overlay}: {role['metadata']['name']} grants {group}/{resource}")
                         extra = set(rule["verbs"]) - allowed
                         assert not extra, f"{overlay}: {group}/{resource} grants {sorted(extra)}"
+            if "configmaps" in rule["resources"]:
+                assert rule.get("resourceNames") == ["tfkfp-config"], (
+                    f"{overlay}: the runner may read only the allow-list ConfigMap: {rule}")
         granted = {(g, r): set(rule["verbs"]) for role in of_kind(docs, "Role")
                    for rule in role["rules"] for g in rule["apiGroups"] for r in rule["resources"]}
         assert granted == ALLOWED_RULES, f"{overlay}: the launcher needs exactly {ALLOWED_RULES}"
@@ -336,6 +340,185 @@ def test_object_store_credentials_are_references(rendered):
             assert credentials["fromEnv"] is False
             assert ref["secretName"], f"{overlay}: the object store Secret has no name"
             assert ref["accessKeyKey"] and ref["secretKeyKey"]
+
+
+# --- the replicas: their account, allow-list, network and admission policy -----------------
+
+def test_replicas_run_as_an_account_without_rights_or_token(rendered, runtime):
+    from tfkfp.components.train.launchers import kube
+
+    replica = kube.DEFAULT_SERVICE_ACCOUNT
+    for overlay, (_, docs) in rendered.items():
+        account = one(docs, "ServiceAccount", replica)
+        assert account.get("automountServiceAccountToken") is False, overlay
+        bound = {s["name"] for b in of_kind(docs, "RoleBinding") for s in b["subjects"]}
+        assert replica not in bound, f"{overlay}: {replica} must have no API rights"
+    (doc,) = runtime[1]
+    for _, spec in pod_specs([doc]):
+        assert spec["serviceAccountName"] == replica
+        assert spec["automountServiceAccountToken"] is False
+
+
+def test_the_allow_list_names_the_launcher_defaults(rendered):
+    from tfkfp.components.train.launchers import kube
+
+    for overlay, (_, docs) in rendered.items():
+        data = one(docs, "ConfigMap", kube.ALLOWLIST)["data"]
+        assert set(data) == set(kube.ALLOWLIST_KEYS.values()), overlay
+        assert IMAGE in data[kube.ALLOWLIST_KEYS["image"]].split(), overlay
+        assert kube.DEFAULT_SERVICE_ACCOUNT in data[
+            kube.ALLOWLIST_KEYS["service_account"]].split(), overlay
+
+
+def replica_pod_labels(runtime):
+    """The labels of every replica pod the launchers create, with the runtime's pods."""
+    from tfkfp.components.train.config import TrainConfig
+    from tfkfp.components.train.launchers import job, tfjob
+    from tfkfp.components.train.shape import ClusterShape
+
+    options = job.parse_options("tfjob", {})
+    config = TrainConfig(data="gs://b/data", model_dir="gs://b/model")
+    body = tfjob.manifest(ClusterShape("parameter_server", chief=1, workers=1, ps=1),
+                          job.plan(config, "tfjob", options), options, "j", "tfkfp")
+    labels = [r["template"]["metadata"]["labels"] for r in body["spec"]["tfReplicaSpecs"].values()]
+    (doc,) = runtime[1]
+    labels += [r["template"]["spec"]["template"]["metadata"]["labels"]
+               for r in doc["spec"]["template"]["spec"]["replicatedJobs"]]
+    return labels
+
+
+def test_the_network_policy_fences_exactly_the_replicas(rendered, runtime):
+    """Ingress only from replicas, on TensorFlow's port; egress to replicas, DNS and 443."""
+    from tfkfp.components.train import jobset_replica
+
+    for overlay, (_, docs) in rendered.items():
+        policy = one(docs, "NetworkPolicy", "tfkfp-replicas")["spec"]
+        selector = policy["podSelector"]["matchLabels"]
+        for labels in replica_pod_labels(runtime):
+            assert selector.items() <= labels.items(), f"{overlay}: misses replica {labels}"
+        assert set(policy["policyTypes"]) == {"Ingress", "Egress"}
+        (ingress,) = policy["ingress"]
+        assert ingress["from"] == [{"podSelector": {"matchLabels": selector}}]
+        assert ingress["ports"] == [{"protocol": "TCP", "port": jobset_replica.PORT}]
+        ports = sorted((p["protocol"], p["port"]) for rule in policy["egress"]
+                       for p in rule["ports"])
+        assert ports == [("TCP", 53), ("TCP", 443), ("TCP", jobset_replica.PORT),
+                         ("UDP", 53)], f"{overlay}: {ports}"
+
+
+def test_the_pods_tfkfp_creates_meet_the_restricted_pod_security_profile(rendered, runtime):
+    from tfkfp.components.train.config import TrainConfig
+    from tfkfp.components.train.launchers import job, tfjob
+    from tfkfp.components.train.shape import ClusterShape
+
+    options = job.parse_options("tfjob", {"volume_claim": "shared"})
+    config = TrainConfig(data="gs://b/data", model_dir="gs://b/model")
+
+    body = tfjob.manifest(ClusterShape("multi_worker_mirrored", workers=2),
+                          job.plan(config, "tfjob", options), options, "j", "tfkfp")
+    pods = [(f"TFJob/{kind}", r["template"]["spec"])
+            for kind, r in body["spec"]["tfReplicaSpecs"].items()]
+    for overlay, (_, docs) in workloads(rendered, runtime).items():
+        pods += [(f"{overlay}: {name}", spec) for name, spec in pod_specs(docs)]
+    for where, spec in pods:
+        assert not restricted_violations(spec), f"{where}: {restricted_violations(spec)}"
+
+
+def restricted_violations(spec):
+    """What a pod spec breaks of Pod Security's `restricted` profile (its pod-level and
+    container-level checks; the API server here has no Pod Security admission)."""
+    found, pod = [], spec.get("securityContext", {})
+    allowed_volumes = {"configMap", "csi", "downwardAPI", "emptyDir", "ephemeral",
+                       "persistentVolumeClaim", "projected", "secret"}
+    for volume in spec.get("volumes", []):
+        kinds = set(volume) - {"name"}
+        if not kinds <= allowed_volumes:
+            found.append(f"volume {volume['name']} of type {sorted(kinds)}")
+    for flag in ("hostNetwork", "hostPID", "hostIPC"):
+        if spec.get(flag):
+            found.append(flag)
+    for c in spec.get("initContainers", []) + spec["containers"]:
+        sc = c.get("securityContext", {})
+        if sc.get("privileged"):
+            found.append(f"{c['name']}: privileged")
+        if sc.get("allowPrivilegeEscalation") is not False:
+            found.append(f"{c['name']}: allowPrivilegeEscalation is not false")
+        if sc.get("runAsNonRoot", pod.get("runAsNonRoot")) is not True:
+            found.append(f"{c['name']}: runAsNonRoot is not true")
+        if 0 in (sc.get("runAsUser"), pod.get("runAsUser")):
+            found.append(f"{c['name']}: runAsUser 0")
+        seccomp = sc.get("seccompProfile", pod.get("seccompProfile", {})).get("type")
+        if seccomp not in ("RuntimeDefault", "Localhost"):
+            found.append(f"{c['name']}: seccompProfile {seccomp}")
+        caps = sc.get("capabilities", {})
+        if "ALL" not in caps.get("drop", []):
+            found.append(f"{c['name']}: capabilities not dropped")
+        if set(caps.get("add", [])) - {"NET_BIND_SERVICE"}:
+            found.append(f"{c['name']}: adds {caps['add']}")
+        for port in c.get("ports", []):
+            if port.get("hostPort"):
+                found.append(f"{c['name']}: hostPort")
+    return found
+
+
+def test_the_restricted_check_bites():
+    adds = {"capabilities": {"add": ["SYS_ADMIN"]}}
+    bad = {"containers": [{"name": "c", "securityContext": adds}],
+           "volumes": [{"name": "h", "hostPath": {"path": "/"}}]}
+    found = restricted_violations(bad)
+    assert len(found) == 6, found
+
+
+POLICY = MANIFESTS / "policy"
+
+
+@pytest.fixture(scope="module")
+def policy(tmp_path_factory, tools):
+    """An overlay with the admission policy component, rendered: (path, [documents])."""
+    work = tmp_path_factory.mktemp("policy")
+    (work / "kustomization.yaml").write_text(yaml.safe_dump({
+        "apiVersion": "kustomize.config.k8s.io/v1beta1", "kind": "Kustomization",
+        "resources": [os.path.relpath(MANIFESTS / "overlays" / "onprem", work)],
+        "components": [os.path.relpath(POLICY, work)]}))
+    text = tools.run([tools.tool("kubectl"), "kustomize", work]).stdout
+    docs = [d for d in yaml.safe_load_all(text) if d]
+    only = [d for d in docs if d["kind"].startswith("ValidatingAdmissionPolicy")]
+    path = work / "policy.yaml"
+    path.write_text(yaml.safe_dump_all(only))
+    return path, docs
+
+
+def test_the_admission_policy_reads_the_allow_list_of_the_jobs_namespace(policy):
+    from tfkfp.components.train.launchers import kube, tfjob, trainjob
+
+    _, docs = policy
+    vap = one(docs, "ValidatingAdmissionPolicy", "tfkfp-replica-allowlist")["spec"]
+    binding = one(docs, "ValidatingAdmissionPolicyBinding", "tfkfp-replica-allowlist")["spec"]
+    assert vap["paramKind"] == {"apiVersion": "v1", "kind": "ConfigMap"}
+    assert binding["paramRef"] == {"name": kube.ALLOWLIST, "parameterNotFoundAction": "Deny"}
+    assert binding["validationActions"] == ["Deny"]
+    rules = {(r["apiGroups"][0], r["resources"][0]) for r in
+             vap["matchConstraints"]["resourceRules"]}
+    assert rules == {(tfjob.GROUP, tfjob.PLURAL), (trainjob.GROUP, trainjob.PLURAL)}
+    text = yaml.safe_dump(vap)
+    for key in kube.ALLOWLIST_KEYS.values():
+        assert f"params.?data.?{key}" in text
+    # The namespaces it applies in: the base labels its own so.
+    namespace = one(docs, "Namespace", "tfkfp")
+    selector = binding["matchResources"]["namespaceSelector"]["matchLabels"]
+    assert selector.items() <= namespace["metadata"]["labels"].items()
+
+
+def test_the_admission_policy_validates_strictly_at_1_30_and_later(policy, tools):
+    """The API server here (1.20) predates ValidatingAdmissionPolicy v1 (1.30), so the policy
+    is checked against the 1.30+ schemas on the client; its CEL runs only on a real cluster."""
+    validate = tools.tool("kubernetes-validate")
+    path, _ = policy
+    for version in ("1.30", *TARGETS["gke"]):
+        out = tools.run([validate, "--strict", "--kubernetes-version", version, path]).stdout
+        passed = set(re.findall(rf"passed for resource (\S+) against version {version}", out))
+        assert passed == {"validatingadmissionpolicy/tfkfp-replica-allowlist",
+                          "validatingadmissionpolicybinding/tfkfp-replica-allowlist"}, out
 
 
 # --- the Kubeflow Trainer v2 runtime -------------------------------------------------------

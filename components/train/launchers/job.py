@@ -32,10 +32,11 @@ class LaunchOptions:
     (k8s: tfjob and trainjob)."""
 
     job_dir: str = ""  # all: shared folder for the job (default: beside the model)
-    image: str = IMAGE  # all: the replicas' image
+    image: str = IMAGE  # all: the replicas' image (k8s: from the tfkfp-config allow-list)
     deadline_seconds: int = 86400  # all: the job fails when it runs longer
     poll_seconds: float = 10.0  # all: how often the job's status is read
-    service_account: str = ""  # k8s: default tfkfp-runner; vertex: the project's
+    # k8s: default tfkfp-replica, from the tfkfp-config allow-list; vertex: the project's
+    service_account: str = ""
     namespace: str = ""  # k8s: default this pod's namespace, else tfkfp
     job_name: str = ""  # k8s: default tfkfp-train-<random>
     cpu: str = "2"  # k8s: CPU request per replica

@@ -2,7 +2,12 @@
 resource) with the ``kubernetes`` client, follow its conditions and stream its pods' logs with
 each replica's name as prefix, fail with the job's reason when it fails or outlives its
 deadline, and delete it when the step is cancelled (SIGTERM) or stopped. Each launcher only
-renders its job and says, in a JobKind, how to read it."""
+renders its job and says, in a JobKind, how to read it.
+
+The replicas run as ``tfkfp-replica``, an account with no API rights and no mounted token.
+Their image and service account must be in the namespace's allow-list (the ``tfkfp-config``
+ConfigMap, manifests/base): ``launcher_options`` may pick only what the cluster's admin
+listed, since the runner account may create jobs that run anything as anyone."""
 
 import collections
 import dataclasses
@@ -12,16 +17,25 @@ import os
 import threading
 import time
 import uuid
-from typing import Any, Callable, Deque, Dict, Tuple, Type
+from typing import Any, Callable, Deque, Dict, List, Tuple, Type
 
-from tfkfp.components.train.errors import ClusterJobFailed, ClusterJobReportedFailure
+from tfkfp.components._image import IMAGE
+from tfkfp.components.train.errors import (
+    ClusterJobFailed,
+    ClusterJobReportedFailure,
+    TrainConfigError,
+)
 from tfkfp.components.train.launchers import TAIL_LINES, indented, sigterm_raises
 from tfkfp.components.train.launchers.job import LaunchOptions
 
 log = logging.getLogger("tfkfp")
 
 DEFAULT_NAMESPACE = "tfkfp"
-DEFAULT_SERVICE_ACCOUNT = "tfkfp-runner"  # manifests/base/serviceaccount.yaml
+DEFAULT_SERVICE_ACCOUNT = "tfkfp-replica"  # manifests/base/serviceaccount.yaml
+# The allow-list of the replicas' images and service accounts (manifests/base/tfkfp-config.yaml):
+# launcher_options field -> the ConfigMap key that lists its allowed values, one a line.
+ALLOWLIST = "tfkfp-config"
+ALLOWLIST_KEYS = {"image": "replicaImages", "service_account": "replicaServiceAccounts"}
 POD_NAMESPACE_FILE = "/var/run/secrets/kubernetes.io/serviceaccount/namespace"
 # The controller enforces the job's activeDeadlineSeconds; the launcher gives it that much
 # longer to say so before deleting the job itself.
@@ -29,7 +43,8 @@ DEADLINE_GRACE_SECONDS = 60
 LABELS = {"app.kubernetes.io/name": "tfkfp", "app.kubernetes.io/component": "train"}
 # Every replica's container: non-root, no privilege escalation, no capabilities.
 CONTAINER_SECURITY = {"allowPrivilegeEscalation": False, "capabilities": {"drop": ["ALL"]}}
-POD_SECURITY = {"runAsNonRoot": True, "runAsUser": 1000, "runAsGroup": 1000, "fsGroup": 1000}
+POD_SECURITY = {"runAsNonRoot": True, "runAsUser": 1000, "runAsGroup": 1000, "fsGroup": 1000,
+                "seccompProfile": {"type": "RuntimeDefault"}}
 
 
 @dataclasses.dataclass(frozen=True)
@@ -71,6 +86,46 @@ def api_client():
         # Read KUBECONFIG now: the client reads it once, when it is first imported.
         config.load_kube_config(config_file=os.environ.get("KUBECONFIG"))
     return client.ApiClient()
+
+
+def replica_values(options: LaunchOptions) -> Dict[str, str]:
+    """The replicas' image and service account, by launcher_options field."""
+    return {"image": options.image,
+            "service_account": options.service_account or DEFAULT_SERVICE_ACCOUNT}
+
+
+def allowed_values(namespace: str, api=None) -> Dict[str, List[str]]:
+    """The namespace's allow-list, by launcher_options field: the ``tfkfp-config``
+    ConfigMap's lists (a missing key allows nothing), or only the defaults without one."""
+    from kubernetes import client
+
+    api = api or api_client()
+    try:
+        config_map = client.CoreV1Api(api).read_namespaced_config_map(ALLOWLIST, namespace)
+    except client.ApiException as err:
+        if err.status == 404:
+            return {"image": [IMAGE], "service_account": [DEFAULT_SERVICE_ACCOUNT]}
+        raise TrainConfigError(
+            f"cannot read the replicas' allow-list, ConfigMap {namespace}/{ALLOWLIST}: "
+            f"{err.status} {err.reason}: {_api_message(err)}. The runner's Role "
+            "(manifests/base/rbac.yaml) grants get on it") from err
+    data = config_map.data or {}
+    return {field: [line.strip() for line in data.get(key, "").splitlines() if line.strip()]
+            for field, key in ALLOWLIST_KEYS.items()}
+
+
+def check_allowed(options: LaunchOptions, api=None) -> None:
+    """Refuse, before anything is staged or created, an image or service account that the
+    namespace's allow-list does not name."""
+    namespace = options.namespace or default_namespace()
+    allowed = allowed_values(namespace, api)
+    for field, value in replica_values(options).items():
+        if value not in allowed[field]:
+            listed = ", ".join(allowed[field]) or "none"
+            raise TrainConfigError(
+                f"launcher_options {field} {value!r} is not allowed in namespace "
+                f"{namespace!r}; allowed: {listed} (ConfigMap {ALLOWLIST}, key "
+                f"{ALLOWLIST_KEYS[field]}, which the cluster's admin maintains)")
 
 
 def run(kind: JobKind, body: Dict[str, Any], options: LaunchOptions,

@@ -1,6 +1,7 @@
 """The local launcher: a multi-process strategy on one machine, one process per task on
 loopback ports, each with its ``TF_CONFIG``, their logs streamed with a task prefix. The step
-fails if any task fails, and every task is shut down whatever happens."""
+fails if any task fails, and every task is shut down whatever happens. The tasks' TensorFlow
+servers listen on 127.0.0.1 only (see train/loopback.py)."""
 
 import collections
 import contextlib
@@ -17,7 +18,7 @@ import threading
 import time
 from typing import Deque, Dict, List, TextIO
 
-from tfkfp.components.train import strategies
+from tfkfp.components.train import loopback, strategies
 from tfkfp.components.train.config import TrainConfig
 from tfkfp.components.train.errors import WorkerFailed
 from tfkfp.components.train.launchers import TAIL_LINES, indented, sigterm_raises
@@ -73,14 +74,15 @@ def run_cluster(config: TrainConfig, result_path: str, stream: TextIO | None = N
         config_path = os.path.join(tmp, "config.json")
         with open(config_path, "w") as f:
             f.write(config.to_json())
+        env = {"PYTHONUNBUFFERED": "1", **loopback.environment(loopback.build(tmp))}
         processes: Dict[Task, subprocess.Popen] = {}
         tails: Dict[Task, Deque[str]] = {}
         threads = []
         with sigterm_raises():
             try:
                 for task in cluster.tasks:
-                    processes[task] = _start(task, cluster.tf_config(task), config_path,
-                                             result_path)
+                    processes[task] = _start({**env, "TF_CONFIG": cluster.tf_config(task)},
+                                             config_path, result_path)
                     tails[task] = collections.deque(maxlen=TAIL_LINES)
                     threads.append(_stream(processes[task], task, tails[task], stream))
                 _wait(processes, cluster.chief, tails,
@@ -91,11 +93,10 @@ def run_cluster(config: TrainConfig, result_path: str, stream: TextIO | None = N
                     thread.join(timeout=5)
 
 
-def _start(task: Task, tf_config: str, config_path: str, result_path: str) -> subprocess.Popen:
-    env = {**os.environ, "TF_CONFIG": tf_config, "PYTHONUNBUFFERED": "1"}
+def _start(env: Dict[str, str], config_path: str, result_path: str) -> subprocess.Popen:
     return subprocess.Popen(
         [sys.executable, "-m", "tfkfp.components.train.worker", config_path, result_path],
-        env=env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True,
+        env={**os.environ, **env}, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True,
         preexec_fn=_die_with_parent)
 
 

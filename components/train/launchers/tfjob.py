@@ -54,7 +54,8 @@ def _pod_template(role: str, job: JobPlan, options: LaunchOptions) -> Dict[str, 
         "resources": resources,
         "securityContext": dict(kube.CONTAINER_SECURITY),
     }
-    spec = {"serviceAccountName": options.service_account or kube.DEFAULT_SERVICE_ACCOUNT,
+    spec = {"serviceAccountName": kube.replica_values(options)["service_account"],
+            "automountServiceAccountToken": False,  # replicas never call the API
             "securityContext": dict(kube.POD_SECURITY),
             "containers": [container]}
     if options.volume_claim:

@@ -57,11 +57,12 @@ def manifest(shape: ClusterShape, job: JobPlan, options: LaunchOptions, name: st
 
 
 def _pod_patch(options: LaunchOptions) -> Dict[str, Any]:
-    """What the replicas' pods need beyond the runtime: another service account, the shared
-    volume."""
+    """What the replicas' pods need beyond the runtime: another service account (never with a
+    token mounted, whatever the runtime says), the shared volume."""
     patch: Dict[str, Any] = {}
     if options.service_account:
         patch["serviceAccountName"] = options.service_account
+        patch["automountServiceAccountToken"] = False
     if options.volume_claim:
         patch["volumes"] = [{"name": "shared", "persistentVolumeClaim": {
             "claimName": options.volume_claim}}]

@@ -135,7 +135,11 @@ def test_the_tfjob_retries_preemptions_not_user_errors_and_runs_as_the_suite():
         assert container["command"][-2:] == ["gs://b/run/train/model-job/config.json",
                                              "gs://b/run/train/model-job/result.json"]
         assert pod["securityContext"]["runAsNonRoot"] is True
-        assert pod["serviceAccountName"] == "tfkfp-runner"
+        assert pod["serviceAccountName"] == "tfkfp-replica"
+        assert pod["automountServiceAccountToken"] is False
+        assert pod["securityContext"]["seccompProfile"] == {"type": "RuntimeDefault"}
+        assert container["securityContext"] == {"allowPrivilegeEscalation": False,
+                                                "capabilities": {"drop": ["ALL"]}}
         assert pod["volumes"][0]["persistentVolumeClaim"]["claimName"] == "shared"
         gpus = container["resources"]["limits"].get("nvidia.com/gpu")
         assert gpus == (None if kind == "PS" else 1)

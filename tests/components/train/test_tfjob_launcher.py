@@ -9,11 +9,14 @@ import subprocess
 import sys
 
 import pytest
+import yaml
+from cluster_tools import ROOT, run, tool
 from kube_controller import Controller, cancel_step, cluster
 
+from tfkfp.components._image import IMAGE
 from tfkfp.components.train.core import train
-from tfkfp.components.train.errors import TFJobFailed
-from tfkfp.components.train.launchers import kube, tfjob
+from tfkfp.components.train.errors import TFJobFailed, TrainConfigError
+from tfkfp.components.train.launchers import job, kube, tfjob
 
 pytestmark = pytest.mark.slow
 HERE = os.path.dirname(__file__)
@@ -120,3 +123,43 @@ def test_a_tfjob_that_cannot_be_created_says_why(kubeconfig, demo_dataset, tmp_p
                                                 r"Not Found: namespaces \"nowhere\" not found"):
         train(demo_dataset, str(tmp_path / "model"), launcher="tfjob",
               launcher_options={**options(tmp_path, "lost"), "namespace": "nowhere"})
+
+
+def test_without_an_allow_list_only_the_default_image_and_account_are_allowed(
+        kubeconfig, demo_dataset, tmp_path):
+    operator = Operator(kubeconfig)
+    for field, value in (("image", "evil/miner:1"), ("service_account", "tfkfp-runner")):
+        with pytest.raises(TrainConfigError, match=(
+                rf"launcher_options {field} '{value}' is not allowed in namespace 'team'; "
+                rf"allowed: ({IMAGE}|tfkfp-replica) \(ConfigMap tfkfp-config")):
+            train(demo_dataset, str(tmp_path / "model"), launcher="tfjob",
+                  launcher_options=options(tmp_path, "refused", **{field: value}))
+        assert not operator.exists("refused")
+
+
+def test_the_allow_list_configmap_names_what_replicas_may_run(kubeconfig, demo_dataset,
+                                                              tmp_path):
+    """The base's ConfigMap, applied as shipped: its image and account pass the check and
+    are what the TFJob's pods run; anything else is refused before a TFJob exists."""
+    kubectl = [tool("kubectl"), "--kubeconfig", kubeconfig]
+    rendered = run([tool("kubectl"), "kustomize", ROOT / "manifests" / "base"]).stdout
+    (config_map,) = [d for d in yaml.safe_load_all(rendered)
+                     if d and d["kind"] == "ConfigMap" and d["metadata"]["name"] == kube.ALLOWLIST]
+    config_map["metadata"]["namespace"] = "listed"
+    config_map["data"]["replicaImages"] += "registry.example/tfkfp:0.1.0\n"
+    path = tmp_path / "allowlist.yaml"
+    path.write_text(yaml.safe_dump(config_map))
+    run([*kubectl, "create", "namespace", "listed"])
+    run([*kubectl, "apply", "-f", path])
+    listed = {**options(tmp_path, "listed"), "namespace": "listed"}
+    own = job.parse_options("tfjob", {**listed, "image": "registry.example/tfkfp:0.1.0"})
+    kube.check_allowed(own)  # raises if refused
+    with pytest.raises(TrainConfigError, match=(
+            r"launcher_options image 'registry.example/tfkfp:0.2' is not allowed in namespace "
+            rf"'listed'; allowed: {IMAGE}, registry.example/tfkfp:0.1.0 \(ConfigMap "
+            r"tfkfp-config, key replicaImages")):
+        train(demo_dataset, str(tmp_path / "model"), launcher="tfjob",
+              launcher_options={**listed, "image": "registry.example/tfkfp:0.2"})
+    operator = Operator(kubeconfig)
+    operator.namespace = "listed"
+    assert not operator.exists("listed")

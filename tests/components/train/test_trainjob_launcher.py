@@ -13,11 +13,13 @@ import subprocess
 import sys
 
 import pytest
+import yaml
 from cluster_tools import ROOT, run, tool
 from kube_controller import Controller, cancel_step, cluster
 
+from tfkfp.components._image import IMAGE
 from tfkfp.components.train.core import train
-from tfkfp.components.train.errors import TrainJobFailed
+from tfkfp.components.train.errors import TrainConfigError, TrainJobFailed
 from tfkfp.components.train.launchers import kube, trainjob
 
 pytestmark = pytest.mark.slow
@@ -33,8 +35,15 @@ def kubeconfig(tmp_path_factory):
     work = tmp_path_factory.mktemp("apiserver")
     runtime = work / "runtime.yaml"
     runtime.write_text(run([tool("kubectl"), "kustomize", ROOT / "manifests" / "trainer"]).stdout)
+    # The namespace's allow-list: the defaults and the account one test picks.
+    allowlist = work / "allowlist.yaml"
+    allowlist.write_text(yaml.safe_dump({
+        "apiVersion": "v1", "kind": "ConfigMap",
+        "metadata": {"name": kube.ALLOWLIST, "namespace": NAMESPACE},
+        "data": {"replicaImages": f"{IMAGE}\n",
+                 "replicaServiceAccounts": f"{kube.DEFAULT_SERVICE_ACCOUNT}\ntrainer-sa\n"}}))
     with cluster(work, NAMESPACE, [os.path.join(HERE, crd) for crd in CRDS],
-                 [runtime]) as path:
+                 [runtime, allowlist]) as path:
         yield path
 
 
@@ -216,3 +225,16 @@ def test_a_trainjob_that_cannot_be_created_says_why(kubeconfig, demo_dataset, tm
                                              r"Is Kubeflow Trainer v2 installed"):
         train(demo_dataset, str(tmp_path / "model"), launcher="trainjob",
               launcher_options={**options(tmp_path, "lost"), "namespace": "nowhere"})
+
+
+def test_a_service_account_outside_the_allow_list_is_refused_before_the_trainjob(
+        kubeconfig, demo_dataset, tmp_path):
+    trainer = Trainer(kubeconfig)
+    with pytest.raises(TrainConfigError, match=(
+            r"launcher_options service_account 'tfkfp-runner' is not allowed in namespace "
+            r"'team'; allowed: tfkfp-replica, trainer-sa \(ConfigMap tfkfp-config, key "
+            r"replicaServiceAccounts")):
+        train(demo_dataset, str(tmp_path / "model"), launcher="trainjob",
+              launcher_options=options(tmp_path, "runner", service_account="tfkfp-runner"))
+    assert not trainer.exists("runner")
+    assert not os.path.exists(tmp_path / "shared" / "runner")  # nothing staged either
