@@ -6,6 +6,7 @@ from kfp import dsl
 from kfp.dsl import Artifact, Dataset, Input, Markdown, Metrics, Model, Output
 
 from tfkfp.components._image import IMAGE
+from tfkfp.components.common.signals import exec_python
 
 
 @dsl.component(base_image=IMAGE, install_kfp_package=False)
@@ -90,6 +91,7 @@ def merge_predictions(
     return merged
 
 
+@exec_python  # a cancelled step's SIGTERM reaches Python (see common/signals.py)
 @dsl.component(base_image=IMAGE, install_kfp_package=False)
 def vertex_batch_predict(
     model: Input[Model],

@@ -4,8 +4,10 @@ from kfp import dsl
 from kfp.dsl import Artifact, Dataset, Input, Markdown, Metrics, Model, Output
 
 from tfkfp.components._image import IMAGE
+from tfkfp.components.common.signals import exec_python
 
 
+@exec_python  # a cancelled step's SIGTERM reaches Python, which stops the cluster job
 @dsl.component(base_image=IMAGE, install_kfp_package=False)
 def train(
     dataset: Input[Dataset],
@@ -109,4 +111,5 @@ def gpu_train():
     """The same component in the GPU image, for a pipeline compiled with a GPU request."""
     from tfkfp.components._image import GPU_IMAGE
 
-    return dsl.component(base_image=GPU_IMAGE, install_kfp_package=False)(train.python_func)
+    return exec_python(dsl.component(base_image=GPU_IMAGE,
+                                     install_kfp_package=False)(train.python_func))

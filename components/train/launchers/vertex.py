@@ -7,8 +7,8 @@ import time
 import uuid
 from typing import List
 
+from tfkfp.components.common.signals import sigterm_raises
 from tfkfp.components.train.errors import VertexJobFailed
-from tfkfp.components.train.launchers import sigterm_raises
 from tfkfp.components.train.launchers.job import JobPlan, LaunchOptions, worker_command
 from tfkfp.components.train.shape import ClusterShape
 
@@ -84,7 +84,7 @@ def run(shape: ClusterShape, job: JobPlan, options: LaunchOptions, client=None) 
     succeed. Cancelling the step (SIGTERM) cancels the job."""
     client = client or job_client(options.region)
     req = request(shape, job, options, default_project(options))
-    with sigterm_raises():  # before creating, so a cancel never leaves the job running
+    with sigterm_raises("training"):  # before creating, so a cancel never leaves the job running
         created = client.create_custom_job(request=req)
         log.info("created Vertex AI CustomJob %s (pools %s)", created.name, pool_counts(shape))
         try:
