@@ -15,6 +15,7 @@ def train(
     metrics: Output[Metrics],
     report: Output[Markdown],
     tensorboard: Output[Artifact],
+    gcp_resources: dsl.OutputPath(str),
     warm_start_model: Input[Model] = None,
     model_name: str = "mlp",
     model_fn: str = "",
@@ -50,6 +51,8 @@ def train(
             share, time to target accuracy.
         report: Output Markdown report: summary, loss/accuracy curves, per-epoch table.
         tensorboard: Output TensorBoard log directory.
+        gcp_resources: Output naming the Vertex AI CustomJob of launcher vertex, by which
+            Vertex AI Pipelines links and cancels it; no resources for the other launchers.
         warm_start_model: Optional earlier Model from train to continue from.
         model_name: mlp, cnn, resnet50 or mobilenet_v2.
         model_fn: package.module:function returning an uncompiled tf_keras model for
@@ -99,7 +102,7 @@ def train(
         checkpoint_dir=checkpoint_dir, tensorboard_dir=tensorboard.path,
         warm_start=warm_start_model.path if warm_start_model else "",
         target_accuracy=target_accuracy, tpu=tpu, seed=seed, launcher=launcher,
-        launcher_options=launcher_options)
+        launcher_options=launcher_options, gcp_resources=gcp_resources)
     model.metadata.update(result.metadata())
     for name, value in result.metrics().items():
         metrics.log_metric(name, value)

@@ -31,3 +31,20 @@ def test_exec_python_changes_the_command_once_and_refuses_one_it_does_not_know()
     with pytest.raises(ValueError, match="component step: expected one command element "
                                          "running '_KFP_RUNTIME=true python3 -m"):
         exec_python(step)
+
+
+def test_every_step_that_starts_outside_work_execs_python():
+    """train (TFJob, TrainJob, Vertex AI CustomJob), its GPU twin and vertex_batch_predict,
+    in the components and in the committed training YAML."""
+    import compiled_step
+
+    from tfkfp.components.batch_predict.component import vertex_batch_predict
+    from tfkfp.components.train.component import gpu_train, train
+    from tfkfp.pipelines import registry
+
+    for component in (train, gpu_train(), vertex_batch_predict):
+        command = component.component_spec.implementation.container.command
+        assert any(EXEC_LAUNCH in part for part in command), component.name
+    spec = compiled_step.load(registry.golden_path("training"))
+    command = spec["deploymentSpec"]["executors"]["exec-train"]["container"]["command"]
+    assert any(EXEC_LAUNCH in part for part in command), "training.yaml: exec-train"
