@@ -105,30 +105,30 @@ class Controller:
         return check
 
 
-CANCELLED_STEP = ("import sys, json\n"
-                  "from tfkfp.components.train.core import train\n"
-                  "train(sys.argv[1], sys.argv[2], launcher=sys.argv[3], "
-                  "launcher_options=json.loads(sys.argv[4]))\n")
-
-
 def cancel_step(controller: Controller, kubeconfig: str, launcher: str, data: str,
-                model_dir: str, launcher_options: dict, job: str) -> str:
-    """Run train with ``launcher`` in a process, SIGTERM it once its job exists (what KFP
-    does to a cancelled step's pod) and return its output; the process must have failed."""
-    import json
-    import signal
-    import subprocess
-    import sys
+                outputs: str, launcher_options: dict, job: str) -> str:
+    """Run the train step of the compiled training pipeline with ``launcher`` (its command
+    from the YAML: ``sh -ec`` running Python), its outputs under ``outputs``; SIGTERM its top
+    process once its job exists (what kubelet does to a cancelled step's pod) and return its
+    output. The step must have failed."""
+    import pathlib
 
-    step = subprocess.Popen([sys.executable, "-c", CANCELLED_STEP, data, model_dir, launcher,
-                             json.dumps(launcher_options)],
-                            env={**os.environ, "KUBECONFIG": kubeconfig},
-                            stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
+    import compiled_step
+
+    from tfkfp.pipelines import registry
+
+    spec = compiled_step.load(registry.golden_path("training"))
+    root = pathlib.Path(outputs)
+    root.mkdir(parents=True, exist_ok=True)
+    executor = compiled_step.executor_input(
+        spec, "comp-train", root, {"launcher": launcher, "launcher_options": launcher_options},
+        {"dataset": data})
+    step = compiled_step.start(spec, "comp-train", executor, env={"KUBECONFIG": kubeconfig})
     try:
         controller.wait_for(job)
-        step.send_signal(signal.SIGTERM)
-        out, _ = step.communicate(timeout=60)
-    finally:
-        step.kill()
+    except BaseException:
+        compiled_step.kill_group(step)
+        raise
+    out = compiled_step.terminate(step)
     assert step.returncode != 0, out[-3000:]
     return out

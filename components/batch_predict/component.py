@@ -6,6 +6,7 @@ from kfp import dsl
 from kfp.dsl import Artifact, Dataset, Input, Markdown, Metrics, Model, Output
 
 from tfkfp.components._image import IMAGE
+from tfkfp.components.common.signals import exec_python
 
 
 @dsl.component(base_image=IMAGE, install_kfp_package=False)
@@ -90,6 +91,7 @@ def merge_predictions(
     return merged
 
 
+@exec_python  # a cancelled step's SIGTERM reaches Python, which cancels the Vertex AI job
 @dsl.component(base_image=IMAGE, install_kfp_package=False)
 def vertex_batch_predict(
     model: Input[Model],
@@ -98,6 +100,7 @@ def vertex_batch_predict(
     input_uris: List[str],
     output_uri_prefix: str,
     job: Output[Artifact],
+    gcp_resources: dsl.OutputPath(str),
     instances_format: str = "tf-record",
     predictions_format: str = "jsonl",
     machine_type: str = "n1-standard-4",
@@ -111,7 +114,8 @@ def vertex_batch_predict(
     """Runs batch prediction as a managed Vertex AI BatchPredictionJob.
 
     Uploads the tfkfp SavedModel to the Vertex Model Registry with a TensorFlow serving
-    image, then creates the job and waits for it to finish.
+    image, then creates the job and waits for it to finish. Cancelling the step cancels
+    the job.
 
     Args:
         model: A tfkfp SavedModel in Cloud Storage (gs://).
@@ -120,6 +124,8 @@ def vertex_batch_predict(
         input_uris: gs:// TFRecord shards (or patterns) to predict.
         output_uri_prefix: gs:// folder Vertex writes the predictions under.
         job: Output with the uploaded model's and the job's resource names.
+        gcp_resources: Output naming the BatchPredictionJob, by which Vertex AI Pipelines
+            links and cancels it.
         instances_format: tf-record, tf-record-gzip, jsonl, csv or file-list.
         predictions_format: jsonl, csv or bigquery.
         machine_type: Machine type of every replica, e.g. n1-highmem-8.
@@ -141,7 +147,7 @@ def vertex_batch_predict(
         starting_replica_count=starting_replica_count, max_replica_count=max_replica_count,
         batch_size=vertex_batch_size, accelerator_type=gpu_type,
         accelerator_count=gpus, serving_image=serving_image or SERVING_IMAGE)
-    result = submit(spec)
+    result = submit(spec, gcp_resources=gcp_resources)
     job.metadata.update(result)
     with open(job.path, "w") as f:
         json.dump(result, f)

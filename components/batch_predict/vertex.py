@@ -4,7 +4,8 @@
 and ``CreateBatchPredictionJobRequest`` of ``google.cloud.aiplatform_v1``) without touching
 the network, so tests check exactly what would be sent. ``submit`` sends them with the
 GAPIC clients of ``google-cloud-aiplatform`` against the region's endpoint, waits for the
-upload, creates the job and (optionally) waits for it to finish.
+upload, creates the job, names it in ``gcp_resources`` and (optionally) waits for it to
+finish, cancelling it if the step is cancelled meanwhile.
 
 The tfkfp SavedModel's ``serving_default`` signature takes serialized ``tf.train.Example``
 strings, which is what Vertex sends a TensorFlow serving container for ``tf-record``
@@ -13,17 +14,21 @@ they are.
 """
 
 import dataclasses
+import logging
 import re
 import time
 from typing import Dict, List, Sequence
 
 from tfkfp.components.batch_predict.errors import PredictInputError
+from tfkfp.components.common import vertex_jobs
+from tfkfp.components.common.signals import sigterm_raises
+
+log = logging.getLogger("tfkfp")
 
 # Vertex's prebuilt TensorFlow serving image; set serving_image for a newer one.
 SERVING_IMAGE = "us-docker.pkg.dev/vertex-ai/prediction/tf2-cpu.2-17:latest"
 INSTANCE_FORMATS = ("tf-record", "tf-record-gzip", "jsonl", "csv", "file-list")
 PREDICTION_FORMATS = ("jsonl", "csv", "bigquery")
-_DONE = ("JOB_STATE_SUCCEEDED", "JOB_STATE_FAILED", "JOB_STATE_CANCELLED", "JOB_STATE_EXPIRED")
 
 
 @dataclasses.dataclass(frozen=True)
@@ -122,11 +127,14 @@ def build_requests(job: VertexJob, model_name: str = "") -> List:
                                                        batch_prediction_job=batch)]
 
 
-def submit(job: VertexJob, wait: bool = True, poll_s: float = 30.0, clients=None) -> Dict:
+def submit(job: VertexJob, wait: bool = True, poll_s: float = 30.0, clients=None,
+           gcp_resources: str = "") -> Dict:
     """Upload the model, create the batch prediction job and, with ``wait``, await its end.
 
     ``clients`` is ``(ModelServiceClient, JobServiceClient)``; by default they are made for
-    the job's regional endpoint with application-default credentials.
+    the job's regional endpoint with application-default credentials. Once the job exists it
+    is named in ``gcp_resources`` (a path; empty: nowhere). SIGTERM while waiting (KFP
+    cancelling the step) cancels the job and exits with an error.
     """
     from google.cloud import aiplatform_v1 as v1
 
@@ -136,15 +144,43 @@ def submit(job: VertexJob, wait: bool = True, poll_s: float = 30.0, clients=None
                    v1.JobServiceClient(client_options=options))
     models, jobs = clients
     upload, _ = build_requests(job)
-    model_name = models.upload_model(request=upload).result().model
-    _, create = build_requests(job, model_name)
-    created = jobs.create_batch_prediction_job(request=create)
-    state = created
-    while wait and state.state.name not in _DONE:
-        time.sleep(poll_s)
-        state = jobs.get_batch_prediction_job(name=created.name)
+    created = None
+    with sigterm_raises("Vertex batch prediction"):  # before creating: a cancel stops the job
+        try:
+            model_name = models.upload_model(request=upload).result().model
+            _, create = build_requests(job, model_name)
+            created = jobs.create_batch_prediction_job(request=create)
+            log.info("created Vertex AI BatchPredictionJob %s", created.name)
+            if gcp_resources:
+                vertex_jobs.write_gcp_resources(gcp_resources,
+                                                [("BatchPredictionJob", created.name)])
+            state = _wait(jobs, created, poll_s) if wait else created
+        except BaseException as stopped:
+            if created is None:
+                raise
+            ended = vertex_jobs.cancel(
+                "BatchPredictionJob", created.name,
+                lambda name: jobs.cancel_batch_prediction_job(name=name),
+                lambda name: jobs.get_batch_prediction_job(name=name).state.name)
+            if isinstance(stopped, SystemExit):
+                raise SystemExit(f"{stopped}: cancelled Vertex AI BatchPredictionJob "
+                                 f"{created.name} (now {ended})") from None
+            raise
     if wait and state.state.name != "JOB_STATE_SUCCEEDED":
         raise RuntimeError(f"Vertex batch prediction job {created.name} ended in "
                            f"{state.state.name}: {state.error.message}")
     return {"model": model_name, "job": created.name, "state": state.state.name,
             "output": state.output_info.gcs_output_directory if wait else ""}
+
+
+def _wait(jobs, created, poll_s: float):
+    """The job once it has ended, logging each change of state."""
+    state, seen = created, ""
+    while True:
+        if state.state.name != seen:
+            seen = state.state.name
+            log.info("BatchPredictionJob %s: %s", created.name, seen)
+        if seen in vertex_jobs.ENDED:
+            return state
+        time.sleep(poll_s)
+        state = jobs.get_batch_prediction_job(name=created.name)

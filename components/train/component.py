@@ -4,8 +4,10 @@ from kfp import dsl
 from kfp.dsl import Artifact, Dataset, Input, Markdown, Metrics, Model, Output
 
 from tfkfp.components._image import IMAGE
+from tfkfp.components.common.signals import exec_python
 
 
+@exec_python  # a cancelled step's SIGTERM reaches Python, which stops the cluster job
 @dsl.component(base_image=IMAGE, install_kfp_package=False)
 def train(
     dataset: Input[Dataset],
@@ -13,6 +15,7 @@ def train(
     metrics: Output[Metrics],
     report: Output[Markdown],
     tensorboard: Output[Artifact],
+    gcp_resources: dsl.OutputPath(str),
     warm_start_model: Input[Model] = None,
     model_name: str = "mlp",
     model_fn: str = "",
@@ -48,6 +51,8 @@ def train(
             share, time to target accuracy.
         report: Output Markdown report: summary, loss/accuracy curves, per-epoch table.
         tensorboard: Output TensorBoard log directory.
+        gcp_resources: Output naming the Vertex AI CustomJob of launcher vertex, by which
+            Vertex AI Pipelines links and cancels it; no resources for the other launchers.
         warm_start_model: Optional earlier Model from train to continue from.
         model_name: mlp, cnn, resnet50 or mobilenet_v2.
         model_fn: package.module:function returning an uncompiled tf_keras model for
@@ -97,7 +102,7 @@ def train(
         checkpoint_dir=checkpoint_dir, tensorboard_dir=tensorboard.path,
         warm_start=warm_start_model.path if warm_start_model else "",
         target_accuracy=target_accuracy, tpu=tpu, seed=seed, launcher=launcher,
-        launcher_options=launcher_options)
+        launcher_options=launcher_options, gcp_resources=gcp_resources)
     model.metadata.update(result.metadata())
     for name, value in result.metrics().items():
         metrics.log_metric(name, value)
@@ -109,4 +114,5 @@ def gpu_train():
     """The same component in the GPU image, for a pipeline compiled with a GPU request."""
     from tfkfp.components._image import GPU_IMAGE
 
-    return dsl.component(base_image=GPU_IMAGE, install_kfp_package=False)(train.python_func)
+    return exec_python(dsl.component(base_image=GPU_IMAGE,
+                                     install_kfp_package=False)(train.python_func))

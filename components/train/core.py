@@ -14,6 +14,7 @@ import tempfile
 import time
 from typing import Any, Dict, Tuple
 
+from tfkfp.components.common import vertex_jobs
 from tfkfp.components.common.dataset import Manifest
 from tfkfp.components.common.schema import Schema, SchemaError
 from tfkfp.components.train import loop, report, strategies
@@ -54,17 +55,22 @@ class TrainResult:
 
 
 def train(dataset: str, model_dir: str, launcher: str = "local",
-          launcher_options: Dict[str, Any] | None = None, **options: Any) -> TrainResult:
+          launcher_options: Dict[str, Any] | None = None, gcp_resources: str = "",
+          **options: Any) -> TrainResult:
     """Train a classifier on a Dataset directory written by shard_tfrecords.
 
     ``options`` are the fields of :class:`TrainConfig` (strategy, model_name, epochs, ...);
     ``launcher_options`` those of :class:`job.LaunchOptions` for the cluster launchers.
+    ``gcp_resources``, when given, is a file that names the Vertex AI CustomJob once launcher
+    ``vertex`` has created it, and lists no resources otherwise (see common/vertex_jobs.py).
     """
     config, launch = check_request(dataset, model_dir, launcher, launcher_options, **options)
     _check_schema(config)
     _check_splits(config.dataset)
+    if gcp_resources:
+        vertex_jobs.write_gcp_resources(gcp_resources)  # the vertex launcher fills it in
     if launcher != "local":
-        return _train_on_cluster(config, launcher, launch)
+        return _train_on_cluster(config, launcher, launch, gcp_resources)
     strategy = strategies.get(config.strategy)
     strategy.preflight(config)  # fail before any work when, e.g., there is no TPU
     started = time.perf_counter()
@@ -88,8 +94,8 @@ def check_request(dataset: str, model_dir: str, launcher: str = "local",
     return config, job.parse_options(launcher, launcher_options)
 
 
-def _train_on_cluster(config: TrainConfig, launcher: str,
-                      options: job.LaunchOptions) -> TrainResult:
+def _train_on_cluster(config: TrainConfig, launcher: str, options: job.LaunchOptions,
+                      gcp_resources: str = "") -> TrainResult:
     """Run the cluster as a TFJob, a TrainJob or a Vertex AI CustomJob on shared storage."""
     shape = ClusterShape.for_config(config)
     plan = job.plan(config, launcher, options)
@@ -97,7 +103,10 @@ def _train_on_cluster(config: TrainConfig, launcher: str,
         kube.check_allowed(options)
     started = time.perf_counter()
     job.stage(plan)
-    CLUSTER_LAUNCHERS[launcher].run(shape, plan, options)
+    if launcher == "vertex":
+        vertex.run(shape, plan, options, gcp_resources=gcp_resources)
+    else:
+        CLUSTER_LAUNCHERS[launcher].run(shape, plan, options)
     return _result(config, job.collect(plan), started)
 
 

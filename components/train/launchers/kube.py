@@ -20,12 +20,13 @@ import uuid
 from typing import Any, Callable, Deque, Dict, List, Tuple, Type
 
 from tfkfp.components._image import IMAGE
+from tfkfp.components.common.signals import sigterm_raises
 from tfkfp.components.train.errors import (
     ClusterJobFailed,
     ClusterJobReportedFailure,
     TrainConfigError,
 )
-from tfkfp.components.train.launchers import TAIL_LINES, indented, sigterm_raises
+from tfkfp.components.train.launchers import TAIL_LINES, indented
 from tfkfp.components.train.launchers.job import LaunchOptions
 
 log = logging.getLogger("tfkfp")
@@ -141,7 +142,7 @@ def run(kind: JobKind, body: Dict[str, Any], options: LaunchOptions,
     namespace, name = body["metadata"]["namespace"], body["metadata"]["name"]
     logs = PodLogs(client.CoreV1Api(api), namespace, f"{kind.pod_label}={name}",
                    kind.container, replica_of)
-    with sigterm_raises():  # before creating, so a cancel never leaves the job behind
+    with sigterm_raises("training"):  # before creating, so a cancel never leaves the job behind
         try:
             _create(kind, jobs, body, summary)
             try:

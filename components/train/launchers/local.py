@@ -18,10 +18,11 @@ import threading
 import time
 from typing import Deque, Dict, List, TextIO
 
+from tfkfp.components.common.signals import sigterm_raises
 from tfkfp.components.train import loopback, strategies
 from tfkfp.components.train.config import TrainConfig
 from tfkfp.components.train.errors import WorkerFailed
-from tfkfp.components.train.launchers import TAIL_LINES, indented, sigterm_raises
+from tfkfp.components.train.launchers import TAIL_LINES, indented
 from tfkfp.components.train.shape import ClusterShape
 from tfkfp.components.train.strategies import Task
 
@@ -78,7 +79,7 @@ def run_cluster(config: TrainConfig, result_path: str, stream: TextIO | None = N
         processes: Dict[Task, subprocess.Popen] = {}
         tails: Dict[Task, Deque[str]] = {}
         threads = []
-        with sigterm_raises():
+        with sigterm_raises("training"):
             try:
                 for task in cluster.tasks:
                     processes[task] = _start({**env, "TF_CONFIG": cluster.tf_config(task)},

@@ -7,16 +7,13 @@ import time
 import uuid
 from typing import List
 
+from tfkfp.components.common import vertex_jobs
+from tfkfp.components.common.signals import sigterm_raises
 from tfkfp.components.train.errors import VertexJobFailed
-from tfkfp.components.train.launchers import sigterm_raises
 from tfkfp.components.train.launchers.job import JobPlan, LaunchOptions, worker_command
 from tfkfp.components.train.shape import ClusterShape
 
 log = logging.getLogger("tfkfp")
-
-ENDED = ("JOB_STATE_SUCCEEDED", "JOB_STATE_FAILED", "JOB_STATE_CANCELLED",
-         "JOB_STATE_EXPIRED")
-
 
 
 def pool_counts(shape: ClusterShape) -> List[int]:
@@ -78,19 +75,31 @@ def job_client(region: str):
                                                f"{region}-aiplatform.googleapis.com"})
 
 
-def run(shape: ClusterShape, job: JobPlan, options: LaunchOptions, client=None) -> None:
+def run(shape: ClusterShape, job: JobPlan, options: LaunchOptions, client=None,
+        gcp_resources: str = "") -> None:
     """Create the CustomJob, wait for it, and raise with Vertex AI's error when it does not
-    succeed. Cancelling the step (SIGTERM) cancels the job."""
+    succeed. Once the job exists it is named in ``gcp_resources`` (a path; empty: nowhere).
+    Cancelling the step (SIGTERM) cancels the job."""
     client = client or job_client(options.region)
     req = request(shape, job, options, default_project(options))
-    with sigterm_raises():  # before creating, so a cancel never leaves the job running
-        created = client.create_custom_job(request=req)
-        log.info("created Vertex AI CustomJob %s (pools %s)", created.name, pool_counts(shape))
+    created = None
+    with sigterm_raises("training"):  # before creating, so a cancel never leaves the job running
         try:
+            created = client.create_custom_job(request=req)
+            log.info("created Vertex AI CustomJob %s (pools %s)", created.name,
+                     pool_counts(shape))
+            if gcp_resources:
+                vertex_jobs.write_gcp_resources(gcp_resources, [("CustomJob", created.name)])
             current = _wait(client, created.name, options.poll_seconds)
-        except BaseException:
-            log.info("cancelling CustomJob %s", created.name)
-            client.cancel_custom_job(name=created.name)
+        except BaseException as stopped:
+            if created is None:
+                raise
+            state = vertex_jobs.cancel(
+                "CustomJob", created.name, lambda name: client.cancel_custom_job(name=name),
+                lambda name: client.get_custom_job(name=name).state.name)
+            if isinstance(stopped, SystemExit):
+                raise SystemExit(f"{stopped}: cancelled Vertex AI CustomJob {created.name} "
+                                 f"(now {state})") from None
             raise
     if current.state.name != "JOB_STATE_SUCCEEDED":
         raise VertexJobFailed(f"Vertex AI CustomJob {created.name} ended "
@@ -106,6 +115,6 @@ def _wait(client, name: str, poll_seconds: float):
         if current.state.name != state:
             state = current.state.name
             log.info("CustomJob %s: %s", name, state)
-        if state in ENDED:
+        if state in vertex_jobs.ENDED:
             return current
         time.sleep(poll_seconds)

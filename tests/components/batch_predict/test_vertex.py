@@ -1,5 +1,9 @@
 """The Vertex AI batch prediction option, checked by the requests it would send (no network)."""
 
+import json
+import os
+import signal
+
 import pytest
 from google.cloud import aiplatform_v1 as v1
 
@@ -99,3 +103,85 @@ def test_submit_sends_the_upload_then_the_job_for_the_uploaded_model():
     assert models.sent == [build_requests(JOB)[0]]
     assert jobs.sent == [build_requests(JOB, out["model"])[1]]
     assert out["model"].endswith("/models/7") and out["job"].endswith("/batchPredictionJobs/9")
+
+
+def test_submit_names_the_job_in_gcp_resources_as_google_cloud_pipeline_components_do(
+        tmp_path):
+    from tfkfp.components.batch_predict.vertex import submit
+
+    resources = tmp_path / "gcp_resources"
+    out = submit(JOB, wait=False, clients=(FakeModels(), FakeJobs()),
+                 gcp_resources=str(resources))
+    assert json.loads(resources.read_text()) == {"resources": [{
+        "resourceType": "BatchPredictionJob",
+        "resourceUri": f"https://europe-west4-aiplatform.googleapis.com/v1/{out['job']}"}]}
+
+
+class CancellableJobs(FakeJobs):
+    """Running until cancelled; the first poll sends this process SIGTERM, as KFP does to
+    a cancelled step."""
+
+    def __init__(self):
+        super().__init__()
+        self.cancelled, self.polls = [], 0
+
+    def get_batch_prediction_job(self, name):
+        self.polls += 1
+        if self.polls == 1:
+            os.kill(os.getpid(), signal.SIGTERM)
+        state = "JOB_STATE_CANCELLED" if self.cancelled else "JOB_STATE_RUNNING"
+        return v1.BatchPredictionJob(name=name, state=state)
+
+    def cancel_batch_prediction_job(self, name):
+        self.cancelled.append(name)
+
+
+def test_sigterm_while_waiting_cancels_the_job_and_exits_with_why(tmp_path):
+    from tfkfp.components.batch_predict.vertex import submit
+
+    jobs = CancellableJobs()
+    with pytest.raises(SystemExit) as stopped:
+        submit(JOB, poll_s=0.01, clients=(FakeModels(), jobs))
+    name = "projects/my-project/locations/europe-west4/batchPredictionJobs/9"
+    assert jobs.cancelled == [name]
+    assert str(stopped.value) == (
+        f"Vertex batch prediction stopped by signal {int(signal.SIGTERM)}: cancelled Vertex AI "
+        f"BatchPredictionJob {name} (now JOB_STATE_CANCELLED)")
+
+
+@pytest.mark.slow
+def test_cancelling_the_compiled_step_cancels_the_batch_prediction_job(tmp_path):
+    """The step's real command from its compiled YAML (``sh -ec`` running Python), with
+    Vertex AI faked inside it: SIGTERM to the top process once the job exists cancels the
+    job, and the step fails saying so."""
+    import compiled_step
+    from kfp import compiler
+
+    from tfkfp.components.batch_predict.component import vertex_batch_predict
+
+    compiler.Compiler().compile(vertex_batch_predict, str(tmp_path / "step.yaml"))
+    spec = compiled_step.load(tmp_path / "step.yaml")
+    outputs, fake = tmp_path / "outputs", tmp_path / "vertex"
+    outputs.mkdir()
+    fake.mkdir()
+    executor = compiled_step.executor_input(
+        spec, "comp-vertex-batch-predict", outputs,
+        {"project": "my-project", "region": "europe-west4",
+         "input_uris": ["gs://b/data/eval/data-*.tfrecord"], "output_uri_prefix": "gs://b/out"},
+        {"model": "gs://b/model"})
+    fakes = os.path.join(os.path.dirname(__file__), os.pardir, os.pardir, "fake_vertex")
+    step = compiled_step.start(spec, "comp-vertex-batch-predict", executor, env={
+        "TFKFP_FAKE_VERTEX": str(fake),
+        "PYTHONPATH": os.pathsep.join([os.path.abspath(fakes),
+                                       os.environ.get("PYTHONPATH", "")])})
+    compiled_step.wait_for(outputs / "gcp_resources", step)  # the job exists and is named
+    out = compiled_step.terminate(step)
+
+    name = "projects/my-project/locations/europe-west4/batchPredictionJobs/9"
+    assert step.returncode != 0, out[-3000:]
+    assert f"cancelled Vertex AI BatchPredictionJob {name} (now JOB_STATE_CANCELLED)" in out
+    calls = [json.loads(line) for line in (fake / "calls.jsonl").read_text().splitlines()]
+    assert {"call": "cancel_batch_prediction_job", "name": name} in calls
+    assert json.loads((outputs / "gcp_resources").read_text())["resources"][0] == {
+        "resourceType": "BatchPredictionJob",
+        "resourceUri": f"https://europe-west4-aiplatform.googleapis.com/v1/{name}"}

@@ -1,3 +1,4 @@
+import json
 import os
 
 import pytest
@@ -26,3 +27,5 @@ def test_trains_inside_a_local_pipeline(demo_dir, tmp_path):
     reports = list(root.rglob("report"))
     assert reports and "# Training report" in reports[0].read_text()
     assert list(root.rglob("events.out.tfevents.*")), "no TensorBoard logs were written"
+    (resources,) = root.rglob("gcp_resources")  # launcher local ran nothing on Vertex AI
+    assert json.loads(resources.read_text()) == {"resources": []}

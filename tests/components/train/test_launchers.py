@@ -3,6 +3,7 @@ vertex launchers; the launchers' options and job plan; the Vertex AI CustomJob r
 
 import json
 import os
+import signal
 
 import pytest
 
@@ -170,7 +171,10 @@ def test_the_vertex_request_puts_chief_workers_and_ps_in_pools_0_1_2():
 
 
 class FakeJobService:
-    """Vertex AI's JobServiceClient as far as the launcher uses it: states in order."""
+    """Vertex AI's JobServiceClient as far as the launcher uses it: states in order, then
+    JOB_STATE_CANCELLED once a cancel was asked for. A state "interrupt" raises
+    KeyboardInterrupt, "sigterm" sends this process SIGTERM (what KFP does to a cancelled
+    step) and reports the job running."""
 
     def __init__(self, states, error=""):
         from google.cloud import aiplatform_v1 as v1
@@ -180,26 +184,37 @@ class FakeJobService:
 
     def create_custom_job(self, request):
         self.created = request
-        return self.v1.CustomJob(name="projects/p/locations/r/customJobs/7")
+        return self.v1.CustomJob(name="projects/p/locations/europe-west4/customJobs/7")
 
     def get_custom_job(self, name):
-        state = self.states.pop(0)
+        state = "JOB_STATE_CANCELLED" if self.cancelled else self.states.pop(0)
         if state == "interrupt":
             raise KeyboardInterrupt
+        if state == "sigterm":
+            os.kill(os.getpid(), signal.SIGTERM)
+            state = "JOB_STATE_RUNNING"
         return self.v1.CustomJob(name=name, state=state, error={"message": self.error})
 
     def cancel_custom_job(self, name):
         self.cancelled.append(name)
 
 
-def test_the_vertex_launcher_waits_fails_with_the_error_and_cancels_when_stopped():
+JOB_NAME = "projects/p/locations/europe-west4/customJobs/7"
+GCP_RESOURCES = {"resources": [{
+    "resourceType": "CustomJob",
+    "resourceUri": f"https://europe-west4-aiplatform.googleapis.com/v1/{JOB_NAME}"}]}
+
+
+def test_the_vertex_launcher_waits_fails_with_the_error_and_cancels_when_stopped(tmp_path):
     shape = ClusterShape("default", chief=1)
     options = job.parse_options("vertex", {"project": "p", "poll_seconds": 0.01})
     plan = job.plan(config(), "vertex", options)
     ok = FakeJobService(["JOB_STATE_PENDING", "JOB_STATE_RUNNING", "JOB_STATE_SUCCEEDED"])
-    vertex.run(shape, plan, options, client=ok)
+    resources = tmp_path / "outputs" / "gcp_resources"
+    vertex.run(shape, plan, options, client=ok, gcp_resources=str(resources))
     assert ok.created.custom_job.job_spec.worker_pool_specs[0].replica_count == 1
     assert not ok.cancelled
+    assert json.loads(resources.read_text()) == GCP_RESOURCES
 
     failed = FakeJobService(["JOB_STATE_RUNNING", "JOB_STATE_FAILED"], error="OOM in chief")
     with pytest.raises(VertexJobFailed, match="ended JOB_STATE_FAILED: OOM in chief"):
@@ -209,7 +224,35 @@ def test_the_vertex_launcher_waits_fails_with_the_error_and_cancels_when_stopped
     stopped = FakeJobService(["JOB_STATE_RUNNING", "interrupt"])
     with pytest.raises(KeyboardInterrupt):
         vertex.run(shape, plan, options, client=stopped)
-    assert stopped.cancelled == ["projects/p/locations/r/customJobs/7"]
+    assert stopped.cancelled == [JOB_NAME]
+
+
+def test_sigterm_cancels_the_custom_job_and_names_it_in_gcp_resources(tmp_path):
+    shape = ClusterShape("default", chief=1)
+    options = job.parse_options("vertex", {"project": "p", "poll_seconds": 0.01})
+    plan = job.plan(config(), "vertex", options)
+    service = FakeJobService(["JOB_STATE_PENDING", "sigterm", "JOB_STATE_RUNNING"])
+    resources = tmp_path / "gcp_resources"
+    previous = signal.getsignal(signal.SIGTERM)
+    with pytest.raises(SystemExit) as stopped:
+        vertex.run(shape, plan, options, client=service, gcp_resources=str(resources))
+    assert str(stopped.value) == (f"training stopped by signal {int(signal.SIGTERM)}: cancelled "
+                                  f"Vertex AI CustomJob {JOB_NAME} (now JOB_STATE_CANCELLED)")
+    assert service.cancelled == [JOB_NAME]
+    assert json.loads(resources.read_text()) == GCP_RESOURCES
+    assert signal.getsignal(signal.SIGTERM) is previous
+
+
+def test_a_refused_cancel_does_not_hide_why_the_step_stopped():
+    class Refusing(FakeJobService):
+        def cancel_custom_job(self, name):
+            raise RuntimeError("400 FailedPrecondition: the job has ended")
+
+    shape = ClusterShape("default", chief=1)
+    options = job.parse_options("vertex", {"project": "p", "poll_seconds": 0.01})
+    plan = job.plan(config(), "vertex", options)
+    with pytest.raises(SystemExit, match=r"stopped by signal \d+: cancelled .*\(now unknown"):
+        vertex.run(shape, plan, options, client=Refusing(["sigterm"]))
 
 
 def test_train_checks_the_launcher_before_any_work(demo_dataset, tmp_path):
