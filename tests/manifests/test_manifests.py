@@ -377,7 +377,7 @@ def replica_pod_labels(runtime):
     from tfkfp.components.train.shape import ClusterShape
 
     options = job.parse_options("tfjob", {})
-    config = TrainConfig(data="gs://b/data", model_dir="gs://b/model")
+    config = TrainConfig(dataset="gs://b/data", model_dir="gs://b/model")
     body = tfjob.manifest(ClusterShape("parameter_server", chief=1, workers=1, ps=1),
                           job.plan(config, "tfjob", options), options, "j", "tfkfp")
     labels = [r["template"]["metadata"]["labels"] for r in body["spec"]["tfReplicaSpecs"].values()]
@@ -412,7 +412,7 @@ def test_the_pods_tfkfp_creates_meet_the_restricted_pod_security_profile(rendere
     from tfkfp.components.train.shape import ClusterShape
 
     options = job.parse_options("tfjob", {"volume_claim": "shared"})
-    config = TrainConfig(data="gs://b/data", model_dir="gs://b/model")
+    config = TrainConfig(dataset="gs://b/data", model_dir="gs://b/model")
 
     body = tfjob.manifest(ClusterShape("multi_worker_mirrored", workers=2),
                           job.plan(config, "tfjob", options), options, "j", "tfkfp")
