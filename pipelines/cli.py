@@ -123,6 +123,15 @@ def _add_serve_parser(commands) -> None:
                        help="model threads (default: the container's CPU limit)")
     serve.add_argument("--keys", action="extend", nargs="+", default=None, metavar="COLUMN",
                        help="columns echoed into answers (default: the schema's keys)")
+    serve.add_argument("--precomputed", default="", metavar="PREDICTIONS",
+                       help="batch_predict's predictions folder (jsonl or csv): v1 instances "
+                       "whose key is in it are answered from it, the rest by the model")
+    serve.add_argument("--precomputed-key", default="", metavar="COLUMN",
+                       help="the key column the precomputed answers are looked up by")
+    serve.add_argument("--precomputed-max-age", type=float, default=0.0, metavar="SECONDS",
+                       help="answers older than this go to the model (default 0: no limit)")
+    serve.add_argument("--precomputed-reload", type=float, default=30.0, metavar="SECONDS",
+                       help="how often a newer precomputed set is looked for (0: never)")
 
 
 def _shard(args: argparse.Namespace) -> None:
@@ -210,7 +219,10 @@ def _serve(args: argparse.Namespace) -> None:
         max_batch_size=args.max_batch_size, max_latency_ms=args.max_latency_ms,
         max_queue=args.max_queue, max_instances=args.max_instances,
         max_request_bytes=args.max_request_bytes, top_k=args.top_k, threads=args.threads,
-        keys=tuple(args.keys) if args.keys is not None else None)
+        keys=tuple(args.keys) if args.keys is not None else None,
+        precomputed=args.precomputed, precomputed_key=args.precomputed_key,
+        precomputed_max_age_s=args.precomputed_max_age,
+        precomputed_reload_s=args.precomputed_reload)
     if serve(args.model, options):
         raise RuntimeError(f"model {args.model} could not be loaded (see the log above)")
 

@@ -69,6 +69,13 @@ def size(uri: str) -> int:
     return _gfile().stat(uri).length if is_remote(uri) else os.path.getsize(local_path(uri))
 
 
+def mtime(uri: str) -> float:
+    """Modification time in epoch seconds (an object's generation time on gs://)."""
+    if is_remote(uri):
+        return _gfile().stat(uri).mtime_nsec / 1e9
+    return os.path.getmtime(local_path(uri))
+
+
 def makedirs(uri: str) -> None:
     if is_remote(uri):
         _gfile().makedirs(uri)

@@ -13,6 +13,8 @@ WAITING = Gauge("tfkfp_requests_waiting", "requests queued for the model", _LABE
 IN_FLIGHT = Gauge("tfkfp_requests_in_flight", "predict requests being handled", _LABELS)
 SHED = Counter("tfkfp_requests_shed_total", "requests refused with 503 (queue full)",
                _LABELS)
+PRECOMPUTED = Counter("tfkfp_precomputed_answers_total",
+                      "rows answered from the precomputed set", _LABELS)
 REFUSED = Counter("tfkfp_requests_refused_total", "requests refused with 400 (bad input)",
                   _LABELS)
 

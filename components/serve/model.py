@@ -21,6 +21,7 @@ from tfkfp.components.serve import metrics
 from tfkfp.components.serve.batcher import Batcher
 from tfkfp.components.serve.errors import OverloadedError, RequestError
 from tfkfp.components.serve.options import ServeOptions
+from tfkfp.components.serve.precomputed import Precomputed
 from tfkfp.components.serve.servable import Servable, load_servable
 
 log = logging.getLogger("tfkfp.serve")
@@ -35,11 +36,14 @@ class TfkfpModel(Model):
         options: checked serving options.
         threads: model threads (the container's CPU limit unless set).
         on_failure: called (from the loading thread) when loading fails.
+        precomputed: answers for known keys (v1 instances), or None.
     """
 
     def __init__(self, model_uri: str, options: ServeOptions, threads: int,
-                 on_failure: Callable[[], None] = lambda: None):
+                 on_failure: Callable[[], None] = lambda: None,
+                 precomputed: Precomputed | None = None):
         super().__init__(options.name)
+        self.precomputed = precomputed
         self.model_uri, self.options, self.threads = model_uri, options, threads
         self.on_failure = on_failure
         self.servable: Servable | None = None
@@ -85,25 +89,51 @@ class TfkfpModel(Model):
         in_flight = metrics.IN_FLIGHT.labels(self.name)
         in_flight.inc()
         try:
-            v2 = isinstance(payload, InferRequest)
-            try:
-                rows = self.servable.decoder.v2(payload.inputs) if v2 else \
-                    self.servable.decoder.v1(payload)
-            except RequestError:
-                metrics.REFUSED.labels(self.name).inc()
-                raise
-            try:
-                ids, scores = await self.batcher.predict(rows.features, rows.count)
-            except OverloadedError:
-                metrics.SHED.labels(self.name).inc()
-                raise
-            if not v2:
-                return {"predictions": self.servable.v1_answers(rows, ids, scores)}
+            if not isinstance(payload, InferRequest):  # v1
+                return {"predictions": await self._v1_answers(payload)}
+            rows = self._decoded(self.servable.decoder.v2, payload.inputs)
+            ids, scores = await self._model(rows)
             outputs = [InferOutput(name, shape, dtype, data)
                        for name, dtype, shape, data in self.servable.v2_outputs(ids, scores)]
             return InferResponse(payload.id or str(uuid.uuid4()), self.name, outputs)
         finally:
             in_flight.dec()
+
+    async def _v1_answers(self, payload) -> List[Dict]:
+        """Answers in request order: known keys from the precomputed set, the rest (or all,
+        without one) from the model."""
+        instances = payload.get("instances") if isinstance(payload, dict) else None
+        if self.precomputed is None or not isinstance(instances, list) or not instances:
+            rows = self._decoded(self.servable.decoder.v1, payload)
+            return self.servable.v1_answers(rows, *await self._model(rows))
+        self._decoded(self.servable.decoder.check_count, len(instances), '"instances"')
+        answers = [self.precomputed.answer(instance) for instance in instances]
+        todo = [i for i, answer in enumerate(answers) if answer is None]
+        metrics.PRECOMPUTED.labels(self.name).inc(len(instances) - len(todo))
+        if todo:
+            try:
+                rows = self.servable.decoder.v1({"instances": [instances[i] for i in todo]})
+            except RequestError:  # decode the whole request: the error names its own index
+                self._decoded(self.servable.decoder.v1, payload)
+                raise
+            model_answers = self.servable.v1_answers(rows, *await self._model(rows))
+            for i, answer in zip(todo, model_answers):
+                answers[i] = answer
+        return answers
+
+    def _decoded(self, decode, *args):
+        try:
+            return decode(*args)
+        except RequestError:
+            metrics.REFUSED.labels(self.name).inc()
+            raise
+
+    async def _model(self, rows):
+        try:
+            return await self.batcher.predict(rows.features, rows.count)
+        except OverloadedError:
+            metrics.SHED.labels(self.name).inc()
+            raise
 
     def get_input_types(self) -> List[Dict]:
         return self.servable.input_types() if self.servable else []
@@ -113,6 +143,8 @@ class TfkfpModel(Model):
 
     def stop(self) -> None:
         self.ready = False
+        if self.precomputed is not None:
+            self.precomputed.stop()
         if self.batcher is not None:
             self.batcher.close()
 

@@ -30,6 +30,10 @@ class ServeOptions:
             CPU limit.
         keys: columns echoed from each instance into its answer (None: the schema's keys).
         grace_seconds: how long a SIGTERM waits for requests in flight.
+        precomputed: batch_predict's predictions folder answering known keys ("": none).
+        precomputed_key: the key column a v1 instance is looked up by.
+        precomputed_max_age_s: older answers fall through to the model (0: no limit).
+        precomputed_reload_s: how often a newer set is looked for (0: never).
     """
 
     name: str = "model"
@@ -45,6 +49,10 @@ class ServeOptions:
     threads: int = 0
     keys: Tuple[str, ...] | None = None
     grace_seconds: int = 30
+    precomputed: str = ""
+    precomputed_key: str = ""
+    precomputed_max_age_s: float = 0.0
+    precomputed_reload_s: float = 30.0
 
     def check(self) -> "ServeOptions":
         """Raise ServeOptionsError naming the first option out of range."""
@@ -64,6 +72,13 @@ class ServeOptions:
             raise ServeOptionsError("max_latency_ms, threads and grace_seconds must be >= 0; "
                                     f"found {self.max_latency_ms}, {self.threads}, "
                                     f"{self.grace_seconds}")
+        if bool(self.precomputed) != bool(self.precomputed_key):
+            raise ServeOptionsError("precomputed and precomputed_key go together: the "
+                                    "predictions folder and the key column to look up")
+        if self.precomputed_max_age_s < 0 or self.precomputed_reload_s < 0:
+            raise ServeOptionsError("precomputed_max_age_s and precomputed_reload_s must be "
+                                    f">= 0; found {self.precomputed_max_age_s}, "
+                                    f"{self.precomputed_reload_s}")
         return self
 
 

@@ -79,7 +79,7 @@ class RowDecoder:
         if not isinstance(instances, list) or not instances:
             raise RequestError(f'"instances": expected a non-empty list of rows; found '
                                f"{_kind(instances) if instances else 'nothing'}")
-        self._check_count(len(instances), '"instances"')
+        self.check_count(len(instances), '"instances"')
         if all(isinstance(x, dict) and set(x) == {"b64"} for x in instances):
             return self._examples(instances)
         for i, row in enumerate(instances):
@@ -89,7 +89,7 @@ class RowDecoder:
         keys = [{k: row[k] for k in self.keys if k in row} for row in instances]
         return Rows(features, len(instances), keys)
 
-    def _check_count(self, count: int, where: str) -> None:
+    def check_count(self, count: int, where: str) -> None:
         if count > self.max_instances:
             raise RequestError(f"{where}: {count} rows; at most {self.max_instances} per "
                                "request (max_instances)")
@@ -137,7 +137,7 @@ class RowDecoder:
             raise RequestError(f"inputs: every input needs the same rows; found "
                                f"{ {n: len(v) for n, v in features.items()} }")
         count = counts.pop()
-        self._check_count(count, "inputs")
+        self.check_count(count, "inputs")
         return Rows(features, count, [{} for _ in range(count)])
 
 

@@ -50,9 +50,16 @@ def serve(model_uri: str, options: ServeOptions) -> int:
         from tfkfp.components.serve.model import TfkfpModel
     _quiet_logs(kserve_logging)
     threads = options.threads or container_cpus()
+    precomputed = None
+    if options.precomputed:  # loaded before listening: a broken set stops the start
+        from tfkfp.components.serve.precomputed import Precomputed
+
+        precomputed = Precomputed(options.precomputed, options.precomputed_key, options.top_k,
+                                  options.precomputed_max_age_s, options.precomputed_reload_s)
     loop = asyncio.new_event_loop()
     model = TfkfpModel(model_uri, options, threads, on_failure=lambda: loop.call_soon_threadsafe(
-        setattr, rest._server, "should_exit", True))  # uvicorn's own exit flag
+        setattr, rest._server, "should_exit", True),  # uvicorn's own exit flag
+        precomputed=precomputed)
     rest, grpc = _servers(model, options, model_server.app)
     log.info("serving %s as %r on http://%s:%d (%d model threads, batches of at most %d rows)",
              model_uri, options.name, options.host, options.http_port, threads,
