@@ -5,6 +5,10 @@ class ServeOptionsError(ValueError):
     """A serving option out of range or a model that cannot be served; raised before start."""
 
 
+class PrecomputedError(ServeOptionsError):
+    """A precomputed set that cannot be used, naming the file, the line and what is wrong."""
+
+
 class RequestError(ValueError):
     """A request that does not fit the model: answered 400 with this message, which names the
     field (instance index and column, or v2 input) and what was expected."""

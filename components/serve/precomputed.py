@@ -26,17 +26,13 @@ from datetime import datetime, timezone
 from typing import Any, Dict, List, Tuple
 
 from tfkfp.components.common import uris
-from tfkfp.components.serve.errors import ServeOptionsError
+from tfkfp.components.serve.errors import PrecomputedError
 
 log = logging.getLogger("tfkfp.serve")
 PATTERNS = ("predictions-*.jsonl", "predictions-*.csv")
 # The answer fields batch_predict writes, beside the key columns (CSV spells the top-k
 # lists as class_1..k / score_1..k).
 ANSWER_FIELDS = ("class", "class_id", "score", "top_classes", "top_scores")
-
-
-class PrecomputedError(ServeOptionsError):
-    """A precomputed set that cannot be used, naming the file and what is wrong."""
 
 
 @dataclasses.dataclass(frozen=True)

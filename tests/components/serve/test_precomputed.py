@@ -7,8 +7,9 @@ import time
 
 import pytest
 
+from tfkfp.components.serve.errors import PrecomputedError
 from tfkfp.components.serve.options import ServeOptions
-from tfkfp.components.serve.precomputed import Precomputed, PrecomputedError, key_text, load
+from tfkfp.components.serve.precomputed import Precomputed, key_text, load
 
 ROW = {"id": 7, "class": "cat", "class_id": 1, "score": 0.9,
        "top_classes": ["cat", "dog"], "top_scores": [0.9, 0.1]}
