@@ -4,7 +4,8 @@ loopback, one row per request, at 1 and 32 concurrent clients; medians of ``--ru
 
 Still to add (issue 20): the no-op ceiling (a no-op model in the same KServe server),
 ``model.predict`` per request, a TFLite int8 bundle beside the SavedModel, an external load
-generator (this one is Python threads on the same cores, so it caps both servers alike).
+generator (this one, tfkfp loadtest's, is Python threads on the same cores, so it caps
+both servers alike).
 
 ``python -m benchmarks.serving MODEL [--requests 2000] [--seconds 8] [--runs 3]``
 """
@@ -18,9 +19,10 @@ import socket
 import statistics
 import subprocess
 import sys
-import threading
 import time
-from typing import Dict, List
+from typing import Dict
+
+from tfkfp.components.serve.loadtest import run_level
 
 LEVELS = (1, 32)
 
@@ -57,41 +59,11 @@ def _request(port: int, method: str, path: str, body: bytes | None, conn=None):
 
 
 def load(port: int, body: bytes, clients: int, requests: int, seconds: float) -> Dict:
-    """Closed loop: ``clients`` threads on keep-alive connections until ``requests`` are
-    sent or ``seconds`` pass. QPS, p50/p99 latency (ms) and errors."""
-    latencies: List[float] = []
-    errors = [0]
-    left = [requests]
-    lock = threading.Lock()
-    deadline = time.monotonic() + seconds
-
-    def client() -> None:
-        conn = http.client.HTTPConnection("127.0.0.1", port, timeout=30)
-        while time.monotonic() < deadline:
-            with lock:
-                if left[0] <= 0:
-                    break
-                left[0] -= 1
-            started = time.perf_counter()
-            status, _ = _request(port, "POST", "/v1/models/model:predict", body, conn)
-            took = time.perf_counter() - started
-            with lock:
-                if status == 200:
-                    latencies.append(took)
-                else:
-                    errors[0] += 1
-        conn.close()
-
-    threads = [threading.Thread(target=client) for _ in range(clients)]
-    started = time.perf_counter()
-    for t in threads:
-        t.start()
-    for t in threads:
-        t.join()
-    wall = time.perf_counter() - started
-    ms = sorted(x * 1000 for x in latencies) or [float("nan")]
-    return {"qps": len(latencies) / wall, "p50_ms": ms[len(ms) // 2],
-            "p99_ms": ms[min(len(ms) - 1, int(len(ms) * 0.99))], "errors": errors[0]}
+    """One level with tfkfp loadtest's closed loop: QPS, p50/p99 latency (ms), errors."""
+    level = run_level(f"127.0.0.1:{port}", "/v1/models/model:predict", [body], clients,
+                      requests, seconds)
+    return {"qps": level.qps, "p50_ms": level.p50_ms, "p99_ms": level.p99_ms,
+            "errors": level.errors}
 
 
 def row_body(port: int) -> bytes:

@@ -1,6 +1,7 @@
 """The ``tfkfp`` command: shard data, compile, run and submit pipelines, run the demo job."""
 
 import argparse
+import json
 import logging
 import os
 import sys
@@ -89,7 +90,26 @@ def _parser() -> argparse.ArgumentParser:
                       "./tfkfp-demo)")
     _add_verbose_option(demo)
     _add_serve_parser(commands)
+    _add_loadtest_parser(commands)
     return parser
+
+
+def _add_loadtest_parser(commands) -> None:
+    loadtest = commands.add_parser(
+        "loadtest", help="QPS and latency of a served model at concurrency levels",
+        description="Send v1 predict requests built from a Dataset's rows to a tfkfp serve "
+        "(or KServe) server: a closed loop per concurrency level, bounded by --requests and "
+        "--seconds; prints QPS and p50/p95/p99 latency per level.")
+    loadtest.add_argument("url", help="the server, e.g. http://127.0.0.1:8080")
+    loadtest.add_argument("--dataset", required=True,
+                          help="Dataset directory whose rows are sent (its eval split)")
+    loadtest.add_argument("--model", default="model", help="model name in the URLs")
+    loadtest.add_argument("--concurrency", type=int, nargs="+", default=[1, 8, 32],
+                          metavar="CLIENTS", help="levels, one after another (default 1 8 32)")
+    loadtest.add_argument("--requests", type=int, default=2000, help="per level at most")
+    loadtest.add_argument("--seconds", type=float, default=10.0, help="per level at most")
+    loadtest.add_argument("--rows-per-request", type=int, default=1)
+    loadtest.add_argument("--json", metavar="PATH", help="also write the figures as JSON")
 
 
 def _add_verbose_option(parser: argparse.ArgumentParser) -> None:
@@ -210,6 +230,19 @@ def _submit(args: argparse.Namespace) -> None:
     print(f"started run {run_id} of {args.name!r} on {args.host}")
 
 
+def _loadtest(args: argparse.Namespace) -> None:
+    from tfkfp.components.common import uris
+    from tfkfp.components.serve.loadtest import loadtest
+
+    levels = loadtest(args.url, args.dataset, args.concurrency, args.requests, args.seconds,
+                      args.rows_per_request, args.model, stream=sys.stdout)
+    if args.json:
+        figures = {"url": args.url, "model": args.model,
+                   "rows_per_request": args.rows_per_request,
+                   "levels": [level.to_dict() for level in levels]}
+        uris.write_text_atomic(args.json, json.dumps(figures, indent=2) + "\n")
+
+
 def _serve(args: argparse.Namespace) -> None:
     from tfkfp.components.serve.options import ServeOptions
     from tfkfp.components.serve.server import serve
@@ -231,7 +264,8 @@ def main(argv: List[str] | None = None) -> int:
     args = _parser().parse_args(argv)
     logging.basicConfig(level=logging.INFO, format="%(message)s", stream=sys.stderr)
     handlers = {"shard": _shard, "demo-data": _demo_data, "demo": _demo, "compile": _compile,
-                "run": _run, "submit": _submit, "serve": _serve}
+                "run": _run, "submit": _submit, "serve": _serve,
+                "loadtest": _loadtest}
     try:
         handlers[args.command](args)
     except (ValueError, OSError, RuntimeError, argparse.ArgumentTypeError) as err:

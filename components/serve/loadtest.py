@@ -1,0 +1,182 @@
+"""``tfkfp loadtest``: QPS and latency of a served model at given concurrency levels.
+
+A closed loop: each of ``clients`` threads keeps one HTTP connection and sends the next v1
+request when the previous answer arrives, until ``requests`` are answered or ``seconds``
+pass (both bounded). Rows come from a Dataset directory (its eval split), as the model's
+clients would send them. The load generator runs on the caller's cores: on one machine with
+the server it takes CPU from it, so compare servers under the same generator.
+"""
+
+import dataclasses
+import http.client
+import json
+import math
+import threading
+import time
+import urllib.parse
+from typing import Any, Dict, List, Sequence
+
+from tfkfp.components.serve.errors import ServeOptionsError
+
+MAX_REQUESTS, MAX_SECONDS, MAX_CLIENTS = 1_000_000, 600.0, 256
+
+
+@dataclasses.dataclass(frozen=True)
+class Level:
+    clients: int
+    requests: int  # answered with 200
+    errors: int  # answered otherwise, or failed to connect
+    seconds: float
+    p50_ms: float
+    p95_ms: float
+    p99_ms: float
+
+    @property
+    def qps(self) -> float:
+        return self.requests / self.seconds if self.seconds else 0.0
+
+    def to_dict(self) -> Dict[str, Any]:
+        return {**dataclasses.asdict(self), "qps": round(self.qps, 1)}
+
+    def line(self) -> str:
+        return (f"{self.clients:>4} clients: {self.qps:,.1f} QPS, p50 {self.p50_ms:.1f} ms, "
+                f"p95 {self.p95_ms:.1f} ms, p99 {self.p99_ms:.1f} ms, {self.errors} errors")
+
+
+def check(url: str, clients: Sequence[int], requests: int, seconds: float) -> str:
+    """The URL's host:port, after refusing what would be unbounded or malformed."""
+    parsed = urllib.parse.urlsplit(url)
+    if parsed.scheme != "http" or not parsed.hostname:
+        raise ServeOptionsError(f"url {url!r}: expected http://HOST:PORT of a tfkfp serve or "
+                                "KServe server")
+    if not clients or any(not 1 <= c <= MAX_CLIENTS for c in clients):
+        raise ServeOptionsError(f"concurrency {list(clients)}: each level must be 1 to "
+                                f"{MAX_CLIENTS} clients")
+    if not 1 <= requests <= MAX_REQUESTS or not 0 < seconds <= MAX_SECONDS:
+        raise ServeOptionsError(f"requests {requests} / seconds {seconds}: expected 1 to "
+                                f"{MAX_REQUESTS:,} requests and at most {MAX_SECONDS:.0f} s "
+                                "per level")
+    return parsed.netloc
+
+
+def instances(dataset: str, rows: int, split: str = "eval") -> List[Dict[str, Any]]:
+    """Up to ``rows`` rows of a Dataset directory as v1 instances (JSON values: a float gap
+    is null, strings are text)."""
+    from tfkfp.components.common.reader import make_dataset
+
+    out: List[Dict[str, Any]] = []
+    for features, keys in make_dataset(dataset, mode="predict", split=split, batch_size=256):
+        columns = {**{k: v.numpy() for k, v in features.items()},
+                   **{k: v.numpy() for k, v in keys.items()}}
+        count = len(next(iter(columns.values())))
+        for i in range(count):
+            out.append({name: _json_value(values[i]) for name, values in columns.items()})
+            if len(out) == rows:
+                return out
+    if not out:
+        raise ServeOptionsError(f"{dataset}: the {split} split has no rows to send")
+    return out
+
+
+def _json_value(value):
+    if hasattr(value, "tolist"):
+        value = value.tolist()
+    if isinstance(value, bytes):
+        return value.decode("utf-8", "replace")
+    if isinstance(value, float) and math.isnan(value):
+        return None
+    if isinstance(value, list):
+        return [_json_value(v) for v in value]
+    return value
+
+
+def run_level(netloc: str, path: str, bodies: List[bytes], clients: int, requests: int,
+              seconds: float) -> Level:
+    """One concurrency level: a closed loop of ``clients`` connections."""
+    latencies: List[float] = []
+    errors = [0]
+    sent = [0]
+    lock = threading.Lock()
+    deadline = time.monotonic() + seconds
+
+    def client() -> None:
+        conn = http.client.HTTPConnection(netloc, timeout=30)
+        while time.monotonic() < deadline:
+            with lock:
+                if sent[0] >= requests:
+                    break
+                body = bodies[sent[0] % len(bodies)]
+                sent[0] += 1
+            started = time.perf_counter()
+            ok = _post(conn, path, body)
+            took = time.perf_counter() - started
+            with lock:
+                if ok:
+                    latencies.append(took)
+                else:
+                    errors[0] += 1
+                    conn.close()  # a fresh connection after a failure
+        conn.close()
+
+    threads = [threading.Thread(target=client, daemon=True) for _ in range(clients)]
+    started = time.perf_counter()
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+    wall = time.perf_counter() - started
+    ms = sorted(x * 1000 for x in latencies)
+    return Level(clients, len(ms), errors[0], wall, _percentile(ms, 0.50),
+                 _percentile(ms, 0.95), _percentile(ms, 0.99))
+
+
+def _check_ready(netloc: str, model: str, url: str) -> None:
+    conn = http.client.HTTPConnection(netloc, timeout=10)
+    try:
+        conn.request("GET", f"/v1/models/{urllib.parse.quote(model)}")
+        status = conn.getresponse().status
+    except (OSError, http.client.HTTPException) as err:
+        raise ServeOptionsError(f"{url}: cannot connect ({err})") from None
+    finally:
+        conn.close()
+    if status != 200:
+        raise ServeOptionsError(f"{url}: model {model!r} is not ready (HTTP {status} from "
+                                f"/v1/models/{model})")
+
+
+def _post(conn: http.client.HTTPConnection, path: str, body: bytes) -> bool:
+    try:
+        conn.request("POST", path, body=body, headers={"content-type": "application/json"})
+        response = conn.getresponse()
+        response.read()
+        return response.status == 200
+    except (OSError, http.client.HTTPException):
+        return False
+
+
+def _percentile(sorted_ms: List[float], q: float) -> float:
+    if not sorted_ms:
+        return float("nan")
+    return sorted_ms[min(len(sorted_ms) - 1, int(len(sorted_ms) * q))]
+
+
+def loadtest(url: str, dataset: str, clients: Sequence[int] = (1, 8, 32),
+             requests: int = 2000, seconds: float = 10.0, rows_per_request: int = 1,
+             model: str = "model", split: str = "eval", stream=None) -> List[Level]:
+    """Load ``url``'s model ``model`` at each concurrency level in turn."""
+    netloc = check(url, clients, requests, seconds)
+    if rows_per_request < 1:
+        raise ServeOptionsError(f"rows_per_request {rows_per_request} is below 1")
+    rows = instances(dataset, max(rows_per_request * 64, 256), split)
+    bodies = [json.dumps({"instances": [rows[(i + j) % len(rows)]
+                                        for j in range(rows_per_request)]}).encode()
+              for i in range(0, len(rows), rows_per_request)]
+    path = f"/v1/models/{urllib.parse.quote(model)}:predict"
+    _check_ready(netloc, model, url)
+    levels = []
+    for count in clients:
+        level = run_level(netloc, path, bodies, count, requests, seconds)
+        if stream is not None:
+            print(level.line(), file=stream, flush=True)
+        levels.append(level)
+    return levels
