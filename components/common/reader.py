@@ -24,7 +24,7 @@ def feature_spec(schema: Schema, columns: List[Column]) -> Dict:
 
 
 def make_dataset(
-    data: str,
+    dataset: str,
     schema: Schema | None = None,
     mode: str = "train",
     batch_size: int = 256,
@@ -43,8 +43,8 @@ def make_dataset(
     """A batched ``tf.data.Dataset`` over a sharded Dataset.
 
     Args:
-        data: a Dataset directory from shard_tfrecords, or a TFRecord file pattern.
-        schema: the schema; read from ``schema.json`` in ``data`` when omitted.
+        dataset: a Dataset directory from shard_tfrecords, or a TFRecord file pattern.
+        schema: the schema; read from ``schema.json`` in ``dataset`` when omitted.
         mode: ``train`` and ``eval`` yield ``(features, label)``; ``predict`` yields
             ``(features, keys)`` with the passthrough key columns.
         batch_size: examples per batch (per replica when input_context is given).
@@ -72,12 +72,12 @@ def make_dataset(
 
     if mode not in MODES:
         raise ValueError(f"mode {mode!r} is not one of {MODES}")
-    schema = schema or Schema.load(data if uris.isdir(data) else _parent(data))
+    schema = schema or Schema.load(dataset if uris.isdir(dataset) else _parent(dataset))
     if mode != "predict" and schema.label is None:
-        raise SchemaError(f"{data} has no label column, so it can only be read with "
+        raise SchemaError(f"{dataset} has no label column, so it can only be read with "
                           f"mode='predict', not mode={mode!r}")
     split = split or ("train" if mode == "train" else "eval")
-    files, compression = split_files(data, split)
+    files, compression = split_files(dataset, split)
     shuffle = mode == "train" if shuffle is None else shuffle
     deterministic = not shuffle if deterministic is None else deterministic
     if input_context is not None:
