@@ -113,7 +113,7 @@ def batch_predict(
         file_group, file_groups: predict only every file_groups-th input file,
             starting at file_group (a fan-out over groups of shards).
         labels_uri: class names for a bare .tflite file (default: labels.txt beside it).
-        threads: LiteRT interpreter threads (0: one per core).
+        threads: LiteRT or TensorFlow threads (0: one per CPU of the container).
         predictor: an already loaded model (tests, benchmarks); model_uri is then a label.
     """
     started = time.monotonic()

@@ -12,13 +12,13 @@ one.
 
 import dataclasses
 import json
-import os
 from typing import Callable, Dict, List, Tuple
 
 import numpy as np
 
 from tfkfp.components.batch_predict.errors import PredictInputError
 from tfkfp.components.common import savedmodel, tflite_feeding, uris
+from tfkfp.components.common.cpus import tensorflow_threads, threads_or_cpus
 from tfkfp.components.common.schema import Schema
 
 TFLITE_FILE = "model.tflite"
@@ -57,12 +57,12 @@ def load_predictor(model_uri: str, labels_uri: str = "", threads: int = 0) -> Pr
         model_uri: SavedModel directory (with ``saved_model.pb``), a directory holding
             ``model.tflite`` (labels from ``labels.txt`` beside it), or a ``.tflite`` path.
         labels_uri: labels file (one class name per line) for a bare ``.tflite`` path.
-        threads: LiteRT interpreter threads (0: one per core).
+        threads: LiteRT interpreter or TensorFlow threads (0: one per CPU of the container).
     """
     if not uris.exists(model_uri):
         raise PredictInputError(f"model {model_uri} does not exist")
     if savedmodel.is_savedmodel(model_uri):
-        return _load_savedmodel(model_uri)
+        return _load_savedmodel(model_uri, threads)
     if uris.isdir(model_uri):
         tflite = uris.join(model_uri, TFLITE_FILE)
         if not uris.exists(tflite):
@@ -79,9 +79,10 @@ def load_predictor(model_uri: str, labels_uri: str = "", threads: int = 0) -> Pr
                             "directory or a .tflite file")
 
 
-def _load_savedmodel(model_dir: str) -> Predictor:
+def _load_savedmodel(model_dir: str, threads: int) -> Predictor:
     import tensorflow as tf
 
+    tensorflow_threads(threads)
     loaded = tf.saved_model.load(model_dir)
     signatures = sorted(loaded.signatures.keys())
     if savedmodel.SIGNATURE_RAW not in signatures:
@@ -111,7 +112,7 @@ def _load_tflite(path: str, labels_uri: str, threads: int) -> Predictor:
     labels = [line for line in uris.read_text(labels_uri).splitlines() if line]
     with uris.open_file(path) as f:
         content = f.read()
-    interpreter = Interpreter(model_content=content, num_threads=threads or _cores())
+    interpreter = Interpreter(model_content=content, num_threads=threads_or_cpus(threads))
     signatures = interpreter.get_signature_list()
     if savedmodel.SIGNATURE_RAW not in signatures:
         raise PredictInputError(f"TFLite model {path} has signatures {sorted(signatures)}; "
@@ -144,13 +145,6 @@ def _bundle_fills(path: str) -> Dict[str, np.ndarray]:
         raise PredictInputError(f"{signature}: not a readable TFLite bundle signature "
                                 f"({err}); expected the signature.json export_tflite "
                                 "writes") from err
-
-
-def _cores() -> int:
-    try:
-        return len(os.sched_getaffinity(0))
-    except AttributeError:
-        return os.cpu_count() or 1
 
 
 def _scale(detail: Dict) -> Tuple[float, int]:

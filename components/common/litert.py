@@ -9,7 +9,6 @@ fills (common.tflite_feeding), a gap (NaN) in a float input is replaced by its f
 quantizing: a NaN does not survive a QUANTIZE op or an int8 input.
 """
 
-import os
 import statistics
 import time
 from typing import Any, Dict, List
@@ -17,6 +16,7 @@ from typing import Any, Dict, List
 import numpy as np
 
 from tfkfp.components.common import uris
+from tfkfp.components.common.cpus import threads_or_cpus
 from tfkfp.components.common.tflite_feeding import fill_gaps
 
 
@@ -29,7 +29,7 @@ def load_interpreter(model: str | bytes, num_threads: int = 0):
 
     Args:
         model: a path or URI of a .tflite file, or its content.
-        num_threads: CPU threads for the interpreter; 0 uses one per core.
+        num_threads: CPU threads for the interpreter; 0 uses one per CPU of the container.
     """
     from ai_edge_litert.interpreter import Interpreter
 
@@ -40,7 +40,7 @@ def load_interpreter(model: str | bytes, num_threads: int = 0):
         with uris.open_file(model, "rb") as f:
             content = f.read()
     try:
-        return Interpreter(model_content=content, num_threads=num_threads or os.cpu_count())
+        return Interpreter(model_content=content, num_threads=threads_or_cpus(num_threads))
     except ValueError as err:
         where = model if isinstance(model, str) else "the model bytes"
         raise LiteRTError(f"LiteRT cannot load {where}: {err}") from err

@@ -12,6 +12,7 @@ import dataclasses
 import time
 from typing import Any, Dict, Sequence, Tuple
 
+from tfkfp.components.common.cpus import tensorflow_threads
 from tfkfp.components.common.dataset import Manifest
 from tfkfp.components.common.schema import Schema, SchemaError
 from tfkfp.components.diagnose_bottleneck import probe, report, verdict
@@ -80,6 +81,7 @@ def diagnose_bottleneck(
         seconds: wall time for each measurement (each runs at least a few steps).
     """
     started = time.perf_counter()
+    tensorflow_threads()  # before TensorFlow's first op: pools sized to the CPU limit
     config = _config(dataset, model_name, model_fn, hidden_units, batch_size, strategy, precision,
                      cache)
     _check(config, memory_limit_mb, seconds)

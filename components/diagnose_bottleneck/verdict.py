@@ -3,9 +3,9 @@ ranked by how much of the bound they address, naming the tfkfp knob and value to
 
 import dataclasses
 import math
-import os
 from typing import Any, Dict, List, Tuple
 
+from tfkfp.components.common.cpus import container_cpus
 from tfkfp.components.diagnose_bottleneck.memory import HEADROOM
 from tfkfp.components.train import strategies
 
@@ -71,7 +71,7 @@ def _contention(f: Dict[str, Any]) -> str:
     if f["gpus"] or both >= CONTENTION * alone:
         return ""
     return (f"; together they reach only {both:,.0f} records/s, as the input pipeline and the "
-            f"step share the host's {os.cpu_count()} CPU core(s)")
+            f"step share the container's {container_cpus()} CPU(s)")
 
 
 def remedies(verdict: str, f: Dict[str, Any]) -> List[Remedy]:
@@ -132,7 +132,7 @@ def _parse_remedies(f: Dict[str, Any], parse_share: float) -> List[Tuple[float, 
             f"{f['largest_fitting_batch']:,} per replica)")))
     out.append((parse_share, Remedy(
         "give the input pipeline more CPU cores", "",
-        f"tf.data parses on the host's {os.cpu_count()} core(s), which the step also uses; "
+        f"tf.data parses on the container's {container_cpus()} CPU(s), which the step also uses; "
         "raise the pod's CPU request, or move parsing off the host (tf.data service)")))
     return out
 
@@ -171,7 +171,7 @@ def _device_remedy(f: Dict[str, Any]) -> Remedy:
     return Remedy("use a faster device or more machines",
                   f"train strategy='{MORE_MACHINES}', workers=N",
                   f"one step consumes {f['compute_records_per_second']:,.0f} records/s on "
-                  f"{'a GPU' if f['gpus'] else f'{os.cpu_count()} CPU core(s)'}; a GPU or TPU, "
+                  f"{'a GPU' if f['gpus'] else f'{container_cpus()} CPU(s)'}; a GPU or TPU, "
                   "or N workers each with its share of the batch, raise that")
 
 

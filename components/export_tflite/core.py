@@ -23,6 +23,7 @@ from tfkfp.components.common import (
     tflite_parity,
     uris,
 )
+from tfkfp.components.common.cpus import tensorflow_threads
 from tfkfp.components.common.tflite_inputs import QuantizeInputError
 from tfkfp.components.common.tflite_parity import Figures, QualityGateError
 from tfkfp.components.export_tflite import bundle
@@ -113,6 +114,7 @@ def export_tflite(
         integer_io, select_tf_ops: converter options (see common.tflite_convert).
     """
     started = time.monotonic()
+    tensorflow_threads()  # before TensorFlow's first op: pools sized to the CPU limit
     check_options(quantization, quantized_dir, eval_examples, min_agreement)
     loaded, fn = tflite_inputs.load_signature(model_dir, signature)  # loaded owns fn's tables
     schema = tflite_inputs.dataset_schema(dataset)

@@ -24,6 +24,7 @@ from tfkfp.components.common import (
     tflite_parity,
     uris,
 )
+from tfkfp.components.common.cpus import tensorflow_threads
 from tfkfp.components.common.tflite_inputs import QuantizeInputError
 from tfkfp.components.common.tflite_parity import Figures, QualityGateError, Timing
 from tfkfp.components.freeze_quantize import artifact, freeze, report
@@ -124,6 +125,7 @@ def freeze_quantize(
         timing: latency settings (batch size, timed runs, threads); None: default Timing.
     """
     started = time.monotonic()
+    tensorflow_threads()  # before TensorFlow's first op: pools sized to the CPU limit
     check_options(quantization, calibration_examples, eval_examples)
     loaded, fn = tflite_inputs.load_signature(model_dir, signature)
     schema = tflite_inputs.dataset_schema(dataset)

@@ -1,13 +1,9 @@
-"""Serving options, checked before anything starts, and the container's CPU limit."""
+"""Serving options, checked before anything starts."""
 
 import dataclasses
-import math
-import os
 from typing import Tuple
 
 from tfkfp.components.serve.errors import ServeOptionsError
-
-CGROUP_ROOT = "/sys/fs/cgroup"
 
 
 @dataclasses.dataclass(frozen=True)
@@ -80,40 +76,3 @@ class ServeOptions:
                                     f">= 0; found {self.precomputed_max_age_s}, "
                                     f"{self.precomputed_reload_s}")
         return self
-
-
-def container_cpus(root: str = CGROUP_ROOT) -> int:
-    """CPUs this container may use: its cgroup CPU quota (v2 ``cpu.max``, v1
-    ``cpu.cfs_quota_us`` / ``cpu.cfs_period_us``) rounded up, capped by the CPUs it may run
-    on; without a quota, those CPUs (not the node's count when pinned)."""
-    cores = _affinity()
-    quota = _cgroup_quota(root)
-    return max(1, min(cores, math.ceil(quota))) if quota else cores
-
-
-def _affinity() -> int:
-    try:
-        return len(os.sched_getaffinity(0))
-    except AttributeError:
-        return os.cpu_count() or 1
-
-
-def _cgroup_quota(root: str) -> float | None:
-    """The CPU quota in CPUs, or None when there is none (``max``, -1 or no cgroup file)."""
-    v2 = _read(os.path.join(root, "cpu.max"))
-    if v2:
-        quota, _, period = v2.partition(" ")
-        return int(quota) / int(period or 100000) if quota.isdigit() else None
-    quota = _read(os.path.join(root, "cpu", "cpu.cfs_quota_us"))
-    period = _read(os.path.join(root, "cpu", "cpu.cfs_period_us"))
-    if quota and period and quota.lstrip("-").isdigit() and int(quota) > 0:
-        return int(quota) / int(period)
-    return None
-
-
-def _read(path: str) -> str:
-    try:
-        with open(path) as f:
-            return f.read().strip()
-    except OSError:
-        return ""

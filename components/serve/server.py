@@ -16,13 +16,14 @@ import sys
 from typing import Iterator
 
 from tfkfp.components.common import uris
+from tfkfp.components.common.cpus import container_cpus
 from tfkfp.components.serve.errors import (
     OverloadedError,
     RequestError,
     ServeOptionsError,
 )
 from tfkfp.components.serve.limits import BodyLimit
-from tfkfp.components.serve.options import ServeOptions, container_cpus
+from tfkfp.components.serve.options import ServeOptions
 
 log = logging.getLogger("tfkfp.serve")
 

@@ -16,6 +16,7 @@ import time
 from typing import Dict, List, Sequence, Tuple
 
 from tfkfp.components.common import scratch, uris
+from tfkfp.components.common.cpus import threads_or_cpus
 from tfkfp.components.common.dataset import COMPRESSIONS, Manifest, select_group
 from tfkfp.components.common.missing import POLICIES as MISSING_POLICIES
 from tfkfp.components.common.progress import Progress, log
@@ -99,7 +100,7 @@ def shard_tfrecords(
         input_format: ``auto`` (from extensions) or one of csv, jsonl, parquet, npz, images.
         file_group, file_groups: process only every file_groups-th input file,
             starting at file_group, for a fan-out over groups of files.
-        threads: threads for reading and encoding (0: one per core).
+        threads: threads for reading and encoding (0: one per CPU of the container).
         missing: ``impute`` keeps rows with gaps (blank, null or NaN; stored as NaN or "",
             filled inside the trained model) and counts them in the schema; ``error``
             refuses the first gap. A gap in the label is always refused.
@@ -189,7 +190,7 @@ def _encode_all(chunks: List[sources.Chunk], plan: EncodePlan, threads: int,
     total = sum(c.size for c in chunks)
     unit = "bytes" if chunks[0].fmt in ("csv", "jsonl") else "chunks"
     progress = Progress("reading and encoding", total=total, unit=unit, stream=stream)
-    threads = min(threads or writer.cpu_count(), len(chunks))
+    threads = min(threads_or_cpus(threads), len(chunks))
     results: List[ChunkResult] = []
     with concurrent.futures.ThreadPoolExecutor(max(threads, 1)) as pool:
         pending = []

@@ -7,13 +7,13 @@ shard's CRC32C (the checksum GCS reports for objects) goes into the manifest.
 
 import concurrent.futures
 import dataclasses
-import os
 import threading
 from typing import Callable, Dict, List, TextIO
 
 import numpy as np
 
 from tfkfp.components.common import scratch, uris
+from tfkfp.components.common.cpus import threads_or_cpus
 from tfkfp.components.common.dataset import SPLITS, tf_compression
 from tfkfp.components.common.progress import Progress
 from tfkfp.components.shard_tfrecords.worker import ChunkResult, spool_path
@@ -95,7 +95,7 @@ def write_shards(results: List[ChunkResult], spool_dir: str, out_dir: str, compr
         count = shard_count(spool.count, spool.bytes, int(shard_size_mb * (1 << 20)),
                             num_shards, min_shards)
         shards[split] = write_split(spool, split, count, out_dir, compression, on_records,
-                                    threads or cpu_count(), generation)
+                                    threads_or_cpus(threads), generation)
         scratch.pause_point("writing")
     progress.finish()
     return shards
@@ -147,10 +147,3 @@ def _checksum(path: str):
             crc.update(block)
             size += len(block)
     return size, crc.hexdigest().decode()
-
-
-def cpu_count() -> int:
-    try:
-        return len(os.sched_getaffinity(0))
-    except AttributeError:
-        return os.cpu_count() or 1

@@ -14,6 +14,7 @@ import tempfile
 from typing import Any, Dict
 
 from tfkfp.components.common import savedmodel, uris
+from tfkfp.components.common.cpus import tensorflow_threads
 from tfkfp.components.common.dataset import Manifest
 from tfkfp.components.common.reader import make_dataset
 from tfkfp.components.common.schema import Schema
@@ -36,6 +37,7 @@ def run(config: TrainConfig, result_path: str) -> Dict[str, Any] | None:
     """Train as this process's task; the chief exports the model and writes the result."""
     import tf_keras
 
+    tensorflow_threads()  # before TensorFlow's first op: pools sized to the CPU limit
     task = strategies.current_task()
     chief = strategies.is_chief(task)
     if config.precision != "float32":

@@ -18,6 +18,7 @@ import threading
 import time
 from typing import Deque, Dict, List, TextIO
 
+from tfkfp.components.common.cpus import thread_environment
 from tfkfp.components.common.signals import sigterm_raises
 from tfkfp.components.train import loopback, strategies
 from tfkfp.components.train.config import TrainConfig
@@ -75,7 +76,8 @@ def run_cluster(config: TrainConfig, result_path: str, stream: TextIO | None = N
         config_path = os.path.join(tmp, "config.json")
         with open(config_path, "w") as f:
             f.write(config.to_json())
-        env = {"PYTHONUNBUFFERED": "1", **loopback.environment(loopback.build(tmp))}
+        env = {"PYTHONUNBUFFERED": "1", **loopback.environment(loopback.build(tmp)),
+               **thread_environment(len(cluster.tasks))}  # the pod's CPUs, shared
         processes: Dict[Task, subprocess.Popen] = {}
         tails: Dict[Task, Deque[str]] = {}
         threads = []

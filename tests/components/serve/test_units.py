@@ -1,5 +1,5 @@
-"""The pieces without a server: options, the container's CPU limit, the request decoder and
-the micro-batcher (with a real model call replaced by a recording function)."""
+"""The pieces without a server: options, the request decoder and the micro-batcher (with a
+real model call replaced by a recording function)."""
 
 import asyncio
 import threading
@@ -9,28 +9,8 @@ import pytest
 
 from tfkfp.components.serve.batcher import Batcher
 from tfkfp.components.serve.errors import OverloadedError, RequestError, ServeOptionsError
-from tfkfp.components.serve.options import ServeOptions, container_cpus
+from tfkfp.components.serve.options import ServeOptions
 from tfkfp.components.serve.rows import Field, RowDecoder
-
-
-@pytest.mark.parametrize("files,cpus", [
-    ({"cpu.max": "150000 100000"}, 2),
-    ({"cpu.max": "50000 100000"}, 1),
-    ({"cpu/cpu.cfs_quota_us": "100000", "cpu/cpu.cfs_period_us": "100000"}, 1),
-])
-def test_container_cpus_follow_the_cgroup_quota(tmp_path, monkeypatch, files, cpus):
-    monkeypatch.setattr("os.sched_getaffinity", lambda pid: set(range(8)))
-    for name, text in files.items():
-        (tmp_path / name).parent.mkdir(parents=True, exist_ok=True)
-        (tmp_path / name).write_text(text + "\n")
-    assert container_cpus(str(tmp_path)) == cpus
-
-
-def test_container_cpus_without_a_quota_are_the_cpus_it_may_run_on(tmp_path, monkeypatch):
-    monkeypatch.setattr("os.sched_getaffinity", lambda pid: {0, 1, 2})
-    (tmp_path / "cpu.max").write_text("max 100000\n")
-    assert container_cpus(str(tmp_path)) == 3
-    assert container_cpus(str(tmp_path / "none")) == 3
 
 
 @pytest.mark.parametrize("change,words", [
