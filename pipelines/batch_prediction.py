@@ -15,6 +15,7 @@ from tfkfp.components.batch_predict.component import batch_predict, merge_predic
 from tfkfp.components.shard_tfrecords.component import shard_tfrecords
 from tfkfp.pipelines import checks
 from tfkfp.pipelines.fan_out import check_group_count, group_numbers
+from tfkfp.pipelines.resources import sized
 
 
 @dsl.pipeline(name="tfkfp-predict-shards")
@@ -31,6 +32,7 @@ def predict_shards(model: dsl.Model, dataset: dsl.Dataset, file_groups: int,
     return merged.outputs["summary"]
 
 
+@sized  # every step's CPU and memory: pipelines/resources.py
 @dsl.pipeline(name="tfkfp-batch-prediction")
 def batch_prediction(
     model_uri: str,

@@ -64,6 +64,7 @@ def _parser() -> argparse.ArgumentParser:
     compile_ = commands.add_parser("compile", help="compile every pipeline to YAML")
     compile_.add_argument("--out", default=".", help="folder for <pipeline>.yaml (default .)")
     _add_gpu_option(compile_)
+    _add_sizes_option(compile_)
 
     run = commands.add_parser("run", help="run a pipeline on this machine")
     run.add_argument("name", help="pipeline name")
@@ -84,6 +85,7 @@ def _parser() -> argparse.ArgumentParser:
     submit.add_argument("--service-account", default="", help="the steps' Kubernetes service "
                         "account, e.g. tfkfp-runner (default: the server's)")
     _add_gpu_option(submit)
+    _add_sizes_option(submit)
 
     demo = commands.add_parser("demo", help="the main job on the built-in demo data")
     demo.add_argument("--out", default="tfkfp-demo", help="working folder (default "
@@ -194,6 +196,14 @@ def _add_gpu_option(parser: argparse.ArgumentParser) -> None:
                         "default) or a Vertex AI accelerator such as NVIDIA_TESLA_T4")
 
 
+def _add_sizes_option(parser: argparse.ArgumentParser) -> None:
+    from tfkfp.pipelines.resources import profiles
+
+    parser.add_argument("--sizes", choices=profiles(), default="cluster",
+                        help="the steps' CPU and memory: cluster (the gke and onprem overlays, "
+                        "the default) or kind (a laptop; within the kind overlay's LimitRange)")
+
+
 def _gpu(args: argparse.Namespace):
     """The train step's GPU request from --gpus and --gpu-type (None for none)."""
     if not args.gpus:
@@ -209,7 +219,8 @@ def _compile(args: argparse.Namespace) -> None:
     gpu = _gpu(args)  # checked before anything is written
     os.makedirs(args.out, exist_ok=True)
     for name in registry.names():
-        print(registry.compile_pipeline(name, os.path.join(args.out, f"{name}.yaml"), gpu))
+        print(registry.compile_pipeline(name, os.path.join(args.out, f"{name}.yaml"), gpu,
+                                        args.sizes))
 
 
 def _run(args: argparse.Namespace) -> None:
@@ -226,7 +237,7 @@ def _submit(args: argparse.Namespace) -> None:
     parameters = registry.parse_parameters(args.name, args.parameters)
     gpu = _gpu(args)
     run_id = submit.submit(args.name, parameters, args.host, args.experiment,
-                           args.service_account, gpu)
+                           args.service_account, gpu, args.sizes)
     print(f"started run {run_id} of {args.name!r} on {args.host}")
 
 

@@ -13,12 +13,14 @@ from kfp import dsl
 from tfkfp.components.export_tflite.component import export_tflite
 from tfkfp.components.freeze_quantize.component import freeze_quantize
 from tfkfp.pipelines import checks
+from tfkfp.pipelines.resources import sized
 
 
 class Outputs(NamedTuple):
     bundle: dsl.Model
 
 
+@sized  # every step's CPU and memory: pipelines/resources.py
 @dsl.pipeline(name="tfkfp-edge-export",
               description="Freeze, quantize and export a tfkfp model to TFLite, gated on "
                           "accuracy in LiteRT.")

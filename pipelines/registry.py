@@ -30,20 +30,24 @@ def golden_path(name: str) -> str:
     return os.path.join(HERE, f"{name}.yaml")
 
 
-def for_cluster(name: str, gpu=None) -> Callable:
+def for_cluster(name: str, gpu=None, sizes: str = "cluster") -> Callable:
     """The pipeline as it goes to a cluster: ``gpu`` (an accelerator.Gpu) puts training's
-    train step on GPUs; pipelines without a train step are unchanged."""
+    train step on GPUs; pipelines without a train step are unchanged. ``sizes`` is the
+    profile of pipelines/resources.py the steps' pods are sized by (kind: a laptop)."""
+    from tfkfp.pipelines import resources
+
+    pipeline = load(name)
     if gpu is not None and name == "training":
         from tfkfp.pipelines.training import make_training
 
-        return make_training(gpu)
-    return load(name)
+        pipeline = make_training(gpu)
+    return pipeline if sizes == "cluster" else resources.sized(pipeline, sizes)
 
 
-def compile_pipeline(name: str, path: str, gpu=None) -> str:
+def compile_pipeline(name: str, path: str, gpu=None, sizes: str = "cluster") -> str:
     from kfp import compiler
 
-    compiler.Compiler().compile(for_cluster(name, gpu), path)
+    compiler.Compiler().compile(for_cluster(name, gpu, sizes), path)
     return path
 
 

@@ -10,13 +10,13 @@ class SubmitError(RuntimeError):
 
 
 def submit(name: str, parameters: Dict[str, Any], host: str, experiment: str,
-           service_account: str = "", gpu=None) -> str:
+           service_account: str = "", gpu=None, sizes: str = "cluster") -> str:
     """Upload and start the pipeline; returns the run id. ``service_account`` is the one the
     steps run as (e.g. tfkfp-runner, whose RBAC lets train launch TFJobs); ``gpu`` as in
-    ``tfkfp compile --gpu``."""
+    ``tfkfp compile --gpus``; ``sizes`` as in ``tfkfp compile --sizes``."""
     import kfp
 
-    pipeline = registry.for_cluster(name, gpu)
+    pipeline = registry.for_cluster(name, gpu, sizes)
     try:
         client = kfp.Client(host=host)
         run = client.create_run_from_pipeline_func(pipeline, arguments=parameters,

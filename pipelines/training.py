@@ -20,12 +20,13 @@ from tfkfp.components.train.component import gpu_train, train
 from tfkfp.pipelines import checks
 from tfkfp.pipelines.accelerator import Gpu
 from tfkfp.pipelines.fan_out import check_group_count, group_numbers
+from tfkfp.pipelines.resources import sized
 
-TRAIN_CPU, TRAIN_MEMORY = "4", "16G"
 # The pipeline's parameters that go to the train step unchanged (same names).
 TRAIN_SETTINGS = ("model_name", "hidden_units", "strategy", "workers", "parameter_servers",
                   "epochs", "batch_size", "learning_rate", "precision", "target_accuracy")
-CONVERT_CPU, CONVERT_MEMORY = "2", "8G"
+
+
 class Outputs(NamedTuple):
     model: dsl.Model
     tflite: dsl.Model
@@ -131,12 +132,10 @@ def make_training(gpu: Gpu | None = None):
                         launcher_options=launcher_options, epochs=epochs, batch_size=batch_size,
                         learning_rate=learning_rate, precision=precision,
                         checkpoint_dir=checkpoint_dir, target_accuracy=target_accuracy)
-        trained.set_cpu_request(TRAIN_CPU).set_memory_request(TRAIN_MEMORY)
         if gpu is not None:  # read by the cluster's scheduler; ignored by the local runner
             trained.set_accelerator_type(gpu.type).set_accelerator_limit(gpu.count)
         quantized = freeze_quantize(model=trained.outputs["model"], dataset=dataset,
                                     quantization=quantization, max_accuracy_drop=max_accuracy_drop)
-        quantized.set_cpu_request(CONVERT_CPU).set_memory_request(CONVERT_MEMORY)
         exported = export_tflite(model=trained.outputs["model"], dataset=dataset,
                                  quantized_model=quantized.outputs["tflite_model"],
                                  max_accuracy_drop=max_accuracy_drop, min_agreement=min_agreement)
@@ -145,7 +144,7 @@ def make_training(gpu: Gpu | None = None):
         return Outputs(model=trained.outputs["model"], tflite=exported.outputs["bundle"],
                        predictions=predicted.outputs["predictions"])
 
-    return training
+    return sized(training)  # every step's CPU, memory: pipelines/resources.py
 
 
 training = make_training()

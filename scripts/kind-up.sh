@@ -6,8 +6,9 @@
 #      GitHub refs, and waits for them;
 #   3. builds the suite's CPU image (scripts/build-image.sh) and `kind load`s it;
 #   4. applies manifests/overlays/kind and waits for the image check Job;
-#   5. compiles every pipeline (`tfkfp compile`), port-forwards the KFP API, and starts a run of
-#      `training` (`tfkfp submit`) when INPUT_URI names data the cluster can read (gs://...).
+#   5. compiles every pipeline for a laptop (`tfkfp compile --sizes kind`), port-forwards the KFP
+#      API, and starts a run of `training` (`tfkfp submit --sizes kind`) when INPUT_URI names
+#      data the cluster can read (gs://...).
 # Needs: docker, kind (v0.27 or newer), kubectl (1.28 or newer), and tfkfp installed in the
 # active Python environment (pip install -e .). Rerunning it is safe.
 #   scripts/kind-up.sh                                   # cluster, KFP, operator, image
@@ -62,7 +63,7 @@ kubectl -n kubeflow wait --for condition=Complete --timeout=10m job/tfkfp-image-
 kubectl -n kubeflow logs job/tfkfp-image-check
 
 say "compile the pipelines into $OUT"
-tfkfp compile --out "$OUT"
+tfkfp compile --out "$OUT" --sizes kind  # steps sized to the kind LimitRange
 
 if [[ -z $INPUT_URI ]]; then
   say "done: set INPUT_URI to data the cluster can read to start a training run"
@@ -79,7 +80,7 @@ for _ in $(seq 1 60); do
   curl -fsS "http://localhost:$KFP_PORT/apis/v2beta1/healthz" >/dev/null 2>&1 && break
   sleep 1
 done
-tfkfp submit training --host "http://localhost:$KFP_PORT" --set "input_uri=$INPUT_URI" \
-  --set "label=$LABEL" --set epochs=2
+tfkfp submit training --sizes kind --host "http://localhost:$KFP_PORT" \
+  --set "input_uri=$INPUT_URI" --set "label=$LABEL" --set epochs=2
 echo "follow it: kubectl -n kubeflow port-forward svc/ml-pipeline-ui $KFP_PORT:80, then" \
   "http://localhost:$KFP_PORT"
