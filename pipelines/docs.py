@@ -1,5 +1,6 @@
 """The parameter tables in the README, generated from the components' and pipelines'
-docstrings (which KFP also copies into the compiled YAML and the UI).
+docstrings (which KFP also copies into the compiled YAML and the UI), and the sizes table,
+from pipelines/resources.py.
 
 ``python -m tfkfp.pipelines.docs --write README.md`` rewrites the tables in place.
 """
@@ -15,9 +16,10 @@ from typing import Any, Dict, List, Tuple
 from kfp.dsl.base_component import BaseComponent
 
 from tfkfp import components as package
-from tfkfp.pipelines import registry
+from tfkfp.pipelines import registry, resources
 
 BEGIN, END = "<!-- parameters:begin -->", "<!-- parameters:end -->"
+SIZES_BEGIN, SIZES_END = "<!-- sizes:begin -->", "<!-- sizes:end -->"
 REQUIRED = "required"
 
 
@@ -95,11 +97,34 @@ def generated() -> str:
     return "\n".join(parts + ["", END])
 
 
+def sizes() -> str:
+    """Each step's CPU and memory (request = limit) per profile, its disk, and the largest
+    Dataset that disk holds."""
+    names = resources.profiles()
+    lines = [SIZES_BEGIN, "", "| step | " + " | ".join(
+        f"{p}: CPU, memory | {p}: largest Dataset" for p in names) + " |",
+        "|---|" + "---|---|" * len(names)]
+    for step in resources.PROFILES["cluster"]:
+        cells = []
+        for profile in names:
+            size, largest = resources.PROFILES[profile][step], resources.largest_dataset(
+                step, profile)
+            cells += [f"{size.cpu}, {size.memory}",
+                      "no Dataset" if largest is None else f"{largest:.1f} GiB"]
+        lines.append(f"| `{step}` | " + " | ".join(cells) + " |")
+    lines += ["", "Local disk (ephemeral storage) of every step, request / limit: " + "; ".join(
+        f"{p} {resources.DISK_REQUEST[p]} / {resources.DISK[p]}" for p in names) + ".", "",
+        SIZES_END]
+    return "\n".join(lines)
+
+
 def rewrite(readme: str) -> str:
-    pattern = re.compile(re.escape(BEGIN) + ".*?" + re.escape(END), re.S)
-    if not pattern.search(readme):
-        raise ValueError(f"the README has no {BEGIN} ... {END} section")
-    return pattern.sub(lambda _: generated(), readme)
+    for begin, end, text in ((BEGIN, END, generated), (SIZES_BEGIN, SIZES_END, sizes)):
+        pattern = re.compile(re.escape(begin) + ".*?" + re.escape(end), re.S)
+        if not pattern.search(readme):
+            raise ValueError(f"the README has no {begin} ... {end} section")
+        readme = pattern.sub(lambda _, text=text: text(), readme)
+    return readme
 
 
 def main(argv=None) -> int:

@@ -66,7 +66,10 @@ def running(work: pathlib.Path) -> Iterator[pathlib.Path]:
              "--service-account-issuer=https://kubernetes.default.svc",
              f"--service-account-key-file={pub}", f"--service-account-signing-key-file={key}",
              "--service-cluster-ip-range=10.96.0.0/24", "--endpoint-reconciler-type=none",
-             "--authorization-mode=AlwaysAllow"],
+             "--authorization-mode=AlwaysAllow",
+             # Explicit, though 1.20 enables them by default: pod admission tests rely on them.
+             "--enable-admission-plugins=NamespaceLifecycle,LimitRanger,ServiceAccount,"
+             "ResourceQuota"],
             stdout=open(work / "apiserver.log", "w"), stderr=subprocess.STDOUT))
         _wait_ready(kubeconfig, processes, work)
         yield kubeconfig
