@@ -55,7 +55,9 @@ def test_every_mode_runs_gaps_and_unknown_strings_like_the_savedmodel(converted,
     sure = confident(want["probabilities"])
     assert sure[known_colour(rows)].mean() >= 0.9  # the comparison covers them
     np.testing.assert_array_equal(got["class_ids"][sure], want["class_ids"][sure])
-    tolerance = 1e-3 if mode in FLOAT_MODES else 0.12
+    # float32 matches closely; float16 and dynamic-range weights round to ~3 significant
+    # digits, so their probabilities move by up to ~1e-2 depending on the trained weights
+    tolerance = {"none": 1e-4, "float16": 1e-2, "dynamic": 1e-2}.get(mode, 0.12)
     assert np.abs(got["probabilities"] - want["probabilities"]).max() < tolerance
     assert list(got["classes"][sure]) == list(want["classes"][sure])
 
