@@ -67,13 +67,17 @@ def batch_predict(
 @dsl.component(base_image=IMAGE, install_kfp_package=False)
 def merge_predictions(
     predictions: Input[List[Dataset]],
+    all_predictions: Output[Dataset],
     summary: Output[Markdown],
     metrics: Output[Metrics],
 ) -> dict:
-    """Merges the counts of fanned-out batch_predict tasks into one summary.
+    """Gathers the predictions of fanned-out batch_predict tasks into one Dataset and merges
+    their counts.
 
     Args:
         predictions: The predictions directories of every batch_predict task.
+        all_predictions: Output folder with every prediction and error file and the merged
+            counts (summary.json).
         summary: Output Markdown table of the shards, counts and throughput.
         metrics: Output totals: inputs, predictions, errors, records per second.
 
@@ -83,7 +87,8 @@ def merge_predictions(
     from tfkfp.components.batch_predict.merge import markdown
     from tfkfp.components.batch_predict.merge import merge_predictions as merge
 
-    merged = merge([p.path for p in predictions])
+    merged = merge([p.path for p in predictions], all_predictions.path)
+    all_predictions.metadata.update({k: merged[k] for k in ("inputs", "predictions", "errors")})
     with open(summary.path, "w") as f:
         f.write(markdown(merged))
     for name in ("inputs", "predictions", "errors", "records_per_second"):

@@ -1,19 +1,23 @@
 """Merging the group summaries of a fanned-out batch prediction into one."""
 
 import json
-from typing import Dict, Sequence
+from typing import Dict, List, Sequence
 
 from tfkfp.components.batch_predict.errors import PredictInputError
 from tfkfp.components.common import uris
 
 SUMMARY_PREFIX = "summary-group-"
+SUMMARY_FILE = "summary.json"  # the merged summary in a gathered predictions folder
 
 
-def merge_predictions(prediction_dirs: Sequence[str]) -> Dict:
+def merge_predictions(prediction_dirs: Sequence[str], output_dir: str = "") -> Dict:
     """One summary of the group summaries in ``prediction_dirs`` (a fan-out's outputs).
 
     Counts add up across groups; the check inputs = predictions + errors is made again, and
-    every shard must be predicted exactly once.
+    every shard must be predicted exactly once. With ``output_dir``, every prediction and
+    error file is gathered there (hard links locally, copies on a remote store) with the
+    summary as ``summary.json``, file names relative to it: one Dataset any step can read,
+    where the groups' own folders are visible only to the task that wrote them.
     """
     summaries = []
     for folder in prediction_dirs:
@@ -34,10 +38,30 @@ def merge_predictions(prediction_dirs: Sequence[str]) -> Dict:
     if totals["inputs"] != totals["predictions"] + totals["errors"]:
         raise AssertionError(f"merged counts do not add up: {totals}")
     seconds = max(body["seconds"] for _, body in summaries)
-    return {**totals, "groups": len(summaries), "num_shards": summaries[0][1]["num_shards"],
-            "shards_done": len(files), "seconds": seconds,
-            "records_per_second": round(totals["inputs"] / max(seconds, 1e-9), 1),
-            "shards": sorted(files, key=lambda s: s["predictions_file"].rsplit("/", 1)[-1])}
+    if output_dir:
+        files = _gathered(files, output_dir)
+    merged = {**totals, "groups": len(summaries),
+              "num_shards": summaries[0][1]["num_shards"], "shards_done": len(files),
+              "seconds": seconds,
+              "records_per_second": round(totals["inputs"] / max(seconds, 1e-9), 1),
+              "shards": sorted(files, key=lambda s: s["predictions_file"].rsplit("/", 1)[-1])}
+    if output_dir:
+        uris.write_text_atomic(uris.join(output_dir, SUMMARY_FILE), json.dumps(merged) + "\n")
+    return merged
+
+
+def _gathered(files: List[Dict], output_dir: str) -> List[Dict]:
+    """Every shard's files linked or copied into output_dir, named as batch_predict named
+    them (the shard's number is global, so names never collide)."""
+    uris.makedirs(output_dir)
+    out = []
+    for shard in files:
+        names = {}
+        for field in ("predictions_file", "errors_file"):
+            names[field] = shard[field].rsplit("/", 1)[-1]
+            uris.link_or_copy(shard[field], uris.join(output_dir, names[field]))
+        out.append({**shard, **names})
+    return out
 
 
 def markdown(merged: Dict) -> str:

@@ -171,6 +171,21 @@ def kfp_remote_uri(path: str) -> str | None:
     return None
 
 
+def link_or_copy(src: str, dst: str) -> None:
+    """dst with src's bytes: a hard link where both are on one local filesystem (nothing is
+    copied; the files are immutable once published), else a copy (remote on either side)."""
+    if not is_remote(src) and not is_remote(dst):
+        source, target = local_path(src), local_path(dst)
+        if os.path.lexists(target):
+            os.remove(target)
+        try:
+            os.link(source, target)
+        except OSError:  # another filesystem, or hard links not allowed there
+            shutil.copyfile(source, target)
+        return
+    _gfile().copy(src, dst, overwrite=True)
+
+
 def copy_tree(src: str, dst: str) -> None:
     """Copy a folder (local or remote, either side) into dst, which is replaced whole."""
     with replaced_dir(dst) as staging:

@@ -10,12 +10,12 @@ from tfkfp.components._image import IMAGE
 
 @dsl.component(base_image=IMAGE, install_kfp_package=False)
 def merge_datasets(datasets: Input[List[Dataset]], dataset: Output[Dataset]):
-    """Merges Datasets sharded in parallel into one, without copying the shards.
+    """Merges Datasets sharded in parallel into one that holds every shard.
 
     Args:
         datasets: Datasets from shard_tfrecords tasks over groups of the same input files.
-        dataset: Output Dataset: a manifest listing every shard by URI, and one schema whose
-            label vocabulary is the union of the parts'.
+        dataset: Output Dataset holding every part's shards (hard links locally), its
+            manifest and one schema whose label vocabulary is the union of the parts'.
     """
     from tfkfp.components.merge_datasets.core import merge_datasets as merge
 

@@ -1,10 +1,14 @@
 """merge_datasets: several Datasets from fanned-out shard_tfrecords tasks as one.
 
-The shards stay where they are; the merged Dataset is a manifest that lists them by their
-full URIs with their records, bytes and CRC32C (readers check their sizes as in any
-Dataset; each part's shards are checked when merging too), with one schema whose label
-vocabulary is the union of the parts' (labels are stored as values in the records, so
-class indices follow the merged vocabulary).
+The merged Dataset holds every part's shards itself (``<split>/part-NNN-<shard>``), listed in
+its manifest with their records, bytes and CRC32C, and one schema whose label vocabulary is
+the union of the parts' (labels are stored as values in the records, so class indices follow
+the merged vocabulary). It is self-contained: on a Kubeflow backend each step's pod sees
+only its own input artifacts, so a manifest pointing into the shard tasks' folders would
+not be readable by train. Locally the shards are hard-linked (no bytes copied); on a
+cluster the merge step uploads them once more, which doubles the Dataset's bytes in the
+artifact store (the price of a Dataset any pod can read on any store). Each part's shards
+are checked against its manifest before anything is written.
 """
 
 import dataclasses
@@ -43,14 +47,18 @@ def merge_datasets(datasets: Sequence[str], dataset: str) -> MergeResult:
         raise SchemaError(f"the Datasets mix compressions {sorted(compressions)}; shard them "
                           "all with the same compression")
     splits: Dict[str, Dict] = {}
-    for directory, manifest in zip(datasets, manifests):
+    uris.makedirs(dataset)
+    for index, (directory, manifest) in enumerate(zip(datasets, manifests)):
         for split, body in manifest.splits.items():
             merged = splits.setdefault(split, {"records": 0, "bytes": 0, "shards": []})
             merged["records"] += body["records"]
             merged["bytes"] += body["bytes"]
-            merged["shards"] += [{**s, "file": uris.resolve(directory, s["file"])}
-                                 for s in body["shards"]]
-    uris.makedirs(dataset)
+            uris.makedirs(uris.join(dataset, split))
+            for shard in body["shards"]:
+                name = f"{split}/part-{index:03d}-{shard['file'].rsplit('/', 1)[-1]}"
+                uris.link_or_copy(uris.resolve(directory, shard["file"]),
+                                  uris.join(dataset, name))
+                merged["shards"].append({**shard, "file": name})
     schema.save(dataset)
     Manifest(dataset, splits, compressions.pop(), tuple(datasets)).save()
     return MergeResult(dataset, schema, {s: b["records"] for s, b in splits.items()},

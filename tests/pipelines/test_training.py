@@ -42,6 +42,9 @@ def test_training_pipeline_fans_out_sharding_and_ships_a_validated_tflite_model(
     assert inputs["x"]["missing"]["feed"] == "NaN" and len(inputs["x"]["missing"]["fill"]) == 1
     merged = json.load(open(next(root.rglob("merge-datasets/dataset/manifest.json"))))
     assert len(merged["merged_from"]) == 2
+    # self-contained: every shard train reads is inside the merge task's own output
+    assert all(not s["file"].startswith(("/", "gs://")) and ".." not in s["file"]
+               for body in merged["splits"].values() for s in body["shards"])
     schema = json.load(open(next(root.rglob("merge-datasets/dataset/schema.json"))))
     assert {c["name"]: c.get("missing", 0) for c in schema["columns"]}["x"] > 0
     report = next(root.rglob("diagnose-bottleneck/report")).read_text()

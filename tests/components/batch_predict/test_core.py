@@ -4,6 +4,7 @@ every output format, for TFRecords, CSV and the TFLite model, one group or sever
 import glob
 import json
 import os
+import shutil
 
 import numpy as np
 import pytest
@@ -80,10 +81,18 @@ def test_shard_groups_split_the_work_and_merge_adds_up(demo_model, demo_dataset,
     rows = sorted((r for g in range(3) for r in read_outputs(str(tmp_path / f"g{g}"))),
                   key=lambda r: r["id"])
     assert rows == sorted(read_outputs(str(tmp_path / "whole")), key=lambda r: r["id"])
-    merged = merge_predictions([str(tmp_path / f"g{g}") for g in range(3)])
+    merged = merge_predictions([str(tmp_path / f"g{g}") for g in range(3)],
+                               str(tmp_path / "all"))
     assert (merged["inputs"], merged["predictions"], merged["errors"]) == (
         whole.inputs, whole.predictions, 0)
     assert merged["groups"] == 3 and merged["shards_done"] == merged["num_shards"] == 4
+    for g in range(3):  # the gathered Dataset reads without the groups' own folders
+        shutil.rmtree(tmp_path / f"g{g}")
+    assert sorted(read_outputs(str(tmp_path / "all")), key=lambda r: r["id"]) == rows
+    summary = json.load(open(tmp_path / "all" / "summary.json"))
+    assert summary["predictions"] == whole.predictions
+    assert {s["predictions_file"] for s in summary["shards"]} == {
+        f"predictions-{i:05d}-of-00004.jsonl" for i in range(4)}
 
 
 def test_tflite_path_agrees_with_the_savedmodel_path(demo_model, demo_dataset, tflite_bundle,

@@ -1,4 +1,5 @@
 import re
+import shutil
 
 import numpy as np
 import pytest
@@ -58,17 +59,33 @@ def test_an_incomplete_dataset_is_refused(two_groups, tmp_path):
         merge_datasets([two_groups[0], str(tmp_path)], str(tmp_path / "merged"))
 
 
-def test_merged_shards_are_listed_by_full_uri_with_sizes_and_checked(two_groups, tmp_path):
+def test_the_merged_dataset_holds_its_shards_and_reads_without_the_parts(two_groups,
+                                                                        tmp_path):
+    """On a Kubeflow backend a step sees only its own inputs: nothing may point elsewhere."""
     merged = str(tmp_path / "merged")
     merge_datasets(two_groups, merged)
-    entries = Manifest.load(merged).split("train")["shards"]
-    part = Manifest.load(two_groups[1])
-    assert entries[-1]["file"] == part.shard_files("train")[-1]
-    assert entries[-1]["bytes"] == part.shard_sizes("train")[-1]
-    shard = entries[-1]["file"]
+    manifest = Manifest.load(merged)
+    for split in manifest.splits:
+        for path in manifest.shard_files(split):
+            assert path.startswith(merged + "/"), path
+    assert manifest.split("train")["shards"][-1]["bytes"] == \
+        Manifest.load(two_groups[1]).shard_sizes("train")[-1]
+    for part in two_groups:
+        shutil.rmtree(part)  # the shard tasks' folders are not in the consumer's pod
+    records = sum(len(label) for split in ("train", "eval")
+                  for _, label in make_dataset(merged, mode="eval", split=split))
+    assert records == 500
+
+
+def test_a_damaged_shard_is_named_by_every_reader(two_groups, tmp_path):
+    merged = str(tmp_path / "merged")
+    merge_datasets(two_groups, merged)
+    shard = Manifest.load(merged).shard_files("train")[-1]
     _, before, after = cut_shard(shard, 10)
     expected = f"{re.escape(shard)} is {after} bytes, expected {before} bytes"
     with pytest.raises(DatasetMismatchError, match=expected):
         make_dataset(merged, mode="train")
-    with pytest.raises(DatasetMismatchError, match=expected):
+    part_shard = Manifest.load(two_groups[1]).shard_files("train", check=False)[-1]
+    cut_shard(part_shard, 10)  # a damaged part fails the merge, named
+    with pytest.raises(DatasetMismatchError, match=re.escape(part_shard)):
         merge_datasets(two_groups, str(tmp_path / "again"))
