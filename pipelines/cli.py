@@ -7,7 +7,7 @@ import os
 import sys
 from typing import Dict, List
 
-from tfkfp.components._image import __version__
+from tfkfp.components._image import IMAGE, IMAGE_ENV, __version__
 from tfkfp.pipelines.accelerator import DEFAULT_TYPE, parse_gpu
 
 
@@ -64,6 +64,7 @@ def _parser() -> argparse.ArgumentParser:
     compile_ = commands.add_parser("compile", help="compile every pipeline to YAML")
     compile_.add_argument("--out", default=".", help="folder for <pipeline>.yaml (default .)")
     _add_gpu_option(compile_)
+    _add_image_option(compile_)
     _add_sizes_option(compile_)
 
     run = commands.add_parser("run", help="run a pipeline on this machine")
@@ -85,6 +86,13 @@ def _parser() -> argparse.ArgumentParser:
     submit.add_argument("--service-account", default="", help="the steps' Kubernetes service "
                         "account, e.g. tfkfp-runner (default: the server's)")
     _add_gpu_option(submit)
+    _add_image_option(submit)
+    submit.add_argument("--namespace", default="", help="the profile namespace of a "
+                        "multi-user Kubeflow (runs start there as default-editor)")
+    submit.add_argument("--token", default=os.environ.get("TFKFP_KFP_TOKEN", ""),
+                        help="a bearer token for the KFP API (default $TFKFP_KFP_TOKEN)")
+    submit.add_argument("--no-cache", action="store_true",
+                        help="run every step again rather than reuse cached results")
     _add_sizes_option(submit)
 
     demo = commands.add_parser("demo", help="the main job on the built-in demo data")
@@ -196,6 +204,13 @@ def _add_gpu_option(parser: argparse.ArgumentParser) -> None:
                         "default) or a Vertex AI accelerator such as NVIDIA_TESLA_T4")
 
 
+def _add_image_option(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument("--image", default=os.environ.get(IMAGE_ENV, ""),
+                        metavar="REGISTRY/NAME:TAG",
+                        help=f"run every step in this image (GPU steps in TAG-gpu) instead of "
+                        f"{IMAGE}; default ${IMAGE_ENV}")
+
+
 def _add_sizes_option(parser: argparse.ArgumentParser) -> None:
     from tfkfp.pipelines.resources import profiles
 
@@ -217,10 +232,14 @@ def _compile(args: argparse.Namespace) -> None:
     from tfkfp.pipelines import registry
 
     gpu = _gpu(args)  # checked before anything is written
+    if args.image:
+        from tfkfp.pipelines.images import check_image
+
+        check_image(args.image)
     os.makedirs(args.out, exist_ok=True)
     for name in registry.names():
         print(registry.compile_pipeline(name, os.path.join(args.out, f"{name}.yaml"), gpu,
-                                        args.sizes))
+                                        args.sizes, args.image))
 
 
 def _run(args: argparse.Namespace) -> None:
@@ -237,7 +256,9 @@ def _submit(args: argparse.Namespace) -> None:
     parameters = registry.parse_parameters(args.name, args.parameters)
     gpu = _gpu(args)
     run_id = submit.submit(args.name, parameters, args.host, args.experiment,
-                           args.service_account, gpu, args.sizes)
+                           args.service_account, gpu, args.sizes, image=args.image,
+                           namespace=args.namespace, token=args.token,
+                           cache=not args.no_cache)
     print(f"started run {run_id} of {args.name!r} on {args.host}")
 
 

@@ -44,11 +44,17 @@ def for_cluster(name: str, gpu=None, sizes: str = "cluster") -> Callable:
     return pipeline if sizes == "cluster" else resources.sized(pipeline, sizes)
 
 
-def compile_pipeline(name: str, path: str, gpu=None, sizes: str = "cluster") -> str:
+def compile_pipeline(name: str, path: str, gpu=None, sizes: str = "cluster",
+                     image: str = "") -> str:
+    """Compile to ``path``; with ``image`` (REGISTRY/NAME:TAG), its steps run that image."""
     from kfp import compiler
 
+    from tfkfp.pipelines import images
+
+    if image:
+        images.check_image(image)  # before anything is written
     compiler.Compiler().compile(for_cluster(name, gpu, sizes), path)
-    return path
+    return images.retarget(path, image) if image else path
 
 
 def parse_parameters(name: str, pairs: List[str]) -> Dict[str, Any]:

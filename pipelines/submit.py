@@ -1,5 +1,7 @@
 """Start a pipeline run on a Kubeflow Pipelines server through ``kfp.Client``."""
 
+import os
+import tempfile
 from typing import Any, Dict
 
 from tfkfp.pipelines import registry
@@ -10,20 +12,27 @@ class SubmitError(RuntimeError):
 
 
 def submit(name: str, parameters: Dict[str, Any], host: str, experiment: str,
-           service_account: str = "", gpu=None, sizes: str = "cluster") -> str:
-    """Upload and start the pipeline; returns the run id. ``service_account`` is the one the
-    steps run as (e.g. tfkfp-runner, whose RBAC lets train launch TFJobs); ``gpu`` as in
-    ``tfkfp compile --gpus``; ``sizes`` as in ``tfkfp compile --sizes``."""
+           service_account: str = "", gpu=None, sizes: str = "cluster", image: str = "",
+           namespace: str = "", token: str = "", cache: bool = True) -> str:
+    """Compile, upload and start the pipeline; returns the run id. ``service_account`` is the
+    one the steps run as (e.g. tfkfp-runner, whose RBAC lets train launch TFJobs); ``gpu``,
+    ``sizes`` and ``image`` as in ``tfkfp compile``; ``namespace`` and ``token`` reach a
+    multi-user installation (runs start in the profile namespace); ``cache`` False runs
+    every step again."""
     import kfp
 
-    pipeline = registry.for_cluster(name, gpu, sizes)
-    try:
-        client = kfp.Client(host=host)
-        run = client.create_run_from_pipeline_func(pipeline, arguments=parameters,
-                                                   experiment_name=experiment,
-                                                   service_account=service_account or None)
-    except Exception as err:  # kfp raises urllib3, ApiException and others
-        raise SubmitError(f"could not start {name!r} on {host}: {_reason(err)}") from err
+    with tempfile.TemporaryDirectory(prefix="tfkfp-submit-") as folder:
+        path = registry.compile_pipeline(name, os.path.join(folder, f"{name}.yaml"), gpu,
+                                         sizes, image)
+        try:
+            client = kfp.Client(host=host, namespace=namespace or "kubeflow",
+                                existing_token=token or None)
+            run = client.create_run_from_pipeline_package(
+                path, arguments=parameters, experiment_name=experiment,
+                namespace=namespace or None, service_account=service_account or None,
+                enable_caching=None if cache else False)
+        except Exception as err:  # kfp raises urllib3, ApiException and others
+            raise SubmitError(f"could not start {name!r} on {host}: {_reason(err)}") from err
     return run.run_id
 
 

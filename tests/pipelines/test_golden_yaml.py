@@ -72,3 +72,43 @@ def test_a_bad_gpu_request_is_refused_before_anything_is_written(flags, message,
     assert main(["compile", *flags, "--out", str(out)]) == 1
     assert message in capsys.readouterr().err
     assert not out.exists()
+
+
+def test_an_image_compile_names_only_that_image_and_its_gpu_variant(tmp_path, monkeypatch):
+    from tfkfp.pipelines.cli import main
+
+    mine = "europe-docker.pkg.dev/acme/ml/tfkfp:2024.1"
+    assert main(["compile", "--image", mine, "--gpus", "1", "--out", str(tmp_path)]) == 0
+    for name in registry.names():
+        text = (tmp_path / f"{name}.yaml").read_text()
+        assert IMAGE not in text  # not even in a step's environment
+        for executor_name, executor in _executors(tmp_path / f"{name}.yaml").items():
+            container = executor.get("container")
+            if container is None:
+                continue
+            want = f"{mine}-gpu" if executor_name == "exec-train" else mine
+            assert container["image"] == want, executor_name
+            assert {"name": "TFKFP_IMAGE", "value": want} in container["env"]
+    # The environment variable does the same, for CI jobs that compile for their registry.
+    monkeypatch.setenv("TFKFP_IMAGE", mine)
+    assert main(["compile", "--out", str(tmp_path / "env")]) == 0
+    assert {e["container"]["image"] for e in _executors(tmp_path / "env" / "edge_export.yaml")
+            .values() if "container" in e} == {mine}
+
+
+@pytest.mark.parametrize("image", ["tfkfp", "Registry/Name:tag", "r/n@sha256:abc"])
+def test_an_image_without_a_tag_is_refused_before_anything_is_written(image, tmp_path,
+                                                                      capsys):
+    from tfkfp.pipelines.cli import main
+
+    assert main(["compile", "--image", image, "--out", str(tmp_path / "out")]) == 1
+    assert "expected REGISTRY/NAME:TAG" in capsys.readouterr().err
+    assert not (tmp_path / "out").exists()
+
+
+def test_the_cluster_launchers_give_replicas_the_steps_own_image(monkeypatch):
+    from tfkfp.components.train.launchers.job import parse_options
+
+    assert parse_options("tfjob", {}).image == IMAGE
+    monkeypatch.setenv("TFKFP_IMAGE", "registry.local/tfkfp:1")
+    assert parse_options("tfjob", {}).image == "registry.local/tfkfp:1"

@@ -17,9 +17,11 @@ class FakeKfp(BaseHTTPRequestHandler):
     """Healthz, experiments (none yet, so one is created) and runs; records every POST."""
 
     posted = []  # (path, body) of each POST, in order
+    authorizations = []  # the Authorization header of each request
     reject_runs = False
 
     def do_GET(self):  # BaseHTTPRequestHandler's name
+        self.authorizations.append(self.headers.get("Authorization"))
         if self.path.startswith(f"{API}/healthz"):
             return self._answer({"multi_user": False})
         if self.path.startswith(f"{API}/experiments"):
@@ -27,6 +29,7 @@ class FakeKfp(BaseHTTPRequestHandler):
         self._answer({"error": f"no route {self.path}"}, 404)
 
     def do_POST(self):
+        self.authorizations.append(self.headers.get("Authorization"))
         body = json.loads(self.rfile.read(int(self.headers["Content-Length"])) or b"{}")
         self.posted.append((self.path, body))
         if self.path == f"{API}/experiments":
@@ -52,6 +55,7 @@ class FakeKfp(BaseHTTPRequestHandler):
 @pytest.fixture
 def kfp_server():
     FakeKfp.posted = []
+    FakeKfp.authorizations = []
     FakeKfp.reject_runs = False
     server = ThreadingHTTPServer(("127.0.0.1", 0), FakeKfp)
     thread = threading.Thread(target=server.serve_forever, daemon=True)
@@ -81,6 +85,22 @@ def test_submit_starts_a_run_with_the_parameters_service_account_and_gpu(kfp_ser
     train = run["pipeline_spec"]["deploymentSpec"]["executors"]["exec-train"]["container"]
     assert train["image"] == GPU_IMAGE
     assert train["resources"]["accelerator"]["resourceCount"] == "1"
+
+
+def test_submit_for_a_multi_user_kubeflow_with_its_own_image_and_no_cache(kfp_server):
+    host, fake = kfp_server
+    mine = "registry.example.com/ml/tfkfp:7"
+    assert main(["submit", "edge_export", "--host", host, "--set", "model_uri=gs://b/m",
+                 "--set", "dataset_uri=gs://b/d", "--namespace", "team-a", "--token", "s3cr3t",
+                 "--image", mine, "--no-cache"]) == 0
+    assert set(fake.authorizations) == {"Bearer s3cr3t"}
+    experiment = [body for path, body in fake.posted if path == f"{API}/experiments"]
+    assert experiment[0]["namespace"] == "team-a"
+    run = _run_request(fake)
+    executors = run["pipeline_spec"]["deploymentSpec"]["executors"]
+    assert {e["container"]["image"] for e in executors.values() if "container" in e} == {mine}
+    tasks = run["pipeline_spec"]["root"]["dag"]["tasks"]
+    assert all(not t.get("cachingOptions", {}).get("enableCache") for t in tasks.values())
 
 
 def test_a_run_the_server_rejects_is_reported_with_its_status(kfp_server, capsys):

@@ -11,7 +11,7 @@ import logging
 import re
 from typing import Any, Dict
 
-from tfkfp.components._image import IMAGE
+from tfkfp.components._image import step_image
 from tfkfp.components.common import uris
 from tfkfp.components.train.config import TrainConfig
 from tfkfp.components.train.errors import TrainConfigError
@@ -32,7 +32,8 @@ class LaunchOptions:
     (k8s: tfjob and trainjob)."""
 
     job_dir: str = ""  # all: shared folder for the job (default: beside the model)
-    image: str = IMAGE  # all: the replicas' image (k8s: from the tfkfp-config allow-list)
+    # all: the replicas' image; default the step's own (k8s: from the tfkfp-config allow-list)
+    image: str = dataclasses.field(default_factory=step_image)
     deadline_seconds: int = 86400  # all: the job fails when it runs longer
     poll_seconds: float = 10.0  # all: how often the job's status is read
     # k8s: default tfkfp-replica, from the tfkfp-config allow-list; vertex: the project's

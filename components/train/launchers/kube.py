@@ -19,7 +19,7 @@ import time
 import uuid
 from typing import Any, Callable, Deque, Dict, List, Tuple, Type
 
-from tfkfp.components._image import IMAGE
+from tfkfp.components._image import step_image
 from tfkfp.components.common.signals import sigterm_raises
 from tfkfp.components.train.errors import (
     ClusterJobFailed,
@@ -105,7 +105,7 @@ def allowed_values(namespace: str, api=None) -> Dict[str, List[str]]:
         config_map = client.CoreV1Api(api).read_namespaced_config_map(ALLOWLIST, namespace)
     except client.ApiException as err:
         if err.status == 404:
-            return {"image": [IMAGE], "service_account": [DEFAULT_SERVICE_ACCOUNT]}
+            return {"image": [step_image()], "service_account": [DEFAULT_SERVICE_ACCOUNT]}
         raise TrainConfigError(
             f"cannot read the replicas' allow-list, ConfigMap {namespace}/{ALLOWLIST}: "
             f"{err.status} {err.reason}: {_api_message(err)}. The runner's Role "
