@@ -14,7 +14,7 @@ from kfp import dsl
 from tfkfp.components.batch_predict.component import batch_predict, merge_predictions
 from tfkfp.components.shard_tfrecords.component import shard_tfrecords
 from tfkfp.pipelines import checks
-from tfkfp.pipelines.fan_out import check_group_count, group_numbers
+from tfkfp.pipelines.fan_out import check_group_count, fingerprinted, group_numbers
 from tfkfp.pipelines.resources import sized
 
 
@@ -65,7 +65,8 @@ def batch_prediction(
     model = dsl.importer(artifact_uri=model_uri, artifact_class=dsl.Model, reimport=False)
     with dsl.If(csv_uri != "", name="shard-csv"):
         sharded = shard_tfrecords(input_uri=csv_uri, label=label, keys=keys,
-                                  num_shards=num_shards)
+                                  num_shards=num_shards,
+                                  input_fingerprint=fingerprinted(csv_uri).output)
         predict_shards(model=model.output, dataset=sharded.outputs["dataset"],
                        file_groups=file_groups, output_format=output_format,
                        keys=keys, top_k=top_k, predict_batch_size=predict_batch_size, split=split)

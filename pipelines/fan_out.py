@@ -24,3 +24,12 @@ def group_numbers(count: int) -> List[int]:
     if count < 1:
         raise ValueError(f"the group count must be at least 1, got {count}")
     return list(range(count))
+
+
+def fingerprinted(input_uri):
+    """fingerprint_input on ``input_uri``, never cached (so the sharding step's cache key
+    follows the data) and retried with backoff (it reads remote storage)."""
+    from tfkfp.components.shard_tfrecords.component import fingerprint_input
+
+    task = fingerprint_input(input_uri=input_uri).set_caching_options(False)
+    return task.set_retry(num_retries=3, backoff_duration="10s", backoff_factor=2.0)

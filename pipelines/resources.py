@@ -50,25 +50,29 @@ class Size:
 PROFILES: Dict[str, Dict[str, Size]] = {
     "cluster": {
         "group_numbers": Size("250m", "512Mi", 0),
+        "fingerprint_input": Size("250m", "512Mi", 0),
         "shard_tfrecords": Size("4", "8Gi", 2),  # spooled chunks, then the shards
-        "merge_datasets": Size("500m", "2Gi", 1),
+        # the parts downloaded, then the merged Dataset (hard links where one filesystem
+        # holds both, a copy otherwise)
+        "merge_datasets": Size("500m", "2Gi", 2),
         "diagnose_bottleneck": Size("4", "16Gi", 1),
         "train": Size("4", "16Gi", 1),
         "freeze_quantize": Size("2", "8Gi", 1),
         "export_tflite": Size("2", "8Gi", 1),
         "batch_predict": Size("2", "8Gi", 2),  # the Dataset, then its predictions
-        "merge_predictions": Size("500m", "2Gi", 1),
+        "merge_predictions": Size("500m", "2Gi", 2),  # the groups' files, then gathered
     },
     "kind": {
         "group_numbers": Size("250m", "512Mi", 0),
+        "fingerprint_input": Size("250m", "512Mi", 0),
         "shard_tfrecords": Size("2", "4Gi", 2),
-        "merge_datasets": Size("500m", "2Gi", 1),
+        "merge_datasets": Size("500m", "2Gi", 2),
         "diagnose_bottleneck": Size("2", "4Gi", 1),
         "train": Size("2", "4Gi", 1),
         "freeze_quantize": Size("1", "4Gi", 1),
         "export_tflite": Size("1", "4Gi", 1),
         "batch_predict": Size("1", "2Gi", 2),
-        "merge_predictions": Size("500m", "2Gi", 1),
+        "merge_predictions": Size("500m", "2Gi", 2),
     },
 }
 # Each step container's ephemeral storage: the overlays' LimitRange default (the limit) and

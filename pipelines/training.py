@@ -19,7 +19,7 @@ from tfkfp.components.shard_tfrecords.component import shard_tfrecords
 from tfkfp.components.train.component import gpu_train, train
 from tfkfp.pipelines import checks
 from tfkfp.pipelines.accelerator import Gpu
-from tfkfp.pipelines.fan_out import check_group_count, group_numbers
+from tfkfp.pipelines.fan_out import check_group_count, fingerprinted, group_numbers
 from tfkfp.pipelines.resources import sized
 
 # The pipeline's parameters that go to the train step unchanged (same names).
@@ -114,12 +114,14 @@ def make_training(gpu: Gpu | None = None):
             predictions: The eval split's predictions and errors files; counts and
                 records per second in its metadata.
         """
+        fingerprint = fingerprinted(input_uri)
         groups = group_numbers(count=file_groups).set_display_name("file-groups")
         with dsl.ParallelFor(groups.output) as group:
             part = shard_tfrecords(input_uri=input_uri, label=label, keys=keys,
                                    eval_fraction=eval_fraction, compression=compression,
                                    missing=missing, file_group=group,
-                                   file_groups=file_groups)
+                                   file_groups=file_groups,
+                                   input_fingerprint=fingerprint.output)
         data = merge_datasets(datasets=dsl.Collected(part.outputs["dataset"]))
         dataset = data.outputs["dataset"]
         with dsl.If(diagnose == True, name="diagnose"):  # noqa: E712 - a KFP condition

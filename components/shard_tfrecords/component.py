@@ -26,6 +26,7 @@ def shard_tfrecords(
     file_group: int = 0,
     file_groups: int = 1,
     missing: str = "impute",
+    input_fingerprint: str = "",
 ):
     """Shards CSV, JSON Lines, Parquet, .npz or an image folder into TFRecord files.
 
@@ -50,6 +51,8 @@ def shard_tfrecords(
             numbers with the column mean and maps empty strings to out-of-vocabulary; gaps
             are counted in the schema) or error (refuse the first gap). A blank label is
             always refused.
+        input_fingerprint: fingerprint_input's digest of the input files, so new data at the
+            same input_uri changes the step's cache key and is sharded again.
     """
     import logging
 
@@ -62,6 +65,24 @@ def shard_tfrecords(
         eval_fraction=eval_fraction, compression=compression, shard_size_mb=shard_size_mb,
         num_shards=num_shards, min_shards=min_shards, input_format=input_format,
         file_group=file_group, file_groups=file_groups, missing=missing)
-    dataset.metadata.update(result.metadata())
+    dataset.metadata.update({**result.metadata(), "input_fingerprint": input_fingerprint})
     with open(summary.path, "w") as f:
         f.write(result.markdown())
+
+
+@dsl.component(base_image=IMAGE, install_kfp_package=False)
+def fingerprint_input(input_uri: str) -> str:
+    """Digests the input files' names, sizes and modification times (one stat per file).
+
+    Runs uncached before shard_tfrecords, whose cache key then changes with the data, not
+    only with the input_uri string.
+
+    Args:
+        input_uri: File, folder, glob pattern or gs:// URI of the input data.
+
+    Returns:
+        sha256:<hex> of every input file's name, size and modification time.
+    """
+    from tfkfp.components.shard_tfrecords.sources import fingerprint
+
+    return fingerprint(input_uri)

@@ -5,6 +5,7 @@ JSON Lines file, a Parquet row group, a whole .npz file, or a list of image file
 formats live in ``formats/``; nothing here imports TensorFlow.
 """
 
+import hashlib
 import os
 from typing import Dict, List, Sequence, Tuple
 
@@ -53,6 +54,21 @@ def resolve_files(input_uri: str, input_format: str = "auto") -> Tuple[str, List
         files = [input_uri]
     fmt = input_format if input_format != "auto" else _format_of(files)
     return fmt, files
+
+
+def fingerprint(input_uri: str) -> str:
+    """A digest of the input files' names, sizes and modification times (object generation
+    times on gs://): one stat per file, nothing read, and different when a file is added,
+    removed, replaced or changed. The cache key of a sharding step takes it, so new data at
+    the same URI is sharded again rather than served from the cache."""
+    fmt, files = resolve_files(input_uri)
+    if fmt == "images":  # every image of every class folder
+        files = [f for folder in files for name in class_folders(folder)
+                 for f in uris.glob(uris.join(uris.join(folder, name), "*"))]
+    digest = hashlib.sha256()
+    for path in sorted(files):
+        digest.update(f"{path}\t{uris.size(path)}\t{uris.mtime(path)!r}\n".encode())
+    return f"sha256:{digest.hexdigest()}"
 
 
 def _format_of(files: Sequence[str]) -> str:
