@@ -33,7 +33,7 @@ def test_fan_out_gives_the_same_rows_as_one_task(demo_model, demo_dataset, tmp_p
     one = str(tmp_path / "one")
     single = batch_predict(demo_model, demo_dataset, one, top_k=2)
     code = main(["run", "batch_prediction", "--local", "--pipeline-root", str(tmp_path / "root"),
-                 "--set", f"model_uri={demo_model}", "--set", f"data_uri={demo_dataset}",
+                 "--set", f"model_uri={demo_model}", "--set", f"dataset_uri={demo_dataset}",
                  "--set", "file_groups=2", "--set", "top_k=2"])
     assert code == 0  # the command a user types, not only the pipeline function
     out = capsys.readouterr().out
@@ -55,6 +55,8 @@ def test_fan_out_gives_the_same_rows_as_one_task(demo_model, demo_dataset, tmp_p
     assert len(fanned) == single.predictions == 1797
     assert [r["id"] for r in fanned] == [r["id"] for r in rows_in([one])]
     assert fanned == rows_in([one])
+    gathered = glob.glob(str(tmp_path / "root" / "**" / "all_predictions"), recursive=True)
+    assert len(gathered) == 1 and rows_in(gathered) == rows_in([one])  # one Dataset of all
     summaries = glob.glob(str(tmp_path / "root" / "**" / "summary"), recursive=True)
     text = "".join(open(p).read() for p in summaries if os.path.isfile(p))
     assert "**1,797** records in, **1,797** predictions, **0** errors; 2 group(s)" in text
