@@ -145,31 +145,34 @@ def run(kind: JobKind, body: Dict[str, Any], options: LaunchOptions,
     with sigterm_raises("training"):  # before creating, so a cancel never leaves the job behind
         try:
             _create(kind, jobs, body, summary)
-            try:
-                _follow(kind, jobs, namespace, name, options, logs)
-            except ClusterJobReportedFailure:
-                raise  # kept for inspection
-            except BaseException:  # deadline, cancel, lost API: nothing may keep running
+            _follow(kind, jobs, namespace, name, options, logs)
+        except ClusterJobReportedFailure:
+            raise  # kept for inspection
+        except BaseException as err:  # deadline, cancel (even mid-create), lost API: delete,
+            if not isinstance(err.__cause__, _Refused):  # unless the server made no job
                 _delete(kind, jobs, namespace, name)
-                raise
+            raise
         finally:
             logs.stop()
 
 
+class _Refused(Exception):
+    """Marks a create the API server refused: there is no job of ours to delete."""
+
+
 def _create(kind: JobKind, jobs, body: Dict[str, Any], summary: str) -> None:
-    """Create the job. A refused create deletes nothing (a namesake must stay); a cancel while
-    the request is in flight deletes the job, which the server may have made already."""
+    """Create the job. A refused create is marked (its cause is _Refused), so the caller
+    deletes nothing (a namesake must stay); anything else, a cancel while the request is in
+    flight included, makes the caller delete the job the server may have made already."""
     from kubernetes import client
 
     namespace, name = body["metadata"]["namespace"], body["metadata"]["name"]
     try:
         jobs.create_namespaced_custom_object(kind.group, kind.version, namespace, kind.plural, body)
     except client.ApiException as err:
-        raise kind.failed(f"could not create {kind.kind} {namespace}/{name}: {err.status} "
-                          f"{err.reason}: {_api_message(err)}. {kind.install_hint}") from err
-    except BaseException:
-        _delete(kind, jobs, namespace, name)
-        raise
+        failure = kind.failed(f"could not create {kind.kind} {namespace}/{name}: {err.status} "
+                              f"{err.reason}: {_api_message(err)}. {kind.install_hint}")
+        raise failure from _Refused(err)
     log.info("created %s %s/%s: %s", kind.kind, namespace, name, summary)
 
 
