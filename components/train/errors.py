@@ -20,6 +20,11 @@ class ClusterJobFailed(RuntimeError):
     """A Kubernetes training job failed, passed its deadline, or could not be created."""
 
 
+class ClusterCreateRefused(Exception):
+    """The cause of a failure to create a cluster job: the API server refused it, so there is
+    no job of ours to delete."""
+
+
 class ClusterJobReportedFailure(ClusterJobFailed):
     """The job's controller marked it Failed (the job is kept for inspection)."""
 

@@ -22,6 +22,7 @@ from typing import Any, Callable, Deque, Dict, List, Tuple, Type
 from tfkfp.components._image import step_image
 from tfkfp.components.common.signals import sigterm_raises
 from tfkfp.components.train.errors import (
+    ClusterCreateRefused,
     ClusterJobFailed,
     ClusterJobReportedFailure,
     TrainConfigError,
@@ -149,19 +150,15 @@ def run(kind: JobKind, body: Dict[str, Any], options: LaunchOptions,
         except ClusterJobReportedFailure:
             raise  # kept for inspection
         except BaseException as err:  # deadline, cancel (even mid-create), lost API: delete,
-            if not isinstance(err.__cause__, _Refused):  # unless the server made no job
+            if not isinstance(err.__cause__, ClusterCreateRefused):  # unless the server made no job
                 _delete(kind, jobs, namespace, name)
             raise
         finally:
             logs.stop()
 
 
-class _Refused(Exception):
-    """Marks a create the API server refused: there is no job of ours to delete."""
-
-
 def _create(kind: JobKind, jobs, body: Dict[str, Any], summary: str) -> None:
-    """Create the job. A refused create is marked (its cause is _Refused), so the caller
+    """Create the job. A refused create is marked (its cause is ClusterCreateRefused), so the caller
     deletes nothing (a namesake must stay); anything else, a cancel while the request is in
     flight included, makes the caller delete the job the server may have made already."""
     from kubernetes import client
@@ -172,7 +169,7 @@ def _create(kind: JobKind, jobs, body: Dict[str, Any], summary: str) -> None:
     except client.ApiException as err:
         failure = kind.failed(f"could not create {kind.kind} {namespace}/{name}: {err.status} "
                               f"{err.reason}: {_api_message(err)}. {kind.install_hint}")
-        raise failure from _Refused(err)
+        raise failure from ClusterCreateRefused(err)
     log.info("created %s %s/%s: %s", kind.kind, namespace, name, summary)
 
 
