@@ -7,7 +7,8 @@ from typing import Any, Callable, Dict, List
 
 PIPELINES = {"training": "tfkfp.pipelines.training",
              "batch_prediction": "tfkfp.pipelines.batch_prediction",
-             "edge_export": "tfkfp.pipelines.edge_export"}
+             "edge_export": "tfkfp.pipelines.edge_export",
+             "serving": "tfkfp.pipelines.serving"}
 HERE = os.path.dirname(os.path.abspath(__file__))
 
 

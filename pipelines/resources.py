@@ -61,6 +61,10 @@ PROFILES: Dict[str, Dict[str, Size]] = {
         "export_tflite": Size("2", "8Gi", 1),
         "batch_predict": Size("2", "8Gi", 2),  # the Dataset, then its predictions
         "merge_predictions": Size("500m", "2Gi", 2),  # the groups' files, then gathered
+        "deploy_gate": Size("2", "8Gi", 1),  # two models on the eval split
+        "deploy_model": Size("500m", "1Gi", 0),  # the model only, when it is published
+        "publish_precomputed": Size("500m", "1Gi", 1),
+        "smoke_test": Size("1", "4Gi", 0),
     },
     "kind": {
         "group_numbers": Size("250m", "512Mi", 0),
@@ -73,6 +77,10 @@ PROFILES: Dict[str, Dict[str, Size]] = {
         "export_tflite": Size("1", "4Gi", 1),
         "batch_predict": Size("1", "2Gi", 2),
         "merge_predictions": Size("500m", "2Gi", 2),
+        "deploy_gate": Size("1", "4Gi", 1),
+        "deploy_model": Size("500m", "1Gi", 0),
+        "publish_precomputed": Size("500m", "1Gi", 1),
+        "smoke_test": Size("1", "2Gi", 0),
     },
 }
 # Each step container's ephemeral storage: the overlays' LimitRange default (the limit) and

@@ -19,6 +19,7 @@ from tfkfp.components.shard_tfrecords.component import shard_tfrecords
 from tfkfp.components.train.component import gpu_train, train
 from tfkfp.pipelines import checks
 from tfkfp.pipelines.accelerator import Gpu
+from tfkfp.pipelines.deployment import check_deploy, gate, roll_out
 from tfkfp.pipelines.fan_out import check_group_count, fingerprinted, group_numbers
 from tfkfp.pipelines.resources import sized
 
@@ -67,6 +68,13 @@ def make_training(gpu: Gpu | None = None):
         min_agreement: float = 0.98,
         output_format: str = "jsonl",
         diagnose: bool = False,
+        deploy: str = "none",
+        service_name: str = "tfkfp-model",
+        deploy_options: dict = {},  # noqa: B006
+        serving_model_uri: str = "",
+        gate_metric: str = "accuracy",
+        gate_margin: float = 0.0,
+        smoke_rows: int = 8,
     ) -> Outputs:
         """Trains a classifier on raw data and ships it as a validated TFLite model.
 
@@ -104,6 +112,15 @@ def make_training(gpu: Gpu | None = None):
             output_format: Predictions as jsonl, csv or tfrecord.
             diagnose: Also run diagnose_bottleneck on the Dataset with the training settings
                 (input-, compute- or memory-bound, with remedies), beside train.
+            deploy: none, kserve, vertex or existing: after the export gate passes, deploy the
+                SavedModel there when deploy_gate finds it no worse than the serving one,
+                then smoke-test the endpoint (see the serving pipeline).
+            service_name: The service's name and the model's name in its URLs.
+            deploy_options: See deploy_model, e.g. {"namespace": "team", "mode": "raw"}.
+            serving_model_uri: The model serving now; empty: what the target records.
+            gate_metric: accuracy or log_loss, measured on the eval split.
+            gate_margin: How much worse than the serving model the new one may be.
+            smoke_rows: Rows of the eval split the smoke test sends.
 
         Returns:
             model: The trained SavedModel (serving_default and serving_raw signatures);
@@ -143,6 +160,15 @@ def make_training(gpu: Gpu | None = None):
                                  max_accuracy_drop=max_accuracy_drop, min_agreement=min_agreement)
         predicted = batch_predict(model=trained.outputs["model"], dataset=dataset, split="eval",
                                   keys=keys, output_format=output_format)
+        with dsl.If(deploy != "none", name="deploy"):
+            decision = gate(trained.outputs["model"], dataset, deploy, service_name,
+                            deploy_options, serving_model_uri, gate_metric, gate_margin,
+                            "eval").after(exported)
+            with dsl.If(decision.outputs["Output"] == "deploy", name="gate-passed"):
+                roll_out(model=trained.outputs["model"], dataset=dataset, target=deploy,
+                         service_name=service_name, deploy_options=deploy_options,
+                         precomputed_uri="", precomputed_key="", smoke_rows=smoke_rows,
+                         eval_split="eval")
         return Outputs(model=trained.outputs["model"], tflite=exported.outputs["bundle"],
                        predictions=predicted.outputs["predictions"])
 
@@ -170,6 +196,13 @@ def check_arguments(arguments: Dict[str, Any]) -> None:
     checks.check_step(export_tflite, check_export, {"quantized_dir": checks.QUANTIZED,
                                                     "min_agreement": values["min_agreement"]})
     checks.check_step(batch_predict, check_predict, checks.pick(values, "output_format"))
+    if values["deploy"] != "none":
+        from tfkfp.components.deploy_model.options import TARGETS
+
+        if values["deploy"] not in TARGETS:
+            raise ValueError(f"deploy {values['deploy']!r} is not one of none, "
+                             f"{', '.join(TARGETS)}")
+        check_deploy(values, values["deploy"])
     _check_train(values)  # last: it imports TensorFlow
 
 

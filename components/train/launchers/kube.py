@@ -11,15 +11,18 @@ listed, since the runner account may create jobs that run anything as anyone."""
 
 import collections
 import dataclasses
-import json
 import logging
-import os
 import threading
 import time
 import uuid
 from typing import Any, Callable, Deque, Dict, List, Tuple, Type
 
 from tfkfp.components._image import step_image
+from tfkfp.components.common.kube_api import (
+    api_client,
+    api_message,
+    default_namespace,
+)
 from tfkfp.components.common.signals import sigterm_raises
 from tfkfp.components.train.errors import (
     ClusterCreateRefused,
@@ -32,13 +35,11 @@ from tfkfp.components.train.launchers.job import LaunchOptions
 
 log = logging.getLogger("tfkfp")
 
-DEFAULT_NAMESPACE = "tfkfp"
 DEFAULT_SERVICE_ACCOUNT = "tfkfp-replica"  # manifests/base/serviceaccount.yaml
 # The allow-list of the replicas' images and service accounts (manifests/base/tfkfp-config.yaml):
 # launcher_options field -> the ConfigMap key that lists its allowed values, one a line.
 ALLOWLIST = "tfkfp-config"
 ALLOWLIST_KEYS = {"image": "replicaImages", "service_account": "replicaServiceAccounts"}
-POD_NAMESPACE_FILE = "/var/run/secrets/kubernetes.io/serviceaccount/namespace"
 # The controller enforces the job's activeDeadlineSeconds; the launcher gives it that much
 # longer to say so before deleting the job itself.
 DEADLINE_GRACE_SECONDS = 60
@@ -65,29 +66,8 @@ class JobKind:
     reported: Type[ClusterJobReportedFailure]
 
 
-def default_namespace() -> str:
-    """The namespace this pod runs in, else tfkfp (manifests/base)."""
-    try:
-        with open(POD_NAMESPACE_FILE) as f:
-            return f.read().strip() or DEFAULT_NAMESPACE
-    except OSError:
-        return DEFAULT_NAMESPACE
-
-
 def default_job_name() -> str:
     return f"tfkfp-train-{uuid.uuid4().hex[:8]}"
-
-
-def api_client():
-    """In a pod, its service account; elsewhere the kubeconfig (KUBECONFIG or ~/.kube)."""
-    from kubernetes import client, config
-
-    if os.environ.get("KUBERNETES_SERVICE_HOST"):
-        config.load_incluster_config()
-    else:
-        # Read KUBECONFIG now: the client reads it once, when it is first imported.
-        config.load_kube_config(config_file=os.environ.get("KUBECONFIG"))
-    return client.ApiClient()
 
 
 def replica_values(options: LaunchOptions) -> Dict[str, str]:
@@ -109,7 +89,7 @@ def allowed_values(namespace: str, api=None) -> Dict[str, List[str]]:
             return {"image": [step_image()], "service_account": [DEFAULT_SERVICE_ACCOUNT]}
         raise TrainConfigError(
             f"cannot read the replicas' allow-list, ConfigMap {namespace}/{ALLOWLIST}: "
-            f"{err.status} {err.reason}: {_api_message(err)}. The runner's Role "
+            f"{err.status} {err.reason}: {api_message(err)}. The runner's Role "
             "(manifests/base/rbac.yaml) grants get on it") from err
     data = config_map.data or {}
     return {field: [line.strip() for line in data.get(key, "").splitlines() if line.strip()]
@@ -168,7 +148,7 @@ def _create(kind: JobKind, jobs, body: Dict[str, Any], summary: str) -> None:
         jobs.create_namespaced_custom_object(kind.group, kind.version, namespace, kind.plural, body)
     except client.ApiException as err:
         failure = kind.failed(f"could not create {kind.kind} {namespace}/{name}: {err.status} "
-                              f"{err.reason}: {_api_message(err)}. {kind.install_hint}")
+                              f"{err.reason}: {api_message(err)}. {kind.install_hint}")
         raise failure from ClusterCreateRefused(err)
     log.info("created %s %s/%s: %s", kind.kind, namespace, name, summary)
 
@@ -220,13 +200,6 @@ def _delete(kind: JobKind, jobs, namespace: str, name: str) -> None:
         if err.status != 404:
             log.warning("could not delete %s %s/%s: %s", kind.kind, namespace, name,
                         err.reason)
-
-
-def _api_message(err) -> str:
-    try:
-        return json.loads(err.body).get("message", "")
-    except (TypeError, ValueError, AttributeError):
-        return str(err.body or "")
 
 
 class PodLogs:

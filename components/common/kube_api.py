@@ -1,0 +1,38 @@
+"""The Kubernetes API as the steps that create resources (train's tfjob and trainjob
+launchers, deploy_model's kserve target) reach it: the pod's own service account in a
+cluster, the kubeconfig elsewhere, and the API server's own words when it refuses."""
+
+import json
+import os
+
+DEFAULT_NAMESPACE = "tfkfp"  # manifests/base/namespace.yaml
+POD_NAMESPACE_FILE = "/var/run/secrets/kubernetes.io/serviceaccount/namespace"
+
+
+def api_client():
+    """In a pod, its service account; elsewhere the kubeconfig (KUBECONFIG or ~/.kube)."""
+    from kubernetes import client, config
+
+    if os.environ.get("KUBERNETES_SERVICE_HOST"):
+        config.load_incluster_config()
+    else:
+        # Read KUBECONFIG now: the client reads it once, when it is first imported.
+        config.load_kube_config(config_file=os.environ.get("KUBECONFIG"))
+    return client.ApiClient()
+
+
+def default_namespace() -> str:
+    """The namespace this pod runs in, else tfkfp (manifests/base)."""
+    try:
+        with open(POD_NAMESPACE_FILE) as f:
+            return f.read().strip() or DEFAULT_NAMESPACE
+    except OSError:
+        return DEFAULT_NAMESPACE
+
+
+def api_message(err) -> str:
+    """The message of an ApiException's Status body (why the server refused)."""
+    try:
+        return json.loads(err.body).get("message", "")
+    except (TypeError, ValueError, AttributeError):
+        return str(err.body or "")

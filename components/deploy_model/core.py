@@ -1,0 +1,120 @@
+"""deploy_model: put a tfkfp model behind an endpoint.
+
+Targets, in the pattern of train's launchers: ``kserve`` (a KServe InferenceService, made
+through the kubernetes client: kserve.py), ``vertex`` (a Vertex AI Endpoint: vertex.py) and
+``existing`` (an endpoint that already serves the model, e.g. a `tfkfp serve` started by
+hand: only checked for readiness). Options are checked before anything is published or
+created (options.py)."""
+
+import dataclasses
+import json
+import logging
+import time
+import urllib.error
+import urllib.request
+from typing import Any, Dict
+
+from tfkfp.components.common import kube_api
+from tfkfp.components.deploy_model import kserve, publish, vertex
+from tfkfp.components.deploy_model.errors import DeployFailed
+from tfkfp.components.deploy_model.options import DeployOptions, check_name, parse_options
+
+log = logging.getLogger("tfkfp")
+
+
+@dataclasses.dataclass(frozen=True)
+class Deployment:
+    target: str
+    name: str
+    endpoint_url: str  # where predictions go (inside the cluster for kserve)
+    model_uri: str
+    description: Dict[str, Any]  # what the engine reported: resources, URLs, traffic
+
+    def metadata(self) -> Dict[str, Any]:
+        return {"target": self.target, "name": self.name, "endpoint_url": self.endpoint_url,
+                "model_uri": self.model_uri, **self.description}
+
+
+def check_request(target: str, name: str, deploy_options: Dict[str, Any] | None
+                  ) -> DeployOptions:
+    """Everything that can be checked without the model or the engine."""
+    check_name(name)
+    return parse_options(target, deploy_options)
+
+
+def deploy_model(model_uri: str, target: str, name: str,
+                 deploy_options: Dict[str, Any] | None = None, gcp_resources: str = "",
+                 model_path: str = "", api=None, vertex_clients=None) -> Deployment:
+    """Deploy the model and return once the endpoint is ready (see the module docstring).
+
+    Args:
+        model_uri: the model artifact's URI (what the engine reads): a tfkfp SavedModel or
+            TFLite bundle folder.
+        target: kserve, vertex or existing.
+        name: the service's name (and the model's name in its URLs).
+        deploy_options: by target (options.DeployOptions).
+        gcp_resources: where to name the Vertex AI resources (vertex; "" for nowhere).
+        model_path: where this process reads the model (a pipeline step's local copy);
+            default ``model_uri``.
+        api, vertex_clients: injected Kubernetes API client and Vertex AI clients (tests).
+    """
+    options = check_request(target, name, deploy_options)
+    if target == "existing":
+        return _existing(model_uri, name, options)
+    local = model_path or model_uri
+    kind = publish.model_kind(local)
+    if target == "vertex":
+        artifact = publish.publish(local, options.storage_uri) if options.storage_uri \
+            else model_uri
+        described = vertex.deploy(artifact, name, options, vertex_clients, gcp_resources)
+        return Deployment(target, name, described["url"], model_uri, described)
+    if gcp_resources:
+        from tfkfp.components.common.vertex_jobs import write_gcp_resources
+
+        write_gcp_resources(gcp_resources)  # nothing on Google Cloud
+    namespace = options.namespace or kube_api.default_namespace()
+    storage = publish.kserve_storage_uri(local, model_uri, kind, options.runtime,
+                                         options.storage_uri)
+    body = kserve.manifest(name, namespace, storage, model_uri, options)
+    service = kserve.deploy(body, options, api)
+    internal, external = kserve.endpoint_urls(service)
+    return Deployment(target, name, internal, model_uri, {
+        "namespace": namespace, "runtime": options.runtime, "mode": options.mode,
+        "storage_uri": storage, "external_url": external,
+        "traffic_percent": options.traffic_percent,
+        "canary": options.mode == "serverless" and options.traffic_percent < 100})
+
+
+def serving_model_uri(target: str, name: str, deploy_options: Dict[str, Any] | None = None,
+                      api=None, vertex_clients=None) -> str:
+    """The model the target serves now under this name, as deploy_model recorded it ("":
+    none, or not known)."""
+    options = check_request(target, name, deploy_options)
+    if target == "kserve":
+        return kserve.serving_model_uri(
+            name, options.namespace or kube_api.default_namespace(), api)
+    if target == "vertex":
+        return vertex.serving_model_uri(options, vertex_clients)
+    return ""
+
+
+def _existing(model_uri: str, name: str, options: DeployOptions) -> Deployment:
+    """Wait until the endpoint says the model is ready (KServe v1: GET /v1/models/NAME)."""
+    url = f"{options.url.rstrip('/')}/v1/models/{name}"
+    give_up = time.monotonic() + options.deadline_seconds
+    last = ""
+    while time.monotonic() <= give_up:
+        try:
+            with urllib.request.urlopen(url, timeout=10) as response:
+                if json.loads(response.read()).get("ready"):
+                    log.info("endpoint %s serves %s", options.url, name)
+                    return Deployment("existing", name, options.url.rstrip("/"), model_uri,
+                                      {"url": options.url})
+                last = "it answers, but the model is not ready"
+        except urllib.error.HTTPError as err:
+            last = f"{err.code} {err.reason}"
+        except (urllib.error.URLError, ConnectionError, ValueError) as err:
+            last = str(err)
+        time.sleep(min(options.poll_seconds, 1.0))
+    raise DeployFailed(f"endpoint {url} did not report model {name!r} ready within "
+                       f"{options.deadline_seconds} s: {last}")

@@ -1,0 +1,257 @@
+"""The kserve target: a KServe InferenceService created or updated through the ``kubernetes``
+client, then followed until it is Ready, fails or passes its deadline.
+
+The predictor is either ``tfkfp serve`` in the suite's image (SavedModel or TFLite bundle;
+KServe's storage initializer downloads ``STORAGE_URI`` into /mnt/models) or KServe's
+TensorFlow Serving runtime (``modelFormat: tensorflow``) for a SavedModel published into a
+numbered version folder. In Serverless mode (Knative) an update may take a canary share of
+the traffic and the autoscaler follows concurrency or requests per second; in RawDeployment
+mode a HorizontalPodAutoscaler follows CPU and an update replaces the predictor whole.
+
+A cancelled step (SIGTERM) or a missed deadline deletes a service this step created and puts
+back the previous spec of one it updated; a failure the service reports is kept for
+``kubectl describe`` when this step created it."""
+
+import copy
+import logging
+import time
+from typing import Any, Dict, List, Tuple
+
+from tfkfp.components.common import kube_api
+from tfkfp.components.common.signals import sigterm_raises
+from tfkfp.components.deploy_model.errors import DeployFailed
+from tfkfp.components.deploy_model.options import DeployOptions
+
+log = logging.getLogger("tfkfp")
+
+GROUP, VERSION, PLURAL, KIND = "serving.kserve.io", "v1beta1", "inferenceservices", \
+    "InferenceService"
+MODEL_DIR = "/mnt/models"  # where KServe's storage initializer puts STORAGE_URI
+HTTP_PORT = 8080  # what KServe routes to in a custom predictor
+MODEL_URI_ANNOTATION = "tfkfp.dev/model-uri"  # the model serving now, for the deploy gate
+MODE_ANNOTATION = "serving.kserve.io/deploymentMode"
+MODES = {"serverless": "Serverless", "raw": "RawDeployment"}
+LABELS = {"app.kubernetes.io/name": "tfkfp", "app.kubernetes.io/component": "serve"}
+# Reported by KServe when the model cannot load or the spec is wrong: no point waiting.
+FAILED_TRANSITIONS = ("BlockedByFailedLoad", "InvalidSpec")
+FAILED_REASONS = ("RevisionFailed",)  # Knative: the new revision's pods fail
+CONTAINER_SECURITY = {"allowPrivilegeEscalation": False, "capabilities": {"drop": ["ALL"]},
+                      "runAsNonRoot": True, "runAsUser": 1000, "runAsGroup": 1000}
+INSTALL_HINT = ("Is KServe installed (kubectl get crd inferenceservices.serving.kserve.io), "
+                "and may this service account create InferenceServices (manifests/base/"
+                "rbac-serving.yaml)?")
+
+
+def manifest(name: str, namespace: str, storage_uri: str, model_uri: str,
+             options: DeployOptions) -> Dict[str, Any]:
+    """The InferenceService for a model published at ``storage_uri``; ``model_uri`` (the
+    model artifact) is recorded so a later deploy gate can find what is serving."""
+    predictor: Dict[str, Any] = {"minReplicas": options.min_replicas,
+                                 "maxReplicas": options.max_replicas,
+                                 "serviceAccountName": options.service_account}
+    if options.scale_metric:
+        predictor["scaleMetric"] = options.scale_metric
+    if options.scale_target:
+        predictor["scaleTarget"] = options.scale_target
+    if options.traffic_percent < 100:
+        predictor["canaryTrafficPercent"] = options.traffic_percent
+    resources = {"requests": {"cpu": options.cpu, "memory": options.memory},
+                 "limits": {"cpu": options.cpu, "memory": options.memory}}
+    if options.runtime == "tfserving":
+        predictor["model"] = {"modelFormat": {"name": "tensorflow"},
+                              "runtimeVersion": options.tfserving_version,
+                              "storageUri": storage_uri, "resources": resources}
+    else:
+        predictor["containers"] = [{
+            "name": "kserve-container", "image": options.image,
+            "command": serve_command(name, options),
+            "env": [{"name": "STORAGE_URI", "value": storage_uri},
+                    {"name": "PYTHONUNBUFFERED", "value": "1"}],
+            "ports": [{"containerPort": HTTP_PORT, "protocol": "TCP"}],
+            "readinessProbe": {"httpGet": {"path": "/v2/health/ready", "port": HTTP_PORT}},
+            "resources": resources, "securityContext": dict(CONTAINER_SECURITY)}]
+    annotations = {MODE_ANNOTATION: MODES[options.mode], MODEL_URI_ANNOTATION: model_uri}
+    if options.mode == "raw":
+        annotations["serving.kserve.io/autoscalerClass"] = "hpa"
+    return {"apiVersion": f"{GROUP}/{VERSION}", "kind": KIND,
+            "metadata": {"name": name, "namespace": namespace, "labels": dict(LABELS),
+                         "annotations": annotations},
+            "spec": {"predictor": predictor}}
+
+
+def serve_command(name: str, options: DeployOptions) -> List[str]:
+    """``tfkfp serve`` on the downloaded model, on KServe's port, threads from the limit."""
+    command = ["tfkfp", "serve", MODEL_DIR, "--name", name, "--port", str(HTTP_PORT)]
+    if options.precomputed_uri:
+        command += ["--precomputed", options.precomputed_uri,
+                    "--precomputed-key", options.precomputed_key]
+    return command + options.serve_args.split()
+
+
+def deploy(body: Dict[str, Any], options: DeployOptions, api=None) -> Dict[str, Any]:
+    """Create or update the InferenceService and return it once Ready for this spec; raise
+    DeployFailed when it reports a failure or is not Ready by the deadline."""
+    from kubernetes import client
+
+    objects = client.CustomObjectsApi(api or kube_api.api_client())
+    namespace, name = body["metadata"]["namespace"], body["metadata"]["name"]
+    with sigterm_raises("deploy"):  # before writing, so a cancel never leaves it half-done
+        previous = _get(objects, namespace, name)
+        written = _write(objects, body, previous)
+        try:
+            return _wait_ready(objects, namespace, name, written["metadata"]["generation"],
+                               options)
+        except _Reported as failure:
+            if previous is not None:
+                _restore(objects, namespace, name, previous)
+            else:
+                failure.args = (f"{failure}; kept for `kubectl describe inferenceservice "
+                                f"-n {namespace} {name}`",)
+            raise DeployFailed(str(failure)) from None
+        except BaseException:
+            if previous is None:
+                _delete(objects, namespace, name)
+            else:
+                _restore(objects, namespace, name, previous)
+            raise
+
+
+def endpoint_urls(service: Dict[str, Any]) -> Tuple[str, str]:
+    """(the URL inside the cluster, the external URL) of a Ready InferenceService."""
+    status = service.get("status") or {}
+    external = status.get("url") or ""
+    internal = (status.get("address") or {}).get("url") or external
+    return internal, external
+
+
+def serving_model_uri(name: str, namespace: str, api=None) -> str:
+    """The model artifact a tfkfp-deployed InferenceService serves now ("" if none)."""
+    from kubernetes import client
+
+    objects = client.CustomObjectsApi(api or kube_api.api_client())
+    service = _get(objects, namespace, name)
+    if service is None:
+        return ""
+    return (service["metadata"].get("annotations") or {}).get(MODEL_URI_ANNOTATION, "")
+
+
+class _Reported(Exception):
+    """The service reported a failure (internal: deploy() turns it into DeployFailed)."""
+
+
+def _get(objects, namespace: str, name: str) -> Dict[str, Any] | None:
+    from kubernetes import client
+
+    try:
+        return objects.get_namespaced_custom_object(GROUP, VERSION, namespace, PLURAL, name)
+    except client.ApiException as err:
+        if err.status == 404:
+            return None
+        raise DeployFailed(f"cannot read {KIND} {namespace}/{name}: {err.status} "
+                           f"{err.reason}: {kube_api.api_message(err)}. {INSTALL_HINT}") \
+            from None
+
+
+def _write(objects, body: Dict[str, Any], previous: Dict[str, Any] | None) -> Dict[str, Any]:
+    from kubernetes import client
+
+    namespace, name = body["metadata"]["namespace"], body["metadata"]["name"]
+    try:
+        if previous is None:
+            written = objects.create_namespaced_custom_object(GROUP, VERSION, namespace,
+                                                              PLURAL, body)
+            log.info("created %s %s/%s", KIND, namespace, name)
+        else:
+            update = copy.deepcopy(body)
+            update["metadata"]["resourceVersion"] = previous["metadata"]["resourceVersion"]
+            written = objects.replace_namespaced_custom_object(GROUP, VERSION, namespace,
+                                                               PLURAL, name, update)
+            log.info("updated %s %s/%s (was serving %s)", KIND, namespace, name,
+                     (previous["metadata"].get("annotations") or {}).get(
+                         MODEL_URI_ANNOTATION, "a model not deployed by tfkfp"))
+    except client.ApiException as err:
+        raise DeployFailed(f"could not {'create' if previous is None else 'update'} {KIND} "
+                           f"{namespace}/{name}: {err.status} {err.reason}: "
+                           f"{kube_api.api_message(err)}. {INSTALL_HINT}") from None
+    return written
+
+
+def _wait_ready(objects, namespace: str, name: str, generation: int,
+                options: DeployOptions) -> Dict[str, Any]:
+    """Poll until the service is Ready for ``generation``; raise _Reported on a failure it
+    reports, DeployFailed at the deadline (with its last reason)."""
+    give_up = time.monotonic() + options.deadline_seconds
+    seen = None
+    while True:
+        service = objects.get_namespaced_custom_object(GROUP, VERSION, namespace, PLURAL, name)
+        status = service.get("status") or {}
+        current = status.get("observedGeneration", generation) >= generation
+        ready = _condition(status, "Ready")
+        if current and ready and ready != seen:
+            seen = ready
+            log.info("%s %s/%s: Ready %s %s", KIND, namespace, name, ready.get("status"),
+                     ready.get("reason") or ready.get("message") or "")
+        if current and ready and ready.get("status") == "True":
+            return service
+        failure = _failure(status) if current else ""
+        if failure:
+            raise _Reported(f"{KIND} {namespace}/{name} failed: {failure}")
+        if time.monotonic() > give_up:
+            raise DeployFailed(
+                f"{KIND} {namespace}/{name} was not Ready within {options.deadline_seconds} s "
+                f"(deploy_options deadline_seconds): {_pending(status)}")
+        time.sleep(options.poll_seconds)
+
+
+def _condition(status: Dict[str, Any], kind: str) -> Dict[str, Any] | None:
+    return next((c for c in status.get("conditions") or [] if c.get("type") == kind), None)
+
+
+def _failure(status: Dict[str, Any]) -> str:
+    """The service's own reason, when it says the deployment cannot become Ready."""
+    model = status.get("modelStatus") or {}
+    if model.get("transitionStatus") in FAILED_TRANSITIONS:
+        info = model.get("lastFailureInfo") or {}
+        return (f"{model['transitionStatus']}: {info.get('reason', '')} "
+                f"{info.get('message', '')}").strip()
+    for condition in status.get("conditions") or []:
+        if condition.get("status") == "False" and condition.get("reason") in FAILED_REASONS:
+            return (f"{condition['type']} {condition['reason']}: "
+                    f"{condition.get('message', '')}").strip()
+    return ""
+
+
+def _pending(status: Dict[str, Any]) -> str:
+    waiting = [f"{c.get('type')} {c.get('reason') or c.get('status')}"
+               f"{': ' + c['message'] if c.get('message') else ''}"
+               for c in status.get("conditions") or [] if c.get("status") != "True"]
+    return "; ".join(waiting) or "no status from the KServe controller (is it running?)"
+
+
+def _delete(objects, namespace: str, name: str) -> None:
+    from kubernetes import client
+
+    try:
+        objects.delete_namespaced_custom_object(GROUP, VERSION, namespace, PLURAL, name,
+                                                propagation_policy="Background")
+        log.info("deleted %s %s/%s", KIND, namespace, name)
+    except client.ApiException as err:
+        if err.status != 404:
+            log.warning("could not delete %s %s/%s: %s", KIND, namespace, name, err.reason)
+
+
+def _restore(objects, namespace: str, name: str, previous: Dict[str, Any]) -> None:
+    """Put the previous spec and annotations back (best effort: another error is on its
+    way)."""
+    from kubernetes import client
+
+    try:
+        current = objects.get_namespaced_custom_object(GROUP, VERSION, namespace, PLURAL, name)
+        current["spec"] = previous["spec"]
+        current["metadata"]["annotations"] = previous["metadata"].get("annotations") or {}
+        objects.replace_namespaced_custom_object(GROUP, VERSION, namespace, PLURAL, name,
+                                                 current)
+        log.info("put back the previous spec of %s %s/%s", KIND, namespace, name)
+    except client.ApiException as err:
+        log.warning("could not put back the previous spec of %s %s/%s: %s", KIND, namespace,
+                    name, err.reason)

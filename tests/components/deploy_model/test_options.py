@@ -1,0 +1,132 @@
+"""deploy_model's checks, the InferenceService it renders, Vertex traffic splits and
+publishing: no engine needed."""
+
+import os
+
+import pytest
+
+from tfkfp.components.deploy_model import kserve, publish, smoke, vertex
+from tfkfp.components.deploy_model.core import check_request
+from tfkfp.components.deploy_model.errors import DeployConfigError
+from tfkfp.components.deploy_model.options import parse_options
+
+
+@pytest.mark.parametrize("target, options, message", [
+    ("knative", {}, "target 'knative' is not one of kserve, vertex, existing"),
+    ("kserve", {"region": "x"}, "['region'] are not known to target 'kserve'"),
+    ("kserve", {"mode": "raw", "traffic_percent": 10}, "needs mode 'serverless'"),
+    ("kserve", {"mode": "raw", "scale_metric": "rps"}, "does not apply in mode 'raw'"),
+    ("kserve", {"runtime": "tfserving", "serve_args": "--top-k 2"}, "TF Serving takes"),
+    ("kserve", {"traffic_percent": 0}, "traffic_percent 0 is not in 1-100"),
+    ("kserve", {"min_replicas": 4, "max_replicas": 2}, "min_replicas 4 and max_replicas 2"),
+    ("kserve", {"cpu": 2}, "cpu must be str"),
+    ("kserve", {"precomputed_uri": "gs://b/p"}, "go together"),
+    ("existing", {}, "needs deploy_options url"),
+    ("vertex", {"deadline_seconds": 0}, "deadline_seconds must be positive"),
+])
+def test_bad_options_are_refused_naming_the_option(target, options, message):
+    with pytest.raises(DeployConfigError, match=message.replace("[", r"\[").replace(
+            "]", r"\]").replace("(", r"\(").replace(")", r"\)")):
+        parse_options(target, options)
+
+
+def test_a_service_name_must_be_a_short_dns_label():
+    with pytest.raises(DeployConfigError, match="service name 'My_Model'"):
+        check_request("kserve", "My_Model", {})
+    assert check_request("kserve", "digits-v2", {"max_replicas": 5.0}).max_replicas == 5
+
+
+def test_the_tfkfp_predictor_runs_tfkfp_serve_on_the_downloaded_model():
+    options = parse_options("kserve", {"cpu": "1", "memory": "2Gi", "scale_metric": "rps",
+                                       "scale_target": 50, "traffic_percent": 20,
+                                       "precomputed_uri": "gs://b/pre",
+                                       "precomputed_key": "user", "serve_args": "--top-k 3"})
+    body = kserve.manifest("digits", "team", "gs://b/model", "gs://b/run/model", options)
+    predictor = body["spec"]["predictor"]
+    (container,) = predictor["containers"]
+    assert container["command"] == ["tfkfp", "serve", "/mnt/models", "--name", "digits",
+                                    "--port", "8080", "--precomputed", "gs://b/pre",
+                                    "--precomputed-key", "user", "--top-k", "3"]
+    assert {"name": "STORAGE_URI", "value": "gs://b/model"} in container["env"]
+    assert container["resources"]["limits"] == {"cpu": "1", "memory": "2Gi"}
+    assert (predictor["scaleMetric"], predictor["scaleTarget"]) == ("rps", 50)
+    assert predictor["canaryTrafficPercent"] == 20
+    assert predictor["serviceAccountName"] == "tfkfp-serving"
+    annotations = body["metadata"]["annotations"]
+    assert annotations[kserve.MODE_ANNOTATION] == "Serverless"
+    assert annotations[kserve.MODEL_URI_ANNOTATION] == "gs://b/run/model"
+
+
+def test_raw_deployment_autoscales_on_cpu_with_an_hpa_and_tf_serving_loads_the_model():
+    options = parse_options("kserve", {"mode": "raw", "runtime": "tfserving",
+                                       "scale_metric": "cpu", "scale_target": 70})
+    body = kserve.manifest("digits", "team", "gs://b/models/digits", "gs://b/m", options)
+    predictor = body["spec"]["predictor"]
+    assert predictor["model"]["modelFormat"] == {"name": "tensorflow"}
+    assert predictor["model"]["runtimeVersion"] == options.tfserving_version
+    assert predictor["model"]["storageUri"] == "gs://b/models/digits"
+    assert "containers" not in predictor and "canaryTrafficPercent" not in predictor
+    assert body["metadata"]["annotations"][kserve.MODE_ANNOTATION] == "RawDeployment"
+    assert body["metadata"]["annotations"]["serving.kserve.io/autoscalerClass"] == "hpa"
+    assert (predictor["scaleMetric"], predictor["scaleTarget"]) == ("cpu", 70)
+
+
+def test_tf_serving_gets_a_new_numbered_version_folder(demo_model, tmp_path):
+    base = str(tmp_path / "models" / "digits")
+    os.makedirs(os.path.join(base, "99999999999"))  # a later version already there
+    storage = publish.kserve_storage_uri(demo_model, "gs://b/m", "savedmodel", "tfserving",
+                                         base)
+    assert storage == base
+    assert os.path.exists(os.path.join(base, "100000000000", "saved_model.pb"))
+    assert not [n for n in os.listdir(base) if not n.isdigit()]  # no temporary left
+
+
+def test_tf_serving_refuses_a_tflite_bundle_and_needs_a_storage_folder(demo_model):
+    with pytest.raises(DeployConfigError, match="serves SavedModels"):
+        publish.kserve_storage_uri("b", "b", "tflite", "tfserving", "gs://b/m")
+    with pytest.raises(DeployConfigError, match="needs deploy_options storage_uri"):
+        publish.kserve_storage_uri(demo_model, demo_model, "savedmodel", "tfserving", "")
+    assert publish.kserve_storage_uri(demo_model, "minio://mlpipeline/run/model",
+                                      "savedmodel", "tfkfp", "") == "s3://mlpipeline/run/model"
+
+
+def test_a_model_that_is_neither_kind_is_refused_naming_what_is_there(tmp_path):
+    (tmp_path / "weights.h5").write_text("x")
+    with pytest.raises(DeployConfigError, match=r"neither a SavedModel.*weights.h5"):
+        publish.model_kind(str(tmp_path))
+
+
+@pytest.mark.parametrize("current, percent, expected", [
+    ({}, 100, {"0": 100}),
+    ({"7": 100}, 100, {"0": 100}),
+    ({"7": 100}, 20, {"0": 20, "7": 80}),
+    ({"7": 70, "8": 30}, 25, {"0": 25, "7": 53, "8": 22}),
+])
+def test_vertex_traffic_split_keeps_the_others_proportions_and_sums_to_100(
+        current, percent, expected):
+    split = vertex.traffic_split(current, percent)
+    assert split == expected and sum(split.values()) == 100
+
+
+def test_a_canary_on_an_empty_vertex_endpoint_is_refused():
+    with pytest.raises(DeployConfigError, match="has none serving"):
+        vertex.traffic_split({}, 30)
+
+
+def test_predict_urls_follow_the_endpoint_kind():
+    assert smoke.predict_url("http://digits.team.svc.cluster.local/", "digits") == \
+        "http://digits.team.svc.cluster.local/v1/models/digits:predict"
+    vertex_url = "https://us-central1-aiplatform.googleapis.com/v1/projects/p/locations/" \
+                 "us-central1/endpoints/42"
+    assert smoke.predict_url(vertex_url, "digits") == vertex_url + ":predict"
+
+
+def test_instances_carry_gaps_as_null_and_strings_as_text():
+    import numpy as np
+
+    rows = smoke.instances({"x": np.array([1.5, np.nan], np.float32),
+                            "city": np.array([b"Z\xc3\xbcrich", b""], object),
+                            "n": np.array([3, 4], np.int64),
+                            "v": np.array([[1.0, 2.0], [3.0, np.nan]], np.float32)})
+    assert rows == [{"x": 1.5, "city": "Zürich", "n": 3, "v": [1.0, 2.0]},
+                    {"x": None, "city": "", "n": 4, "v": [3.0, None]}]
