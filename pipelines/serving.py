@@ -58,10 +58,10 @@ def serving(
     model = dsl.importer(artifact_uri=model_uri, artifact_class=dsl.Model, reimport=False)
     dataset = dsl.importer(artifact_uri=dataset_uri, artifact_class=dsl.Dataset,
                            reimport=False)
-    decision = gate(model.output, dataset.output, target, service_name, deploy_options,
-                    serving_model_uri, gate_metric, gate_margin, eval_split)
-    with dsl.If(decision.outputs["Output"] == "deploy", name="gate-passed"):
-        with dsl.If(precompute_dataset_uri != "", name="precompute"):
+    with dsl.If(precompute_dataset_uri != "", name="precompute"):
+        decision = gate(model.output, dataset.output, target, service_name, deploy_options,
+                        serving_model_uri, gate_metric, gate_margin, eval_split)
+        with dsl.If(decision.outputs["Output"] == "deploy", name="gate-passed"):
             frequent = dsl.importer(artifact_uri=precompute_dataset_uri,
                                     artifact_class=dsl.Dataset, reimport=True)
             predicted = batch_predict(model=model.output, dataset=frequent.output,
@@ -72,11 +72,14 @@ def serving(
                      service_name=service_name, deploy_options=deploy_options,
                      precomputed_uri=precomputed_uri, precomputed_key=precomputed_key,
                      smoke_rows=smoke_rows, eval_split=eval_split).after(published)
-        with dsl.Else(name="model-only"):
+    with dsl.Else(name="model-only"):
+        decision = gate(model.output, dataset.output, target, service_name, deploy_options,
+                        serving_model_uri, gate_metric, gate_margin, eval_split)
+        with dsl.If(decision.outputs["Output"] == "deploy", name="gate-passed"):
             roll_out(model=model.output, dataset=dataset.output, target=target,
                      service_name=service_name, deploy_options=deploy_options,
-                     precomputed_uri=precomputed_uri, precomputed_key=precomputed_key,
-                     smoke_rows=smoke_rows, eval_split=eval_split)
+                     precomputed_uri="", precomputed_key="", smoke_rows=smoke_rows,
+                     eval_split=eval_split)
 
 
 def check_arguments(arguments: Dict[str, Any]) -> None:

@@ -92,6 +92,16 @@ def demo_dataset(demo_dir, tmp_path_factory):
 
 
 @pytest.fixture(scope="session")
+def unlabeled_dataset(demo_dir, tmp_path_factory):
+    """The demo digits sharded without a label (key ``id``)."""
+    from tfkfp.components.shard_tfrecords.core import shard_tfrecords
+
+    out = str(tmp_path_factory.mktemp("unlabeled") / "dataset")
+    shard_tfrecords(demo_dir.csv, out, keys=["id"])
+    return out
+
+
+@pytest.fixture(scope="session")
 def demo_model(demo_dataset, tmp_path_factory):
     """A tfkfp SavedModel (both signatures) of a ~170k-parameter MLP trained on the demo data."""
     import tensorflow as tf

@@ -35,6 +35,9 @@ def deploy_gate(
         gate_metric: accuracy (higher is better) or log_loss (lower is better).
         gate_margin: How much worse than the serving model the candidate may be.
         eval_split: The Dataset's split both models are measured on.
+
+    Returns:
+        "deploy" or "keep", for the pipeline's condition.
     """
     import logging
 
@@ -43,12 +46,12 @@ def deploy_gate(
 
     logging.basicConfig(level=logging.INFO)
     baseline = serving_model_uri or serving(target, service_name, deploy_options)
-    decision = gate(model.path, dataset.path, baseline, split=eval_split, metric=gate_metric,
-                    margin=gate_margin)
-    logging.getLogger("tfkfp").info("deploy gate: %s", decision.reason())
-    for key, value in decision.metrics().items():
+    verdict = gate(model.path, dataset.path, baseline, split=eval_split, metric=gate_metric,
+                   margin=gate_margin)
+    logging.getLogger("tfkfp").info("deploy gate: %s", verdict.reason())
+    for key, value in verdict.metrics().items():
         metrics.log_metric(key, value)
-    return "deploy" if decision.deploy else "keep"
+    return "deploy" if verdict.deploy else "keep"
 
 
 @exec_python  # a cancelled step's SIGTERM reaches Python, which undoes the deployment

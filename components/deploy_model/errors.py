@@ -15,3 +15,7 @@ class GateInputError(ValueError):
 
 class SmokeTestFailed(RuntimeError):
     """The deployed endpoint answered wrongly or not at all; the message shows the rows."""
+
+
+class DeployReportedFailure(DeployFailed):
+    """The engine itself reported the deployment failed (its reason is in the message)."""

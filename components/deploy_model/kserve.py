@@ -19,7 +19,7 @@ from typing import Any, Dict, List, Tuple
 
 from tfkfp.components.common import kube_api
 from tfkfp.components.common.signals import sigterm_raises
-from tfkfp.components.deploy_model.errors import DeployFailed
+from tfkfp.components.deploy_model.errors import DeployFailed, DeployReportedFailure
 from tfkfp.components.deploy_model.options import DeployOptions
 
 log = logging.getLogger("tfkfp")
@@ -101,13 +101,12 @@ def deploy(body: Dict[str, Any], options: DeployOptions, api=None) -> Dict[str, 
         try:
             return _wait_ready(objects, namespace, name, written["metadata"]["generation"],
                                options)
-        except _Reported as failure:
+        except DeployReportedFailure as failure:
             if previous is not None:
                 _restore(objects, namespace, name, previous)
-            else:
-                failure.args = (f"{failure}; kept for `kubectl describe inferenceservice "
-                                f"-n {namespace} {name}`",)
-            raise DeployFailed(str(failure)) from None
+                raise
+            raise DeployReportedFailure(f"{failure}; kept for `kubectl describe "
+                                        f"inferenceservice -n {namespace} {name}`") from None
         except BaseException:
             if previous is None:
                 _delete(objects, namespace, name)
@@ -133,10 +132,6 @@ def serving_model_uri(name: str, namespace: str, api=None) -> str:
     if service is None:
         return ""
     return (service["metadata"].get("annotations") or {}).get(MODEL_URI_ANNOTATION, "")
-
-
-class _Reported(Exception):
-    """The service reported a failure (internal: deploy() turns it into DeployFailed)."""
 
 
 def _get(objects, namespace: str, name: str) -> Dict[str, Any] | None:
@@ -178,8 +173,8 @@ def _write(objects, body: Dict[str, Any], previous: Dict[str, Any] | None) -> Di
 
 def _wait_ready(objects, namespace: str, name: str, generation: int,
                 options: DeployOptions) -> Dict[str, Any]:
-    """Poll until the service is Ready for ``generation``; raise _Reported on a failure it
-    reports, DeployFailed at the deadline (with its last reason)."""
+    """Poll until the service is Ready for ``generation``; raise DeployReportedFailure on a
+    failure it reports, DeployFailed at the deadline (with its last reason)."""
     give_up = time.monotonic() + options.deadline_seconds
     seen = None
     while True:
@@ -195,7 +190,7 @@ def _wait_ready(objects, namespace: str, name: str, generation: int,
             return service
         failure = _failure(status) if current else ""
         if failure:
-            raise _Reported(f"{KIND} {namespace}/{name} failed: {failure}")
+            raise DeployReportedFailure(f"{KIND} {namespace}/{name} failed: {failure}")
         if time.monotonic() > give_up:
             raise DeployFailed(
                 f"{KIND} {namespace}/{name} was not Ready within {options.deadline_seconds} s "

@@ -53,8 +53,10 @@ READ_BY = {
     "image": ("kserve", "vertex"), "deadline_seconds": ("kserve", "vertex", "existing"),
     "poll_seconds": ("kserve", "vertex", "existing"),
     **{name: ("kserve", "vertex") for name in ("traffic_percent", "min_replicas",
-                                               "max_replicas", "storage_uri", "serve_args",
-                                               "precomputed_uri", "precomputed_key")},
+                                               "max_replicas", "storage_uri", "serve_args")},
+    # existing: the running server was started with them; publishing makes it reload
+    **{name: ("kserve", "vertex", "existing") for name in ("precomputed_uri",
+                                                           "precomputed_key")},
     **{name: ("kserve",) for name in ("cpu", "memory", "namespace", "runtime", "mode",
                                       "scale_metric", "scale_target", "service_account",
                                       "tfserving_version")},

@@ -26,7 +26,9 @@ ALLOWED_RULES = {("kubeflow.org", "tfjobs"): {"create", "get", "list", "watch", 
                                                          "delete"},
                  ("", "pods"): {"get", "list", "watch"},
                  ("", "pods/log"): {"get"},
-                 ("", "configmaps"): {"get"}}  # only the allow-list, by resourceNames
+                 ("", "configmaps"): {"get"},  # only the allow-list, by resourceNames
+                 ("serving.kserve.io", "inferenceservices"): {"create", "get", "list", "watch",
+                                                              "update", "delete"}}
 # Service accounts bound by the overlays that Kubeflow Pipelines itself creates.
 EXTERNAL_SERVICE_ACCOUNTS = {("kubeflow", "pipeline-runner")}
 

@@ -130,3 +130,21 @@ def test_instances_carry_gaps_as_null_and_strings_as_text():
                             "v": np.array([[1.0, 2.0], [3.0, np.nan]], np.float32)})
     assert rows == [{"x": 1.5, "city": "Zürich", "n": 3, "v": [1.0, 2.0]},
                     {"x": None, "city": "", "n": 4, "v": [3.0, None]}]
+
+
+@pytest.mark.parametrize("pipeline, pairs, message", [
+    ("training", ["deploy=knative"], "deploy 'knative' is not one of none, kserve"),
+    ("training", ["deploy=kserve", 'deploy_options={"mode": "raw", "traffic_percent": 5}'],
+     "needs mode 'serverless'"),
+    ("training", ["deploy=kserve", "gate_metric=auc"], "gate metric 'auc'"),
+    ("serving", ["target=existing"], "needs deploy_options url"),
+    ("serving", ["precompute_dataset_uri=gs://b/d"], "needs precomputed_uri"),
+    ("serving", ["service_name=Digits"], "service name 'Digits'"),
+])
+def test_the_pipelines_refuse_deploy_settings_before_a_run(pipeline, pairs, message):
+    from tfkfp.pipelines.registry import ParameterError, parse_parameters
+
+    required = {"training": ["input_uri=d.csv", "label=label"],
+                "serving": ["model_uri=gs://b/m", "dataset_uri=gs://b/d"]}[pipeline]
+    with pytest.raises(ParameterError, match=message.replace("(", r"\(")):
+        parse_parameters(pipeline, required + pairs)

@@ -2,15 +2,6 @@ import pytest
 
 
 @pytest.fixture(scope="session")
-def unlabeled_dataset(demo_dir, tmp_path_factory):
-    from tfkfp.components.shard_tfrecords.core import shard_tfrecords
-
-    out = str(tmp_path_factory.mktemp("unlabeled") / "dataset")
-    shard_tfrecords(demo_dir.csv, out, keys=["id"])
-    return out
-
-
-@pytest.fixture(scope="session")
 def image_dataset(demo_dir, tmp_path_factory):
     from tfkfp.components.shard_tfrecords.core import shard_tfrecords
 
