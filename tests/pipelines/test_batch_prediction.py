@@ -29,6 +29,7 @@ def test_compiles(tmp_path):
 
 
 @pytest.mark.slow
+@pytest.mark.usefixtures("isolated")  # each task sees only its own inputs, as in a pod
 def test_fan_out_gives_the_same_rows_as_one_task(demo_model, demo_dataset, tmp_path, capsys):
     one = str(tmp_path / "one")
     single = batch_predict(demo_model, demo_dataset, one, top_k=2)

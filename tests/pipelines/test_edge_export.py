@@ -20,6 +20,7 @@ def test_compiles(tmp_path):
 
 
 @pytest.mark.slow
+@pytest.mark.usefixtures("isolated")  # each task sees only its own inputs, as in a pod
 def test_exports_the_model_freeze_quantize_chose(demo_model, demo_dataset, tmp_path, capsys):
     root = tmp_path / "root"
     # 100 eval examples: one example is a point, so the gate leaves room for a few

@@ -20,6 +20,7 @@ def two_file_table(tmp_path_factory):
 
 
 @pytest.mark.slow
+@pytest.mark.usefixtures("isolated")  # each task sees only its own inputs, as in a pod
 def test_training_pipeline_fans_out_sharding_and_ships_a_validated_tflite_model(
         two_file_table, tmp_path, capsys):
     root = tmp_path / "root"

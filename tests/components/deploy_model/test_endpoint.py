@@ -82,6 +82,7 @@ def test_the_serving_pipeline_keeps_a_worse_model_out(server, demo_model, untrai
     assert "deploy-gate" in out and "deploy-model" not in out and "smoke-test" not in out
 
 
+@pytest.mark.usefixtures("isolated")  # each task sees only its own inputs, as in a pod
 def test_the_serving_pipeline_deploys_smoke_tests_and_refreshes_precomputed_answers(
         server, demo_model, demo_dataset, precomputed, tmp_path, capsys):
     before = server.tail().count("precomputed: reloaded")
