@@ -58,6 +58,9 @@ kind load docker-image "$IMAGE" --name "$CLUSTER"
 
 say "tfkfp manifests (overlay kind)"
 kubectl -n kubeflow delete job tfkfp-image-check --ignore-not-found
+# KFP owns the kubeflow namespace (the overlay leaves it as it is): label it as tfkfp's, so
+# the replica allow-list policy (manifests/policy, clusters of 1.30+) applies there too.
+kubectl label namespace kubeflow app.kubernetes.io/part-of=tfkfp --overwrite
 kubectl apply -k "$ROOT/manifests/overlays/kind"
 kubectl -n kubeflow wait --for condition=Complete --timeout=10m job/tfkfp-image-check
 kubectl -n kubeflow logs job/tfkfp-image-check

@@ -408,6 +408,24 @@ def test_the_network_policy_fences_exactly_the_replicas(rendered, runtime):
                          ("UDP", 53)], f"{overlay}: {ports}"
 
 
+def test_on_kind_the_replicas_may_reach_kfps_minio_and_its_namespace_is_labelled(rendered):
+    """kind's pipeline root is KFP's in-cluster MinIO: the replicas' egress reaches its pods
+    on port 9000, and kind-up.sh labels KFP's namespace for the replica allow-list policy."""
+    _, docs = rendered["kind"]
+    replicas = one(docs, "NetworkPolicy", "tfkfp-replicas")["spec"]["podSelector"]
+    minio = one(docs, "NetworkPolicy", "tfkfp-replicas-minio")["spec"]
+    assert minio["podSelector"] == replicas and minio["policyTypes"] == ["Egress"]
+    (rule,) = minio["egress"]
+    assert rule["to"] == [{"podSelector": {"matchLabels": {"app": "minio"}}}]
+    assert rule["ports"] == [{"protocol": "TCP", "port": 9000}]
+    script = (ROOT / "scripts" / "kind-up.sh").read_text()
+    label = "kubectl label namespace kubeflow app.kubernetes.io/part-of=tfkfp"
+    apply = 'kubectl apply -k "$ROOT/manifests/overlays/kind"'
+    assert label in script and script.index(label) < script.index(apply)
+    policy = (ROOT / "manifests" / "policy" / "admission-policy.yaml").read_text()
+    assert "app.kubernetes.io/part-of: tfkfp" in policy
+
+
 def test_the_pods_tfkfp_creates_meet_the_restricted_pod_security_profile(rendered, runtime):
     from tfkfp.components.train.config import TrainConfig
     from tfkfp.components.train.launchers import job, tfjob
