@@ -3,6 +3,7 @@
 # the images (pip install -c) and CI. Resolves a fresh virtual environment with `pip install .`
 # and freezes it (the runtime set), then resolves the dev extras and TensorFlow's CUDA extras
 # against that freeze without installing them (pip --dry-run --report), so all three agree.
+# Then writes the images' hash-checked requirement files (scripts/hash-requirements.sh).
 # Needs the package index; takes a few minutes. Run from anywhere: scripts/update-constraints.sh
 set -euo pipefail
 ROOT=$(cd "$(dirname "$0")/.." && pwd)
@@ -51,3 +52,4 @@ for title, lines in groups.items():
     print("\n".join(lines))
 PY
 echo "wrote $ROOT/images/constraints.txt"
+"$ROOT/scripts/hash-requirements.sh"

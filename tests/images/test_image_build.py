@@ -19,7 +19,7 @@ import yaml
 from tfkfp.components._image import IMAGE, __version__
 
 ROOT = pathlib.Path(__file__).resolve().parents[2]
-BASE = "python:3.11-slim-bookworm"  # the FROM of images/cpu/Dockerfile
+BASE = "python:3.11-slim-bookworm"  # the tag images/cpu/Dockerfile pins by digest
 DEBIAN_BASE = "local/debian-py:bookworm"
 
 pytestmark = [pytest.mark.slow, pytest.mark.timeout(1800)]
@@ -71,14 +71,17 @@ def docker(tools):
 
 @pytest.fixture(scope="session")
 def base_image(docker, tools):
-    """The Dockerfile's FROM: pulled where a registry answers, else made from Debian bookworm
-    (python3 3.11) and tagged as it."""
+    """The base to build on: the Dockerfile's pinned digest where a registry answers, else
+    an image made from Debian bookworm (python3 3.11) and tagged as the base's tag."""
     client, env, private = docker
+    pinned = next(line.split("=", 1)[1] for line in
+                  (ROOT / "images" / "cpu" / "Dockerfile").read_text().splitlines()
+                  if line.startswith("ARG BASE_IMAGE="))
+    if not private and subprocess.run([client, "pull", pinned], env=env, capture_output=True,
+                                      timeout=600).returncode == 0:
+        return pinned
     exists = subprocess.run([client, "image", "inspect", BASE], env=env, capture_output=True)
     if exists.returncode == 0:
-        return BASE
-    if not private and subprocess.run([client, "pull", BASE], env=env, capture_output=True,
-                                      timeout=600).returncode == 0:
         return BASE
     rootfs = tools.cache / "debian-py-bookworm.tar"
     if not rootfs.exists():
@@ -101,8 +104,8 @@ def cpu_image(docker, base_image, tools):
     client, env, _ = docker
     ca = "/etc/ssl/certs/ca-certificates.crt"
     env = {**env, "DOCKER": client, **({"EXTRA_CA_BUNDLE": ca} if os.path.exists(ca) else {})}
-    result = tools.run(["bash", ROOT / "scripts" / "build-image.sh", "cpu", "--network", "host"],
-                       env=env, timeout=1500)
+    result = tools.run(["bash", ROOT / "scripts" / "build-image.sh", "cpu", "--network", "host",
+                        "--build-arg", f"BASE_IMAGE={base_image}"], env=env, timeout=1500)
     tag = result.stdout.strip().splitlines()[-1]
     assert tag == IMAGE, f"scripts/build-image.sh built {tag!r}, expected {IMAGE!r}"
     subprocess.run([client, "image", "prune", "--force"], env=env, capture_output=True)
@@ -134,6 +137,17 @@ def test_cpu_image_runs_tfkfp_as_non_root_without_network(cpu_image, docker, too
     assert version == f"tfkfp {__version__}"
     assert "No broken requirements" in check
     assert all(" tfkfp tfkfp " in d for d in dirs), dirs  # KFP stages artifacts there
+
+
+def test_cpu_image_keeps_the_local_clusters_servers_on_loopback(cpu_image, docker, tools):
+    """The shim built into the image turns a bind to every interface into one to 127.0.0.1,
+    as train's local launcher preloads it (TFKFP_BIND_LOOPBACK_LIBRARY)."""
+    bind = ("import socket; s = socket.socket(); s.bind(('0.0.0.0', 0)); "
+            "print(s.getsockname()[0])")
+    out = docker_run(docker, tools, cpu_image, "sh", "-c",
+                     f'LD_PRELOAD="$TFKFP_BIND_LOOPBACK_LIBRARY" python -c "{bind}"; '
+                     f'python -c "{bind}"')
+    assert out.split() == ["127.0.0.1", "0.0.0.0"], out
 
 
 def test_cpu_image_runs_the_manifests_image_check(cpu_image, docker, tools):

@@ -18,6 +18,7 @@ from tfkfp.components._image import GPU_IMAGE, IMAGE, IMAGE_NAME, __version__
 ROOT = pathlib.Path(__file__).resolve().parents[2]
 DOCKERFILES = sorted((ROOT / "images").glob("*/Dockerfile"))
 CONSTRAINTS = ROOT / "images" / "constraints.txt"
+DIGEST = r"@sha256:[0-9a-f]{64}"
 
 
 def instructions(dockerfile):
@@ -28,15 +29,41 @@ def instructions(dockerfile):
             for m in re.finditer(r"^\s*([A-Za-z]+)\s+(.*)$", text, re.M)]
 
 
-def pins():
-    result = {}
+def pins(section: str = ""):
+    """NAME -> VERSION of the constraints (only under the heading containing ``section``)."""
+    result, inside = {}, not section
     for line in CONSTRAINTS.read_text().splitlines():
+        if line.startswith("# ") and section:
+            inside = section in line
         line = line.split("#")[0].strip()
-        if line:
+        if line and inside:
             name, sep, version = line.partition("==")
             assert sep and version, f"images/constraints.txt: {line!r} is not NAME==VERSION"
             result[canonicalize_name(name)] = version
     return result
+
+
+def hashed(path):
+    """NAME -> (VERSION, [sha256, ...]) of a --require-hashes requirements file."""
+    text = re.sub(r"\\\n", " ", path.read_text())
+    result = {}
+    for line in text.splitlines():
+        line = line.split("#")[0].strip()
+        if line:
+            spec, *options = line.split()
+            name, _, version = spec.partition("==")
+            result[canonicalize_name(name)] = (version, [o.removeprefix("--hash=sha256:")
+                                                         for o in options])
+    return result
+
+
+def base_image(dockerfile):
+    """The FROM of the final stage, with the ARG BASE_IMAGE default put in."""
+    steps = instructions(dockerfile)
+    default = next(a.split("=", 1)[1] for i, a in steps
+                   if i == "ARG" and a.startswith("BASE_IMAGE="))
+    final = [a for i, a in steps if i == "FROM"][-1].split()[0]
+    return final.replace("${BASE_IMAGE}", default)
 
 
 def test_there_is_a_cpu_and_a_gpu_dockerfile():
@@ -67,7 +94,14 @@ def test_dockerfile_follows_the_image_rules(dockerfile):
     assert "PATH=/opt/venv/bin:$PATH" in env
     assert "-m venv /opt/venv" in runs, f"{where}: install into the virtual environment"
     assert "-c /tmp/build/constraints.txt" in runs, f"{where}: install with the constraints"
+    assert "--require-hashes --no-deps -r /tmp/build/requirements.txt" in runs, (
+        f"{where}: dependencies are installed hash-checked, exactly the pinned set")
     assert any(i == "COPY" and "images/constraints.txt" in a for i, a in steps)
+    assert any(i == "COPY" and "images/requirements.txt" in a for i, a in steps)
+    assert re.search(DIGEST + "$", base_image(dockerfile)), f"{where}: base not pinned by digest"
+    assert "TFKFP_BIND_LOOPBACK_LIBRARY=/opt/tfkfp/lib/bind_loopback.so" in env
+    assert "bind_loopback.so" in runs + " ".join(a for i, a in steps if i == "COPY"), (
+        f"{where}: the loopback shim is built into the image")
     assert any(i == "COPY" and a.startswith("components ") for i, a in steps), (
         f"{where}: the image is built from this checkout")
     users = [a for i, a in steps if i == "USER"]
@@ -80,18 +114,33 @@ def test_dockerfile_follows_the_image_rules(dockerfile):
 
 def test_gpu_image_has_a_cuda_base_matching_tensorflow_cuda_extras():
     gpu = ROOT / "images" / "gpu" / "Dockerfile"
-    (base,) = [a for i, a in instructions(gpu) if i == "FROM"]
-    match = re.fullmatch(r"nvidia/cuda:(\d+)\.(\d+)\.\d+-[\w.-]+", base)
+    base = base_image(gpu)
+    match = re.fullmatch(r"nvidia/cuda:(\d+)\.(\d+)\.\d+-[\w.-]+" + DIGEST, base)
     assert match, f"images/gpu/Dockerfile: FROM {base}: expected an nvidia/cuda base"
     runtime = pins()["nvidia-cuda-runtime-cu12"]
     assert runtime.split(".")[:2] == [match.group(1), match.group(2)], (
         f"CUDA base {base} but constraints pin nvidia-cuda-runtime-cu12=={runtime}")
-    assert "tensorflow[and-cuda]" in gpu.read_text()
+    assert "-r /tmp/build/requirements-gpu.txt" in gpu.read_text()
 
 
 def test_cpu_image_uses_the_python_of_ci():
-    (base,) = [a for i, a in instructions(ROOT / "images" / "cpu" / "Dockerfile") if i == "FROM"]
+    base = base_image(ROOT / "images" / "cpu" / "Dockerfile")
     assert base.startswith("python:3.11-"), base
+
+
+@pytest.mark.parametrize("name, section", [("requirements.txt", "runtime"),
+                                           ("requirements-gpu.txt", "GPU image")])
+def test_the_hash_checked_requirements_are_exactly_the_constraints(name, section):
+    """Every pin of that part of the constraints, at the same version, with a sha256; run
+    scripts/hash-requirements.sh after changing the constraints."""
+    locked = hashed(ROOT / "images" / name)
+    expected = pins(section)
+    assert expected, f"images/constraints.txt has no {section!r} section"
+    assert {n: v for n, (v, _) in locked.items()} == expected, (
+        f"images/{name} differs from the {section} pins of images/constraints.txt")
+    for pinned, (_, digests) in locked.items():
+        assert digests and all(re.fullmatch(r"[0-9a-f]{64}", d) for d in digests), (
+            f"images/{name}: {pinned} has no sha256")
 
 
 def test_constraints_pin_every_dependency_within_pyproject_ranges():
