@@ -62,6 +62,7 @@ def make_training(gpu: Gpu | None = None):
         learning_rate: float = 0.001,
         precision: str = "float32",
         checkpoint_dir: str = "",
+        warm_start_model_uri: str = "",
         target_accuracy: float = 0.0,
         quantization: str = "auto",
         max_accuracy_drop: float = 0.01,
@@ -104,6 +105,9 @@ def make_training(gpu: Gpu | None = None):
             learning_rate: Optimizer learning rate.
             precision: float32, mixed_float16 or mixed_bfloat16.
             checkpoint_dir: URI for checkpoints that survive a rerun; empty for none.
+            warm_start_model_uri: An earlier model from train to continue from (gs://... or a
+                path the train step can read), for the same classes and model_name; empty
+                trains from scratch.
             target_accuracy: Eval accuracy whose first crossing is timed.
             quantization: none, dynamic, float16, int8, int16x8, or auto (smallest model within
                 max_accuracy_drop).
@@ -150,7 +154,9 @@ def make_training(gpu: Gpu | None = None):
                         parameter_servers=parameter_servers, launcher=launcher,
                         launcher_options=launcher_options, epochs=epochs, batch_size=batch_size,
                         learning_rate=learning_rate, precision=precision,
-                        checkpoint_dir=checkpoint_dir, target_accuracy=target_accuracy)
+                        checkpoint_dir=checkpoint_dir,
+                        warm_start_model_uri=warm_start_model_uri,
+                        target_accuracy=target_accuracy)
         if gpu is not None:  # read by the cluster's scheduler; ignored by the local runner
             trained.set_accelerator_type(gpu.type).set_accelerator_limit(gpu.count)
         quantized = freeze_quantize(model=trained.outputs["model"], dataset=dataset,
@@ -182,7 +188,8 @@ def check_arguments(arguments: Dict[str, Any]) -> None:
     """Refuse what a step would refuse without reading the data, before a run starts rather
     than after sharding or training: the group count, sharding options, quantization mode,
     export gate and output format by the components' own checks, then what train would
-    refuse (strategy and cluster shape, launcher and its options, model, numbers)."""
+    refuse (strategy and cluster shape, launcher and its options, model, numbers, where the
+    warm-start model is)."""
     from tfkfp.components.batch_predict.core import check_options as check_predict
     from tfkfp.components.export_tflite.core import check_options as check_export
     from tfkfp.components.freeze_quantize.core import check_options as check_quantize
@@ -208,8 +215,10 @@ def check_arguments(arguments: Dict[str, Any]) -> None:
 
 def _check_train(values: Dict[str, Any]) -> None:
     with checks.native_stderr_hushed():
+        from tfkfp.components.train.config import check_warm_start_uri
         from tfkfp.components.train.core import check_request
 
+    check_warm_start_uri(values["warm_start_model_uri"], "warm_start_model_uri")
     options = checks.pick(values, *TRAIN_SETTINGS)
     if values["model_fn"]:  # imported in the step's image, which may hold code this one lacks
         options.pop("model_name")

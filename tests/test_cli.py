@@ -133,6 +133,10 @@ QUANTIZE = "(step freeze_quantize)"
      "file_groups 0: the group count must be at least 1"),
     ("run", "training", DATA + ["--set", "min_agreement=1.5"],
      "min_agreement 1.5 is outside [0, 1] (step export_tflite)"),
+    ("submit", "training", DATA + ["--set", "warm_start_model_uri=minio://b/model"],
+     "warm_start_model_uri 'minio://b/model': train reads the earlier model with tf.io.gfile, "
+     "which reads local paths and gs://..., file://... URIs; copy the model there, or mount "
+     "it and give its path"),
     ("submit", "training", DATA + ["--set", "quantization=int3"],
      f"quantization 'int3' is not one of none, dynamic, float16, int8, int16x8, auto {QUANTIZE}"),
     ("run", "batch_prediction", ["--set", "model_uri=model"],

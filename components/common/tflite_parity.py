@@ -2,7 +2,7 @@
 accuracy gate freeze_quantize and export_tflite apply to the figures."""
 
 import dataclasses
-from typing import Dict
+from typing import Dict, Tuple
 
 import numpy as np
 
@@ -48,6 +48,14 @@ def compare(mode: str, content: bytes, signature: str, examples: Examples,
             fills: Dict[str, np.ndarray] | None = None) -> Figures:
     """Run the .tflite model on every example (gaps fed as the model's fills, see
     common.tflite_feeding) and, if timing is given, time it."""
+    return measure(mode, content, signature, examples, reference, timing, fills)[0]
+
+
+def measure(mode: str, content: bytes, signature: str, examples: Examples,
+            reference: Dict[str, np.ndarray], timing: Timing | None = None,
+            fills: Dict[str, np.ndarray] | None = None
+            ) -> Tuple[Figures, Dict[str, np.ndarray]]:
+    """:func:`compare`, with the .tflite model's outputs on the examples beside the figures."""
     interpreter = litert.load_interpreter(content, timing.num_threads if timing else 0)
     runner = litert.signature_runner(interpreter, signature)
     got = litert.run(runner, examples.features, fills=fills)
@@ -68,7 +76,7 @@ def compare(mode: str, content: bytes, signature: str, examples: Examples,
             latency_batch_ms=1000 * litert.latency(runner, examples.features, batch,
                                                    timing.runs, fills),
             batch_size=batch)
-    return Figures(**figures)
+    return Figures(**figures), got
 
 
 def _accuracy(class_ids: np.ndarray, labels: np.ndarray) -> float:

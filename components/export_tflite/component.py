@@ -1,7 +1,7 @@
 """KFP component: export a validated TFLite bundle (see core.export_tflite)."""
 
 from kfp import dsl
-from kfp.dsl import Dataset, Input, Markdown, Metrics, Model, Output
+from kfp.dsl import ClassificationMetrics, Dataset, Input, Markdown, Metrics, Model, Output
 
 from tfkfp.components._image import IMAGE
 
@@ -12,6 +12,7 @@ def export_tflite(
     dataset: Input[Dataset],
     bundle: Output[Model],
     metrics: Output[Metrics],
+    classification: Output[ClassificationMetrics],
     report: Output[Markdown],
     quantized_model: Input[Model] = None,
     quantization: str = "auto",
@@ -33,6 +34,9 @@ def export_tflite(
             names, shapes, dtypes, quantization, normalisation) and validation.json.
         metrics: Output size, accuracy of both models, accuracy drop, top-1 agreement, max
             and mean absolute difference.
+        classification: Output confusion matrix of the TFLite model on the validation
+            examples, with the class names, and for two classes the ROC curve of the second;
+            the KFP UI draws both.
         report: Output Markdown summary of the validation and gate.
         quantized_model: Optional tflite_model from freeze_quantize: export it as chosen
             there instead of converting here.
@@ -50,6 +54,7 @@ def export_tflite(
     """
     import logging
 
+    from tfkfp.components.common.classification import log_to
     from tfkfp.components.export_tflite.core import export_tflite as run
 
     logging.basicConfig(level=logging.INFO)
@@ -62,5 +67,6 @@ def export_tflite(
     bundle.metadata.update(result.metadata())
     for name, value in result.metrics().items():
         metrics.log_metric(name, value)
+    log_to(classification, result.classification)
     with open(report.path, "w") as f:
         f.write(result.markdown())

@@ -17,6 +17,7 @@ import time
 from typing import Dict
 
 from tfkfp.components.common import (
+    classification,
     savedmodel,
     tflite_convert,
     tflite_inputs,
@@ -44,6 +45,7 @@ class ExportResult:
     max_accuracy_drop: float
     min_agreement: float
     seconds: float
+    classification: Dict | None = None  # the TFLite model's confusion matrix (and ROC curve)
 
     def metadata(self) -> Dict:
         return {"mode": self.mode, "source": self.source, **self.figures.to_dict(),
@@ -133,13 +135,16 @@ def export_tflite(
     examples = tflite_inputs.load_examples(dataset, eval_split, eval_examples,
                                            names, "validation")
     reference = tflite_inputs.reference_outputs(fn, examples)
-    figures = tflite_parity.compare(mode, content, signature, examples, reference, fills=fills)
+    figures, outputs = tflite_parity.measure(mode, content, signature, examples, reference,
+                                             fills=fills)
     _gate(figures, max_accuracy_drop, min_agreement)
     labels = savedmodel.load_labels(model_dir)
     sig = bundle.signature_json(content, signature, savedmodel.load_schema(model_dir), labels,
                                 mode, prepared.feeding)
     result = ExportResult(output_dir, mode, source, figures, sig, max_accuracy_drop,
-                          min_agreement, time.monotonic() - started)
+                          min_agreement, time.monotonic() - started,
+                          classification.summarise(examples.labels, outputs["probabilities"],
+                                                   labels))
     validation = {**result.metadata(), "seconds": round(result.seconds, 2)}
     uris.publish_dir(bundle.files(content, labels, sig, validation), output_dir)
     log.info("exported %s (%s, %d bytes): agreement %.4f, accuracy %.4f vs %.4f", output_dir,

@@ -4,7 +4,7 @@ epoch checkpoints that let a killed run resume where it stopped."""
 import json
 import math
 import time
-from typing import Dict, List
+from typing import Any, Dict, List
 
 import tf_keras
 
@@ -65,6 +65,20 @@ class Evaluation(tf_keras.callbacks.Callback):
                 totals[i] += float(value)
         loss, right, count = totals
         return {"val_loss": loss / max(count, 1), "val_accuracy": right / max(count, 1)}
+
+    def classification(self, classes) -> Dict[str, Any]:
+        """Confusion matrix (and, for two classes, ROC curve) of the model on the eval split,
+        as common.classification summarises them for KFP's ClassificationMetrics."""
+        import tensorflow as tf
+
+        from tfkfp.components.common.classification import Accumulator
+
+        predict = tf.function(lambda features: tf.cast(self.model(features, training=False),
+                                                        tf.float32))
+        accumulator = Accumulator(classes)
+        for features, labels in self.dataset:
+            accumulator.add(labels.numpy(), predict(features).numpy())
+        return accumulator.summary()
 
     def _batch_sums(self, features, labels):
         import tensorflow as tf

@@ -1,7 +1,16 @@
 """KFP component: train a classifier on a sharded Dataset (see core.train)."""
 
 from kfp import dsl
-from kfp.dsl import Artifact, Dataset, Input, Markdown, Metrics, Model, Output
+from kfp.dsl import (
+    Artifact,
+    ClassificationMetrics,
+    Dataset,
+    Input,
+    Markdown,
+    Metrics,
+    Model,
+    Output,
+)
 
 from tfkfp.components._image import IMAGE
 from tfkfp.components.common.signals import exec_python
@@ -13,10 +22,12 @@ def train(
     dataset: Input[Dataset],
     model: Output[Model],
     metrics: Output[Metrics],
+    classification: Output[ClassificationMetrics],
     report: Output[Markdown],
     tensorboard: Output[Artifact],
     gcp_resources: dsl.OutputPath(str),
     warm_start_model: Input[Model] = None,
+    warm_start_model_uri: str = "",
     model_name: str = "mlp",
     model_fn: str = "",
     hidden_units: str = "256,128",
@@ -49,11 +60,15 @@ def train(
             and serving_raw (feature tensors); labels and schema as assets.
         metrics: Output eval accuracy and loss, examples/s, mean step time, input-wait
             share, time to target accuracy.
+        classification: Output confusion matrix on the eval split, with the class names,
+            and for two classes the ROC curve of the second; the KFP UI draws both.
         report: Output Markdown report: summary, loss/accuracy curves, per-epoch table.
         tensorboard: Output TensorBoard log directory.
         gcp_resources: Output naming the Vertex AI CustomJob of launcher vertex, by which
             Vertex AI Pipelines links and cancels it; no resources for the other launchers.
         warm_start_model: Optional earlier Model from train to continue from.
+        warm_start_model_uri: The same by URI (gs://... or a path the step can read), in
+            place of warm_start_model; empty for none.
         model_name: mlp, cnn, resnet50 or mobilenet_v2.
         model_fn: package.module:function returning an uncompiled tf_keras model for
             (schema, num_classes); overrides model_name.
@@ -89,7 +104,9 @@ def train(
     """
     import logging
 
+    from tfkfp.components.common.classification import log_to
     from tfkfp.components.train.core import train as run_training
+    from tfkfp.components.train.core import warm_start_from
 
     logging.basicConfig(level=logging.INFO)
     result = run_training(
@@ -100,12 +117,15 @@ def train(
         precision=precision, jit_compile=jit_compile, steps_per_execution=steps_per_execution,
         steps_per_epoch=steps_per_epoch, cache=cache, shuffle_buffer=shuffle_buffer,
         checkpoint_dir=checkpoint_dir, tensorboard_dir=tensorboard.path,
-        warm_start=warm_start_model.path if warm_start_model else "",
+        warm_start=warm_start_from(warm_start_model.path if warm_start_model else "",
+                                   warm_start_model_uri),
         target_accuracy=target_accuracy, tpu=tpu, seed=seed, launcher=launcher,
         launcher_options=launcher_options, gcp_resources=gcp_resources)
     model.metadata.update(result.metadata())
     for name, value in result.metrics().items():
         metrics.log_metric(name, value)
+    if result.classification():
+        log_to(classification, result.classification())
     with open(report.path, "w") as f:
         f.write(result.markdown())
 

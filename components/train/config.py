@@ -8,11 +8,14 @@ import json
 import os
 from typing import Any, Dict, Tuple
 
+from tfkfp.components.common import uris
 from tfkfp.components.train.errors import TrainConfigError
 
 MODELS = ("mlp", "cnn", "resnet50", "mobilenet_v2")
 OPTIMIZERS = ("adam", "sgd", "rmsprop")
 PRECISIONS = ("float32", "mixed_float16", "mixed_bfloat16")
+# What tf.io.gfile reads in the suite's image, besides local paths.
+WARM_START_SCHEMES = ("gs://", "file://")
 
 
 
@@ -79,6 +82,16 @@ def check_fields(config: TrainConfig) -> None:
     _not_negative(config, "global_batch_size", "steps_per_epoch", "eval_steps", "seed")
     if not 0.0 <= config.target_accuracy <= 1.0:
         raise TrainConfigError(f"target_accuracy {config.target_accuracy} is not in [0, 1]")
+    check_warm_start_uri(config.warm_start)
+
+
+def check_warm_start_uri(uri: str, name: str = "warm_start") -> None:
+    """Refuse a warm-start location train cannot read (``name``: the parameter it came in)."""
+    if uri and uris.is_remote(uri) and not uri.startswith(WARM_START_SCHEMES):
+        raise TrainConfigError(
+            f"{name} {uri!r}: train reads the earlier model with tf.io.gfile, which reads "
+            f"local paths and {', '.join(s + '...' for s in WARM_START_SCHEMES)} URIs; copy "
+            "the model there, or mount it and give its path")
 
 
 def check_batch(config: TrainConfig, replicas: int) -> int:

@@ -14,7 +14,7 @@ import tempfile
 import time
 from typing import Any, Dict, Tuple
 
-from tfkfp.components.common import vertex_jobs
+from tfkfp.components.common import savedmodel, uris, vertex_jobs
 from tfkfp.components.common.dataset import Manifest
 from tfkfp.components.common.schema import Schema, SchemaError
 from tfkfp.components.train import loop, report, strategies
@@ -48,10 +48,17 @@ class TrainResult:
                 "workers": self.figures["workers"],
                 "global_batch_size": self.figures["global_batch_size"],
                 "signatures": ["serving_default", "serving_raw"],
-                "resumed_after_epoch": self.figures["initial_epoch"], **self.metrics()}
+                "resumed_after_epoch": self.figures["initial_epoch"], **self.metrics(),
+                **({"warm_started_from": self.config.warm_start} if self.config.warm_start
+                   else {})}
 
     def markdown(self) -> str:
         return report.markdown(self.figures)
+
+    def classification(self) -> Dict[str, Any] | None:
+        """The eval split's confusion matrix and ROC curve (common.classification's summary)
+        for KFP's ClassificationMetrics; None from a chief that did not report one."""
+        return self.figures.get("classification")
 
 
 def train(dataset: str, model_dir: str, launcher: str = "local",
@@ -67,6 +74,8 @@ def train(dataset: str, model_dir: str, launcher: str = "local",
     config, launch = check_request(dataset, model_dir, launcher, launcher_options, **options)
     _check_schema(config)
     _check_splits(config.dataset)
+    if config.warm_start:
+        _check_warm_start(config)
     if gcp_resources:
         vertex_jobs.write_gcp_resources(gcp_resources)  # the vertex launcher fills it in
     if launcher != "local":
@@ -160,3 +169,31 @@ def _check_splits(data: str) -> None:
             raise SchemaError(f"{data}: the {split} split has no records, so there is nothing "
                               f"to {'learn from' if split == 'train' else 'evaluate on'}; shard "
                               "more rows, or change eval_fraction (or the split column)")
+
+
+def warm_start_from(model_path: str, uri: str) -> str:
+    """The earlier model to continue from: a Model artifact's path or a URI, at most one."""
+    if model_path and uri:
+        raise TrainConfigError(f"give warm_start_model ({model_path}) or warm_start_model_uri "
+                               f"({uri}), not both")
+    return model_path or uri
+
+
+def _check_warm_start(config: TrainConfig) -> None:
+    """The earlier model must be train's, for the same classes and model, before any work."""
+    where = config.warm_start
+    weights = uris.join(where, savedmodel.WEIGHTS_PREFIX + ".index")
+    if not uris.exists(weights):
+        raise TrainConfigError(f"warm_start {where}: there are no weights at {weights}; give "
+                               "the model folder an earlier train run wrote")
+    classes = savedmodel.label_names(Schema.load(config.dataset))
+    earlier = savedmodel.load_labels(where)
+    if earlier != classes:
+        raise TrainConfigError(f"warm_start {where}: its classes {earlier} are not the "
+                               f"dataset's {classes}; a model continues only on the same "
+                               "classes, in the same order")
+    built = savedmodel.load_metadata(where).get("model")
+    wanted = config.model_fn or config.model_name
+    if built and built != wanted:
+        raise TrainConfigError(f"warm_start {where}: it is a {built!r} model, not {wanted!r}; "
+                               "set model_name (or model_fn) to the earlier model's")

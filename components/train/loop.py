@@ -83,6 +83,9 @@ def run(config: TrainConfig, result_path: str) -> Dict[str, Any] | None:
             "checkpoint_dir": checkpoint_dir, "eval_loss": final["val_loss"],
             "eval_accuracy": final["val_accuracy"], "input_wait_fraction": wait,
             "seconds_to_target": evaluation.seconds_to_target, **timer.figures()}
+        if chief and schema.label.vocabulary:
+            # the eval split's confusion matrix (and ROC curve) for the KFP UI; classes only
+            result["classification"] = evaluation.classification(savedmodel.label_names(schema))
         export_dir = config.model_dir if chief else os.path.join(scratch, "model")
         savedmodel.export_model(model, schema, export_dir, _model_metadata(config, result))
         if chief:

@@ -112,3 +112,12 @@ def test_the_cluster_launchers_give_replicas_the_steps_own_image(monkeypatch):
     assert parse_options("tfjob", {}).image == IMAGE
     monkeypatch.setenv("TFKFP_IMAGE", "registry.local/tfkfp:1")
     assert parse_options("tfjob", {}).image == "registry.local/tfkfp:1"
+
+
+def test_training_passes_warm_start_model_uri_to_the_train_step():
+    with open(registry.golden_path("training")) as f:
+        body = yaml.safe_load(f)
+    parameter = body["root"]["inputDefinitions"]["parameters"]["warm_start_model_uri"]
+    assert (parameter["parameterType"], parameter["defaultValue"]) == ("STRING", "")
+    train = body["root"]["dag"]["tasks"]["train"]["inputs"]["parameters"]
+    assert train["warm_start_model_uri"] == {"componentInputParameter": "warm_start_model_uri"}

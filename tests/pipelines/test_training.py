@@ -50,6 +50,22 @@ def test_training_pipeline_fans_out_sharding_and_ships_a_validated_tflite_model(
     assert {c["name"]: c.get("missing", 0) for c in schema["columns"]}["x"] > 0
     report = next(root.rglob("diagnose-bottleneck/report")).read_text()
     assert "bound" in report
+    for task in ("train", "export-tflite"):  # what the KFP UI draws: yes/no, so a curve too
+        drawn = classification_metadata(root, task)
+        matrix = drawn["confusionMatrix"]
+        assert [s["displayName"] for s in matrix["annotationSpecs"]] == ["no", "yes"]
+        assert sum(sum(row["row"]) for row in matrix["rows"]) == drawn["examples"] > 0
+        curve = drawn["confidenceMetrics"]
+        assert 2 < len(curve) <= 101
+        assert (curve[0]["falsePositiveRate"], curve[0]["recall"]) == (0.0, 0.0)
+        assert (curve[-1]["falsePositiveRate"], curve[-1]["recall"]) == (1.0, 1.0)
+
+
+def classification_metadata(root, task):
+    """The metadata of a task's ClassificationMetrics output, as the local runner kept it."""
+    output = json.load(open(next(root.rglob(f"{task}/executor_output.json"))))
+    (artifact,) = output["artifacts"]["classification"]["artifacts"]
+    return artifact["metadata"]
 
 
 @pytest.mark.slow

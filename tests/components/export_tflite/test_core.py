@@ -50,6 +50,23 @@ def test_float16_agrees_with_the_savedmodel_in_litert(float16_bundle, demo_model
     np.testing.assert_allclose(got["probabilities"], want["probabilities"], atol=5e-3)
 
 
+def test_confusion_matrix_is_the_tflite_models_on_the_validation_examples(
+        float16_bundle, demo_model, demo_dataset):
+    summary = float16_bundle.classification
+    assert summary["classes"] == [str(i) for i in range(10)] and summary["roc"] is None
+    _, fn = tflite_inputs.load_signature(demo_model, "serving_raw")
+    examples = tflite_inputs.load_examples(demo_dataset, "eval", 1000,
+                                           sorted(tflite_inputs.signature_inputs(fn)), "test")
+    runner = litert.signature_runner(litert.load_interpreter(
+        os.path.join(float16_bundle.output_dir, "model.tflite")), "serving_raw")
+    predicted = litert.run(runner, examples.features)["class_ids"]
+    expected = np.zeros((10, 10), int)
+    np.add.at(expected, (examples.labels.astype(int), predicted.astype(int)), 1)
+    assert summary["matrix"] == expected.tolist()
+    assert summary["examples"] == float16_bundle.figures.examples == len(examples)
+    assert "classification" not in float16_bundle.metadata()  # the bundle's metadata as before
+
+
 def test_metrics_and_report(float16_bundle):
     metrics = float16_bundle.metrics()
     assert set(metrics) >= {"accuracy", "savedmodel_accuracy", "agreement", "max_abs_diff",

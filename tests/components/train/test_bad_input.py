@@ -5,9 +5,10 @@ import shutil
 import pytest
 
 from conftest import cut_shard, write_csv
+from tfkfp.components.common import savedmodel
 from tfkfp.components.common.dataset import DatasetMismatchError, Manifest
 from tfkfp.components.common.schema import SchemaError
-from tfkfp.components.train.core import train
+from tfkfp.components.train.core import train, warm_start_from
 from tfkfp.components.train.errors import TrainConfigError, TrainingDiverged
 
 
@@ -101,3 +102,39 @@ def test_nan_stop_without_checkpoint_dir_names_no_checkpoint(tmp_path, monkeypat
         train(str(tmp_path / "bad"), str(tmp_path / "model"), epochs=2,
               model_fn="diverging:build")
     assert re.search(r"became nan at epoch 1, step 1\b", str(err.value))
+
+
+def _earlier_model(demo_model, folder, labels=None, model=None):
+    """A copy of a model with train's layout (weights, labels, metadata), edited."""
+    import json
+
+    shutil.copytree(demo_model, folder)
+    if labels is not None:
+        (folder / "assets" / "labels.txt").write_text("\n".join(labels) + "\n")
+    if model is not None:
+        meta = folder / savedmodel.METADATA_FILE
+        body = json.loads(meta.read_text()) if meta.exists() else {}
+        meta.write_text(json.dumps({**body, "model": model}))
+    return str(folder)
+
+
+def test_a_warm_start_that_cannot_continue_is_refused_before_training(demo_dataset,
+                                                                      demo_model, tmp_path):
+    def refused(warm_start, message):
+        with pytest.raises(TrainConfigError, match=message):
+            train(demo_dataset, str(tmp_path / "model"), warm_start=warm_start)
+        assert not os.path.exists(tmp_path / "model")
+
+    refused(str(tmp_path), r"there are no weights at .*weights/model\.index")
+    refused(_earlier_model(demo_model, tmp_path / "cats", labels=["cat", "dog"]),
+            r"its classes \['cat', 'dog'\] are not the dataset's \['0', '1', ")
+    refused(_earlier_model(demo_model, tmp_path / "cnn", model="cnn"),
+            "it is a 'cnn' model, not 'mlp'; set model_name")
+    refused("minio://bucket/model", "warm_start 'minio://bucket/model': train reads")
+
+
+def test_warm_start_comes_from_the_artifact_or_the_uri_not_both():
+    assert warm_start_from("/m", "") == "/m" and warm_start_from("", "gs://b/m") == "gs://b/m"
+    with pytest.raises(TrainConfigError, match=r"give warm_start_model \(/m\) or "
+                                               r"warm_start_model_uri \(gs://b/m\), not both"):
+        warm_start_from("/m", "gs://b/m")

@@ -19,6 +19,10 @@ def test_multi_process_strategies_learn_the_digits(demo_dataset, tmp_path, strat
     expected_replicas = 2 if strategy == "multi_worker_mirrored" else 1
     assert result.figures["replicas"] == expected_replicas
     assert os.path.exists(os.path.join(result.model_dir, "saved_model.pb"))
+    summary = result.classification()  # the chief's, returned through the cluster's result
+    right = sum(summary["matrix"][i][i] for i in range(10))
+    assert right / summary["examples"] == pytest.approx(result.figures["eval_accuracy"],
+                                                        abs=1e-6)
     assert not pids_with_tf_config("worker", 0), "a worker process outlived the step"
     assert not pids_with_tf_config("ps", 0), "a parameter server outlived the step"
 
