@@ -62,25 +62,6 @@ def signature_inputs(fn) -> Dict[str, object]:
     return dict(fn.structured_input_signature[1])
 
 
-def check_schema(fn, signature: str, schema: Schema, where: str) -> None:
-    """The dataset's feature columns must be exactly the signature's inputs, same dtype."""
-    specs = signature_inputs(fn)
-    columns = {c.name: c for c in schema.features}
-    missing = sorted(set(specs) - set(columns))
-    if missing:
-        raise QuantizeInputError(f"signature {signature!r} takes inputs {missing} that are not "
-                                 f"feature columns of {where}; its features are "
-                                 f"{sorted(columns)}")
-    for name, spec in sorted(specs.items()):
-        col = columns[name]
-        dtype = savedmodel.raw_dtype(col)
-        shape = [None, *savedmodel.raw_shape(col)]
-        if spec.dtype != dtype or spec.shape.as_list() != shape:
-            raise QuantizeInputError(
-                f"column {name!r} of {where} is {dtype.name}{shape[1:]} but signature "
-                f"{signature!r} expects {spec.dtype.name}{spec.shape.as_list()[1:]}")
-
-
 def load_examples(dataset: str, split: str, limit: int, names, purpose: str) -> Examples:
     """Up to ``limit`` examples of one split, in file order, as NumPy arrays.
 
