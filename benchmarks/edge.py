@@ -8,7 +8,7 @@ dynamic, float16, int8 calibrated on the train split; int16x8 is left out, LiteR
 reference kernels take minutes per InceptionV3 image on 2 cores). In the same run, plain
 ``tf.lite.TFLiteConverter`` converts the same SavedModel in the same modes, int8 with the
 same calibration images. Sizes are compared; the target is int8 at least 74% smaller than
-float, as in the seeds' headline (Inception v3, 91 MB -> 23 MB).
+float, as in the published headline (Inception v3, 91 MB -> 23 MB).
 
 ``python -m benchmarks --only edge`` (``--quick``: 96x96 images resized by the binding, fewer
 calibration images).
