@@ -8,10 +8,20 @@ import tempfile
 
 os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "2")
 
-from benchmarks import bottleneck, data, prediction, quantization, reading, sharding, training
+from benchmarks import (
+    bottleneck,
+    data,
+    edge,
+    prediction,
+    quantization,
+    reading,
+    sharding,
+    training,
+)
 from benchmarks.harness import load_average, print_records
 
-SCENARIOS = ["sharding", "reading", "training", "quantization", "prediction", "bottleneck"]
+SCENARIOS = ["sharding", "reading", "training", "quantization", "prediction", "bottleneck",
+             "edge"]
 
 
 def main(argv=None) -> int:
@@ -42,6 +52,8 @@ def main(argv=None) -> int:
             records += prediction.run(csv_path, work, repeats)
         if args.only in (None, "bottleneck"):
             records += bottleneck.run(csv_path, work, args.quick)
+        if args.only in (None, "edge"):
+            records += edge.run(work, args.quick)
     print_records(records)
     if args.json:
         with open(args.json, "w") as f:

@@ -1,6 +1,7 @@
-"""The edge export pipeline: freeze and quantize a trained model, then export a TFLite bundle.
+"""The edge export pipeline: freeze and quantize a SavedModel, then export a TFLite bundle.
 
-The SavedModel and the Dataset it was trained on come in by URI through ``dsl.importer``.
+The SavedModel (tfkfp's, or any other: ``signature`` and ``input_mapping`` say what to convert
+and which columns feed it) and a Dataset come in by URI through ``dsl.importer``.
 freeze_quantize measures each quantization mode in LiteRT and keeps the smallest model within
 the accuracy budget (or the mode asked for); export_tflite takes that model, checks it against
 the SavedModel on held-out examples and writes the bundle an app ships, or fails the run.
@@ -22,28 +23,39 @@ class Outputs(NamedTuple):
 
 @sized  # every step's CPU and memory: pipelines/resources.py
 @dsl.pipeline(name="tfkfp-edge-export",
-              description="Freeze, quantize and export a tfkfp model to TFLite, gated on "
+              description="Freeze, quantize and export a SavedModel to TFLite, gated on "
                           "accuracy in LiteRT.")
 def edge_export(
     model_uri: str,
     dataset_uri: str,
     quantization: str = "auto",
+    signature: str = "",
+    input_mapping: dict = {},  # noqa: B006 - KFP reads the default; it is never mutated
     max_accuracy_drop: float = 0.01,
     min_agreement: float = 0.98,
+    max_relative_error: float = 0.05,
     calibration_examples: int = 300,
     eval_examples: int = 1000,
     integer_io: bool = False,
     select_tf_ops: bool = False,
 ) -> Outputs:
-    """Freezes and quantizes a tfkfp SavedModel, then exports a validated TFLite bundle.
+    """Freezes and quantizes a SavedModel, then exports a validated TFLite bundle.
 
     Args:
-        model_uri: A tfkfp SavedModel directory (gs:// on a cluster), e.g. from train.
-        dataset_uri: The sharded Dataset directory the model was trained on (calibration
+        model_uri: A SavedModel directory (gs:// on a cluster): from train, or any other.
+        dataset_uri: A sharded Dataset directory whose columns feed the model (calibration
             from its train split, measurement and validation from its eval split).
-        quantization: none, dynamic, float16, int8, int16x8 or auto (smallest within the budget).
-        max_accuracy_drop: Largest accepted accuracy drop vs the SavedModel (0.01: a point).
+        quantization: none, dynamic, float16, int8, int16x8 or auto (smallest within the
+            budget; modes that fail to convert or run in LiteRT are skipped).
+        signature: The signature to convert; empty: serving_raw if present, else
+            serving_default.
+        input_mapping: Signature input name -> Dataset column, for inputs whose name is not
+            a column (a one-input model takes the single image or feature column).
+        max_accuracy_drop: Largest accepted accuracy drop vs the SavedModel (0.01: a point);
+            without labels, the largest share of examples whose top class changes.
         min_agreement: Smallest accepted top-1 agreement with the SavedModel at export.
+        max_relative_error: Largest accepted relative error of outputs that are not class
+            scores.
         calibration_examples: Representative examples for int8 and int16x8.
         eval_examples: Eval examples each mode is measured and the export validated on.
         integer_io: int8 only: float inputs and outputs become int8 too.
@@ -57,24 +69,30 @@ def edge_export(
     model = dsl.importer(artifact_uri=model_uri, artifact_class=dsl.Model, reimport=False)
     data = dsl.importer(artifact_uri=dataset_uri, artifact_class=dsl.Dataset, reimport=False)
     quantized = freeze_quantize(model=model.output, dataset=data.output, quantization=quantization,
+                                signature=signature, input_mapping=input_mapping,
+                                max_relative_error=max_relative_error,
                                 max_accuracy_drop=max_accuracy_drop,
                                 calibration_examples=calibration_examples,
                                 eval_examples=eval_examples, integer_io=integer_io,
                                 select_tf_ops=select_tf_ops)
     exported = export_tflite(model=model.output, dataset=data.output,
                              quantized_model=quantized.outputs["tflite_model"],
-                             eval_examples=eval_examples,
+                             signature=signature, input_mapping=input_mapping,
+                             max_relative_error=max_relative_error, eval_examples=eval_examples,
                              max_accuracy_drop=max_accuracy_drop, min_agreement=min_agreement)
     return Outputs(bundle=exported.outputs["bundle"])
 
 
 def check_arguments(arguments: Dict[str, Any]) -> None:
     """Refuse what freeze_quantize or export_tflite would refuse before loading anything
-    (mode, example counts, the agreement gate), by their own checks, before a run starts."""
+    (mode, example counts, the agreement gate, the input mapping's form), by their own
+    checks, before a run starts."""
+    from tfkfp.components.common.tflite_binding import parse_mapping
     from tfkfp.components.export_tflite.core import check_options as check_export
     from tfkfp.components.freeze_quantize.core import check_options as check_quantize
 
     values = checks.with_defaults(edge_export, arguments)
+    checks.check_step(freeze_quantize, parse_mapping, checks.pick(values, "input_mapping"))
     checks.check_step(freeze_quantize, check_quantize, checks.pick(
         values, "quantization", "calibration_examples", "eval_examples"))
     checks.check_step(export_tflite, check_export, {

@@ -165,6 +165,9 @@ QUANTIZE = "(step freeze_quantize)"
      f"eval_examples 0 is below 1 {QUANTIZE}"),
     ("submit", "edge_export", EDGE + ["--set", "min_agreement=2"],
      "min_agreement 2.0 is outside [0, 1] (step export_tflite)"),
+    ("run", "edge_export", EDGE + ["--set", 'input_mapping={"input_1": 3}'],
+     "input_mapping {'input_1': 3}: expected an object of signature input name -> Dataset "
+     f"column name, both strings {QUANTIZE}"),
 ])
 def test_a_parameter_checkable_without_data_is_refused_before_anything_starts(
         command, name, sets, message, tmp_path, capsys, monkeypatch):

@@ -112,9 +112,14 @@ def summarise(labels: np.ndarray, probabilities: np.ndarray, classes: Sequence[A
     return accumulator.summary(max_points)
 
 
-def log_to(artifact, summary: Dict[str, Any]) -> None:
+def log_to(artifact, summary: Dict[str, Any] | None) -> None:
     """Write a summary into a KFP ``ClassificationMetrics`` artifact (duck-typed: anything
-    with ``log_confusion_matrix``, ``log_roc_curve`` and ``metadata``)."""
+    with ``log_confusion_matrix``, ``log_roc_curve`` and ``metadata``); without one (a model
+    whose output is not class scores over the Dataset's labels) only a note says so."""
+    if not summary:
+        artifact.metadata["notes"] = ["no confusion matrix: the model's output is not class "
+                                      "scores over the Dataset's labels"]
+        return
     if summary.get("matrix") is not None:
         artifact.log_confusion_matrix(summary["classes"], summary["matrix"])
     roc = summary.get("roc")

@@ -1,5 +1,5 @@
-"""The reference a converted model is measured against: one signature of a tfkfp
-SavedModel, examples from a sharded Dataset whose schema matches it, and the signature's
+"""The reference a converted model is measured against: one signature of a SavedModel,
+examples from a sharded Dataset that feeds it (common.tflite_binding), and the signature's
 outputs on them. Loaded and checked here for freeze_quantize and export_tflite."""
 
 import dataclasses
@@ -17,13 +17,14 @@ class QuantizeInputError(ValueError):
 
 @dataclasses.dataclass(frozen=True)
 class Examples:
-    """Examples held in memory: raw-signature features by name and label class ids."""
+    """Examples held in memory: signature inputs by name and label class ids (None when the
+    Dataset has no label)."""
 
     features: Dict[str, np.ndarray]
-    labels: np.ndarray
+    labels: np.ndarray | None
 
     def __len__(self) -> int:
-        return len(self.labels)
+        return len(next(iter(self.features.values())))
 
 
 def check_model_dir(model_dir: str) -> None:
@@ -35,15 +36,25 @@ def check_model_dir(model_dir: str) -> None:
 
 def load_signature(model_dir: str, signature: str):
     """Load the SavedModel and return (loaded, concrete signature function)."""
+    loaded, fn, _ = load_model(model_dir, signature)
+    return loaded, fn
+
+
+def load_model(model_dir: str, signature: str = ""):
+    """(loaded, concrete signature function, signature name); an empty signature picks
+    serving_raw when the model has it, else serving_default."""
     import tensorflow as tf
 
     check_model_dir(model_dir)
     loaded = tf.saved_model.load(model_dir)
-    if signature not in loaded.signatures:
-        raise QuantizeInputError(f"SavedModel {model_dir} has no signature {signature!r}; it "
-                                 f"has {sorted(loaded.signatures)} (convert from "
-                                 f"{savedmodel.SIGNATURE_RAW!r}, whose inputs are tensors)")
-    return loaded, loaded.signatures[signature]
+    name = signature or (savedmodel.SIGNATURE_RAW if savedmodel.SIGNATURE_RAW in
+                         loaded.signatures else savedmodel.SIGNATURE_EXAMPLES)
+    if name not in loaded.signatures:
+        raise QuantizeInputError(f"SavedModel {model_dir} has no signature {name!r}; it "
+                                 f"has {sorted(loaded.signatures)} (pass one of them as "
+                                 "signature; its inputs must be tensors the Dataset's "
+                                 "columns can feed)")
+    return loaded, loaded.signatures[name], name
 
 
 def signature_inputs(fn) -> Dict[str, object]:
@@ -51,48 +62,38 @@ def signature_inputs(fn) -> Dict[str, object]:
     return dict(fn.structured_input_signature[1])
 
 
-def check_schema(fn, signature: str, schema: Schema, where: str) -> None:
-    """The dataset's feature columns must be exactly the signature's inputs, same dtype."""
-    specs = signature_inputs(fn)
-    columns = {c.name: c for c in schema.features}
-    missing = sorted(set(specs) - set(columns))
-    if missing:
-        raise QuantizeInputError(f"signature {signature!r} takes inputs {missing} that are not "
-                                 f"feature columns of {where}; its features are "
-                                 f"{sorted(columns)}")
-    for name, spec in sorted(specs.items()):
-        col = columns[name]
-        dtype = savedmodel.raw_dtype(col)
-        shape = [None, *savedmodel.raw_shape(col)]
-        if spec.dtype != dtype or spec.shape.as_list() != shape:
-            raise QuantizeInputError(
-                f"column {name!r} of {where} is {dtype.name}{shape[1:]} but signature "
-                f"{signature!r} expects {spec.dtype.name}{spec.shape.as_list()[1:]}")
-
-
 def load_examples(dataset: str, split: str, limit: int, names, purpose: str) -> Examples:
-    """Up to ``limit`` examples of one split, in file order, as NumPy arrays."""
+    """Up to ``limit`` examples of one split, in file order, as NumPy arrays.
+
+    ``names``: the columns to read, fed by name; or a tflite_binding.Binding, whose
+    ``feed`` turns columns into the signature's inputs (cast, resized)."""
     from tfkfp.components.common.reader import make_dataset
 
     if limit < 1:
         raise QuantizeInputError(f"{purpose} needs at least 1 example; got {limit}")
+    binding = names if hasattr(names, "feed") else None
+    columns = sorted(set(binding.columns.values())) if binding else list(names)
     try:
-        ds = make_dataset(dataset, mode="eval", split=split, batch_size=min(limit, 512))
+        labelled = dataset_schema(dataset).label is not None
+        ds = make_dataset(dataset, mode="eval" if labelled else "predict", split=split,
+                          batch_size=min(limit, 512))
     except SchemaError as err:
         raise QuantizeInputError(f"{purpose} data: {err}") from err
     parts, labels, count = {}, [], 0
     for features, label in ds:
-        for name in names:
+        for name in columns:
             parts.setdefault(name, []).append(features[name].numpy())
-        labels.append(label.numpy())
-        count += len(labels[-1])
+        if labelled:
+            labels.append(label.numpy())
+        count += len(parts[columns[0]][-1])
         if count >= limit:
             break
     if count == 0:
         raise QuantizeInputError(f"{purpose} data is empty: split {split!r} of {dataset} "
                                  "has no records")
-    return Examples({n: np.concatenate(v)[:limit] for n, v in parts.items()},
-                    np.concatenate(labels)[:limit])
+    by_column = {n: np.concatenate(v)[:limit] for n, v in parts.items()}
+    return Examples(binding.feed(by_column) if binding else by_column,
+                    np.concatenate(labels)[:limit] if labelled else None)
 
 
 def dataset_schema(dataset: str) -> Schema:

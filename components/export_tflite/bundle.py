@@ -3,9 +3,14 @@
 import json
 from typing import Dict, List
 
-from tfkfp.components.common import litert, tflite_feeding
+from tfkfp.components.common import litert, savedmodel, tflite_feeding, uris
 from tfkfp.components.common.schema import Schema
 from tfkfp.components.common.tflite_feeding import Feeding
+from tfkfp.components.common.tflite_parity import Reading
+
+TFKFP_OUTPUTS = {"probabilities": "per-class probability, in labels.txt order",
+                 "class_ids": "index of the top class in labels.txt",
+                 "classes": "the top class name"}
 
 MODEL_FILE = "model.tflite"
 LABELS_FILE = "labels.txt"
@@ -13,22 +18,49 @@ SIGNATURE_FILE = "signature.json"
 VALIDATION_FILE = "validation.json"
 
 
+def labels_for(model_dir: str, schema: Schema, reading: Reading) -> List[str]:
+    """Class names: a tfkfp model's own, else the Dataset label's vocabulary when the model's
+    class scores index it (tflite_binding), else none."""
+    if uris.exists(uris.join(model_dir, "assets", savedmodel.LABELS_FILE)):
+        return savedmodel.load_labels(model_dir)
+    if reading.scores and reading.accuracy and schema.label is not None:
+        return [str(v) for v in schema.label.vocabulary]
+    return []
+
+
 def signature_json(content: bytes, signature: str, schema: Schema, labels: List[str],
-                   mode: str, feeding: Feeding | None = None) -> Dict:
+                   mode: str, feeding: Feeding | None = None, binding=None) -> Dict:
     """Input and output names, shapes (-1: any), dtypes, quantization and normalisation, and
-    how each input is fed: strings, and the value of a gap (tflite_feeding.describe)."""
+    how each input is fed: strings, and the value of a gap (tflite_feeding.describe).
+    ``binding`` (common.tflite_binding): the column feeding each input, and the outputs'
+    reading; None for a tfkfp model fed by name."""
     interpreter = litert.load_interpreter(content, 1)
     details = litert.io_details(litert.signature_runner(interpreter, signature))
     columns = {c.name: c for c in schema.features}
+    fed_by = binding.columns if binding is not None else {}
     feeding = feeding or Feeding({}, {}, {}, {})
     for name, entry in details["inputs"].items():
-        entry["normalization"] = _normalization(columns.get(name))
+        column = fed_by.get(name, name)
+        if column != name:
+            entry["column"] = column
+        entry["normalization"] = _normalization(columns.get(column))
+        if binding is not None and name in binding.resize:
+            entry["normalization"] += " (resized to the input's height and width)"
         entry.update(tflite_feeding.describe(name, entry, mode, feeding))
-    return {"signature": signature, "quantization": mode, **details,
-            "labels": LABELS_FILE, "num_classes": len(labels),
-            "outputs_meaning": {"probabilities": "per-class probability, in labels.txt order",
-                                "class_ids": "index of the top class in labels.txt",
-                                "classes": "the top class name"}}
+    reading = binding.reading if binding is not None else Reading()
+    out = {"signature": signature, "quantization": mode, **details,
+           "num_classes": len(labels), "outputs_meaning": _meaning(details, reading, labels)}
+    if labels:
+        out["labels"] = LABELS_FILE
+    return out
+
+
+def _meaning(details: Dict, reading: Reading, labels: List[str]) -> Dict[str, str]:
+    if reading == Reading():
+        return dict(TFKFP_OUTPUTS)
+    order = "in labels.txt order" if labels else "one per class index"
+    return {name: (f"class scores, {order}" if name == reading.scores
+                   else "as the SavedModel returns it") for name in details["outputs"]}
 
 
 def _normalization(column) -> str:
@@ -46,7 +78,9 @@ def _normalization(column) -> str:
 
 def files(content: bytes, labels: List[str], signature: Dict, validation: Dict
           ) -> Dict[str, bytes]:
-    return {MODEL_FILE: content,
-            LABELS_FILE: ("\n".join(labels) + "\n").encode(),
-            SIGNATURE_FILE: (json.dumps(signature, indent=2) + "\n").encode(),
-            VALIDATION_FILE: (json.dumps(validation, indent=2) + "\n").encode()}
+    out = {MODEL_FILE: content,
+           SIGNATURE_FILE: (json.dumps(signature, indent=2) + "\n").encode(),
+           VALIDATION_FILE: (json.dumps(validation, indent=2) + "\n").encode()}
+    if labels:
+        out[LABELS_FILE] = ("\n".join(labels) + "\n").encode()
+    return out

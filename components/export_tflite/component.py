@@ -16,7 +16,9 @@ def export_tflite(
     report: Output[Markdown],
     quantized_model: Input[Model] = None,
     quantization: str = "auto",
-    signature: str = "serving_raw",
+    signature: str = "",
+    input_mapping: dict = {},  # noqa: B006 - KFP reads the default; it is never mutated
+    max_relative_error: float = 0.05,
     eval_examples: int = 1000,
     calibration_examples: int = 300,
     max_accuracy_drop: float = 0.01,
@@ -27,7 +29,7 @@ def export_tflite(
     """Exports a deployable TFLite bundle, validated against the SavedModel in LiteRT.
 
     Args:
-        model: SavedModel from train (or imported) with the serving_raw signature.
+        model: SavedModel from train, or any SavedModel whose signature the Dataset feeds.
         dataset: Sharded Dataset matching the model: validation examples come from its eval
             split (and int8 calibration examples from its train split).
         bundle: Output folder: model.tflite, labels.txt, signature.json (input and output
@@ -42,7 +44,12 @@ def export_tflite(
             there instead of converting here.
         quantization: none, dynamic, float16, int8 or int16x8 to convert here; auto (with
             quantized_model) to export the mode freeze_quantize chose.
-        signature: SavedModel signature converted and compared.
+        signature: SavedModel signature converted and compared; empty: serving_raw when the
+            model has it, else serving_default.
+        input_mapping: Signature input name -> Dataset column (else fed by name, or the
+            single image or feature column).
+        max_relative_error: Gate: largest accepted relative error of outputs that are not
+            class scores.
         eval_examples: Held-out eval-split examples compared in LiteRT.
         calibration_examples: Representative examples when converting int8 or int16x8.
         max_accuracy_drop: Gate: largest accepted accuracy drop, as a fraction (0.01 is one
@@ -60,7 +67,8 @@ def export_tflite(
     logging.basicConfig(level=logging.INFO)
     result = run(model.path, dataset.path, bundle.path, quantization=quantization,
                  quantized_dir=quantized_model.path if quantized_model else "",
-                 signature=signature, eval_examples=eval_examples,
+                 signature=signature, input_mapping=input_mapping,
+                 max_relative_error=max_relative_error, eval_examples=eval_examples,
                  calibration_examples=calibration_examples,
                  max_accuracy_drop=max_accuracy_drop, min_agreement=min_agreement,
                  integer_io=integer_io, select_tf_ops=select_tf_ops)

@@ -1,12 +1,15 @@
-"""Export a tfkfp SavedModel as a deployable TFLite bundle, validated in LiteRT.
+"""Export a SavedModel as a deployable TFLite bundle, validated in LiteRT.
 
-The model is converted in an explicit quantization mode, or taken as converted and chosen
-by freeze_quantize (its ``model.tflite`` and ``quantization.json``). It is then run in
-LiteRT, the runtime the app ships, on held-out examples next to the SavedModel in
-TensorFlow: top-1 agreement, max and mean absolute difference of the probabilities and the
-accuracy of both. A gate (``max_accuracy_drop``, ``min_agreement``) fails the export with
-the figures when the model is not good enough; the bundle (``model.tflite``, ``labels.txt``,
-``signature.json``, ``validation.json``) is only written when it passes. ``signature.json``
+Any SavedModel: its signature is bound to the Dataset's columns as in freeze_quantize
+(common.tflite_binding), a misfit refused before any conversion. The model is converted in
+an explicit quantization mode, or taken as converted and chosen by freeze_quantize (its
+``model.tflite`` and ``quantization.json``). It is then run in LiteRT, the runtime the app
+ships, on held-out examples next to the SavedModel in TensorFlow: on class scores top-1
+agreement and, with labels, the accuracy of both; the relative error and max and mean
+absolute difference of the outputs. A gate (``max_accuracy_drop``, ``min_agreement``,
+``max_relative_error``; common.tflite_parity) fails the export with the figures when the
+model is not good enough; the bundle (``model.tflite``, ``labels.txt`` when there are class
+names, ``signature.json``, ``validation.json``) is only written when it passes. ``signature.json``
 says how each input is fed: string inputs as raw UTF-8 (the model holds its vocabulary), and
 what to feed for a gap (common.tflite_feeding).
 """
@@ -19,6 +22,7 @@ from typing import Dict
 from tfkfp.components.common import (
     classification,
     savedmodel,
+    tflite_binding,
     tflite_convert,
     tflite_inputs,
     tflite_parity,
@@ -26,7 +30,7 @@ from tfkfp.components.common import (
 )
 from tfkfp.components.common.cpus import tensorflow_threads
 from tfkfp.components.common.tflite_inputs import QuantizeInputError
-from tfkfp.components.common.tflite_parity import Figures, QualityGateError
+from tfkfp.components.common.tflite_parity import Figures, Gate
 from tfkfp.components.export_tflite import bundle
 from tfkfp.components.freeze_quantize import artifact
 
@@ -45,6 +49,7 @@ class ExportResult:
     max_accuracy_drop: float
     min_agreement: float
     seconds: float
+    max_relative_error: float = 0.05
     classification: Dict | None = None  # the TFLite model's confusion matrix (and ROC curve)
 
     def metadata(self) -> Dict:
@@ -52,26 +57,33 @@ class ExportResult:
                 "inputs": sorted(self.signature["inputs"]),
                 "outputs": sorted(self.signature["outputs"]),
                 "gate": {"max_accuracy_drop": self.max_accuracy_drop,
-                         "min_agreement": self.min_agreement}}
+                         "min_agreement": self.min_agreement,
+                         "max_relative_error": self.max_relative_error}}
 
     def metrics(self) -> Dict[str, float]:
         f = self.figures
-        return {"size_bytes": float(f.size_bytes), "accuracy": f.accuracy,
-                "savedmodel_accuracy": f.reference_accuracy, "accuracy_drop": f.accuracy_drop,
-                "agreement": f.agreement, "max_abs_diff": f.max_abs_diff,
-                "mean_abs_diff": f.mean_abs_diff, "examples": float(f.examples)}
+        out = {"size_bytes": f.size_bytes, "accuracy": f.accuracy,
+               "savedmodel_accuracy": f.reference_accuracy, "accuracy_drop": f.accuracy_drop,
+               "agreement": f.agreement, "relative_error": f.relative_error,
+               "max_abs_diff": f.max_abs_diff, "mean_abs_diff": f.mean_abs_diff,
+               "examples": f.examples}
+        return {k: float(v) for k, v in out.items() if v is not None}
 
     def markdown(self) -> str:
         f = self.figures
         rows = [("mode", self.mode), ("size", f"{f.size_bytes:,} bytes"),
-                ("validated on", f"{f.examples} examples, in LiteRT"),
-                ("accuracy (TFLite / SavedModel)",
-                 f"{f.accuracy:.4f} / {f.reference_accuracy:.4f}"),
-                ("accuracy drop", f"{100 * f.accuracy_drop:+.2f} points (max "
-                                  f"{100 * self.max_accuracy_drop:.2f})"),
-                ("top-1 agreement", f"{f.agreement:.4f} (min {self.min_agreement:.4f})"),
-                ("max / mean abs difference", f"{f.max_abs_diff:.2e} / {f.mean_abs_diff:.2e}"),
-                ("inputs", _names(self.signature["inputs"]))]
+                ("validated on", f"{f.examples} examples, in LiteRT")]
+        if f.accuracy is not None:
+            rows += [("accuracy (TFLite / SavedModel)",
+                      f"{f.accuracy:.4f} / {f.reference_accuracy:.4f}"),
+                     ("accuracy drop", f"{100 * f.accuracy_drop:+.2f} points (max "
+                                       f"{100 * self.max_accuracy_drop:.2f})")]
+        if f.agreement is not None:
+            rows.append(("top-1 agreement", f"{f.agreement:.4f} (min {self.min_agreement:.4f})"))
+        rows += [("relative error", f"{f.relative_error:.2e} (max {self.max_relative_error:g} "
+                                    "where the outputs are not class scores)"),
+                 ("max / mean abs difference", f"{f.max_abs_diff:.2e} / {f.mean_abs_diff:.2e}"),
+                 ("inputs", _names(self.signature["inputs"]))]
         lines = ["## export_tflite: gate passed", "", "| | |", "|---|---|"]
         lines += [f"| {k} | {v} |" for k, v in rows]
         return "\n".join(lines) + "\n"
@@ -89,7 +101,7 @@ def export_tflite(
     output_dir: str,
     quantization: str = "auto",
     quantized_dir: str = "",
-    signature: str = savedmodel.SIGNATURE_RAW,
+    signature: str = "",
     eval_examples: int = 1000,
     eval_split: str = "eval",
     calibration_examples: int = 300,
@@ -97,31 +109,37 @@ def export_tflite(
     min_agreement: float = 0.98,
     integer_io: bool = False,
     select_tf_ops: bool = False,
+    input_mapping: str | Dict[str, str] = "",
+    max_relative_error: float = 0.05,
 ) -> ExportResult:
     """Convert (or take), validate, gate and write the bundle; see the module docstring.
 
     Args:
-        model_dir: the tfkfp SavedModel.
+        model_dir: the SavedModel (tfkfp's, or any other).
         dataset: a Dataset directory from shard_tfrecords, for validation (and calibration
             when converting in int8/int16x8).
         output_dir: the bundle folder to write.
         quantization: none, dynamic, float16, int8 or int16x8 to convert here; auto (the
             default) to take the mode freeze_quantize chose, in quantized_dir.
         quantized_dir: a tflite folder written by freeze_quantize; empty to convert here.
-        signature: the signature converted (and compared).
+        signature: the signature converted (and compared); empty: serving_raw when the
+            model has it, else serving_default.
         eval_examples: held-out examples of eval_split to compare on.
         calibration_examples: representative examples (train split) when converting int8.
         max_accuracy_drop: largest accepted accuracy drop, as a fraction (0.01: one point).
         min_agreement: smallest accepted share of examples with the SavedModel's top class.
         integer_io, select_tf_ops: converter options (see common.tflite_convert).
+        input_mapping: signature input -> Dataset column (a dict or its JSON).
+        max_relative_error: largest accepted relative error of outputs that are not class
+            scores.
     """
     started = time.monotonic()
     tensorflow_threads()  # before TensorFlow's first op: pools sized to the CPU limit
     check_options(quantization, quantized_dir, eval_examples, min_agreement)
-    loaded, fn = tflite_inputs.load_signature(model_dir, signature)  # loaded owns fn's tables
+    mapping = tflite_binding.parse_mapping(input_mapping)
+    loaded, fn, signature = tflite_inputs.load_model(model_dir, signature)  # loaded owns tables
     schema = tflite_inputs.dataset_schema(dataset)
-    tflite_inputs.check_schema(fn, signature, schema, f"dataset {dataset}")
-    names = sorted(tflite_inputs.signature_inputs(fn))
+    binding = tflite_binding.bind(fn, signature, schema, f"dataset {dataset}", mapping)
     prepared = tflite_convert.prepare(fn)
     fills = prepared.feeding.fills
     mode = quantization
@@ -129,28 +147,33 @@ def export_tflite(
         (content, mode), source = artifact.read(quantized_dir, signature), quantized_dir
     else:
         with tflite_convert.convertible(model_dir, signature, fn, prepared) as converted:
-            content = _convert(model_dir, converted, dataset, signature, mode, names,
+            content = _convert(model_dir, converted, dataset, signature, mode, binding,
                                calibration_examples, integer_io, select_tf_ops, fills)
         source = "converted"
-    examples = tflite_inputs.load_examples(dataset, eval_split, eval_examples,
-                                           names, "validation")
+    examples = tflite_inputs.load_examples(dataset, eval_split, eval_examples, binding,
+                                           "validation")
     reference = tflite_inputs.reference_outputs(fn, examples)
     figures, outputs = tflite_parity.measure(mode, content, signature, examples, reference,
-                                             fills=fills)
-    _gate(figures, max_accuracy_drop, min_agreement)
-    labels = savedmodel.load_labels(model_dir)
-    sig = bundle.signature_json(content, signature, savedmodel.load_schema(model_dir), labels,
-                                mode, prepared.feeding)
+                                             fills=fills, reading=binding.reading)
+    tflite_parity.check(figures, Gate(max_accuracy_drop, max_relative_error, min_agreement),
+                        f"export gate ({figures.mode})")
+    labels = bundle.labels_for(model_dir, schema, binding.reading)
+    sig = bundle.signature_json(content, signature, _model_schema(model_dir, schema), labels,
+                                mode, prepared.feeding, binding)
     result = ExportResult(output_dir, mode, source, figures, sig, max_accuracy_drop,
-                          min_agreement, time.monotonic() - started,
-                          classification.summarise(examples.labels, outputs["probabilities"],
-                                                   labels))
+                          min_agreement, time.monotonic() - started, max_relative_error,
+                          _classification(examples, outputs, binding.reading, labels))
     validation = {**result.metadata(), "seconds": round(result.seconds, 2)}
     uris.publish_dir(bundle.files(content, labels, sig, validation), output_dir)
-    log.info("exported %s (%s, %d bytes): agreement %.4f, accuracy %.4f vs %.4f", output_dir,
-             mode, figures.size_bytes, figures.agreement, figures.accuracy,
-             figures.reference_accuracy)
+    log.info("exported %s (%s): %s", output_dir, mode, figures.summary())
     return result
+
+
+def _model_schema(model_dir: str, dataset_schema):
+    """The schema a tfkfp model carries, else the Dataset's."""
+    if uris.exists(uris.join(model_dir, "assets", savedmodel.SCHEMA_FILE)):
+        return savedmodel.load_schema(model_dir)
+    return dataset_schema
 
 
 def check_options(quantization: str, quantized_dir: str, eval_examples: int,
@@ -173,24 +196,21 @@ def check_options(quantization: str, quantized_dir: str, eval_examples: int,
         raise QuantizeInputError(f"min_agreement {min_agreement} is outside [0, 1]")
 
 
-def _convert(model_dir, converted, dataset, signature, mode, names, calibration_examples,
+def _classification(examples, outputs: Dict, reading, labels) -> Dict | None:
+    """The TFLite model's confusion matrix (and ROC curve) on the validation examples, where
+    its output is class scores that the Dataset's labels index."""
+    if not (reading.scores and reading.accuracy and labels) or examples.labels is None:
+        return None
+    return classification.summarise(examples.labels, outputs[reading.scores], labels)
+
+
+def _convert(model_dir, converted, dataset, signature, mode, binding, calibration_examples,
              integer_io, select_tf_ops, fills) -> bytes:
     representative = None
     if mode in tflite_convert.CALIBRATED:
-        calibration = tflite_inputs.load_examples(dataset, "train", calibration_examples, names,
-                                                  "calibration")
+        calibration = tflite_inputs.load_examples(dataset, "train", calibration_examples,
+                                                  binding, "calibration")
         representative = tflite_convert.representative_dataset(calibration.features, fills)
     return tflite_convert.convert(model_dir, signature, mode, representative,
                                   integer_io=integer_io, select_tf_ops=select_tf_ops,
                                   source=converted)
-
-
-def _gate(figures: Figures, max_accuracy_drop: float, min_agreement: float) -> None:
-    tflite_parity.check_drop(figures, max_accuracy_drop, f"export gate ({figures.mode})")
-    if figures.agreement < min_agreement:
-        raise QualityGateError(
-            f"export gate ({figures.mode}): top-1 agreement with the SavedModel "
-            f"{figures.agreement:.4f} on {figures.examples} examples is below min_agreement "
-            f"{min_agreement:.4f} (accuracy {figures.accuracy:.4f} vs "
-            f"{figures.reference_accuracy:.4f}, max abs diff {figures.max_abs_diff:.2e}, "
-            f"mean {figures.mean_abs_diff:.2e})")

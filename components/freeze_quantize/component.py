@@ -16,7 +16,9 @@ def freeze_quantize(
     report: Output[Markdown],
     quantization: str = "auto",
     max_accuracy_drop: float = 0.01,
-    signature: str = "serving_raw",
+    signature: str = "",
+    input_mapping: dict = {},  # noqa: B006 - KFP reads the default; it is never mutated
+    max_relative_error: float = 0.05,
     calibration_examples: int = 300,
     eval_examples: int = 1000,
     integer_io: bool = False,
@@ -27,20 +29,28 @@ def freeze_quantize(
     """Freezes a SavedModel into an inference graph and quantizes it to TFLite, measuring each mode.
 
     Args:
-        model: SavedModel from train (or imported) with the serving_raw signature.
-        dataset: Sharded Dataset whose features match the model: calibration examples come
-            from its train split, measurements from its eval split.
+        model: SavedModel from train, or any SavedModel (tf.saved_model.save, tf_keras,
+            Keras 3 model.export()).
+        dataset: Sharded Dataset whose columns feed the signature's inputs: calibration
+            examples come from its train split, measurements from its eval split.
         tflite_model: Output folder: model.tflite in the chosen mode and quantization.json
             (mode and figures), also in the artifact metadata.
         frozen_graph: Output folder: frozen_graph.pb (variables as constants, Grappler
             optimised) and frozen_graph.json (tensor names, node counts, op histograms).
         metrics: Output size, accuracy, accuracy drop, agreement and LiteRT latency per mode.
         report: Output Markdown table of every mode tried and of the freezing.
-        quantization: none, dynamic, float16, int8, int16x8, or auto (tries every mode, keeps the
-            smallest within max_accuracy_drop).
+        quantization: none, dynamic, float16, int8, int16x8, or auto (tries every mode, skips
+            one that fails to convert or run in LiteRT, keeps the smallest within the gate).
         max_accuracy_drop: Largest accepted eval accuracy drop vs the SavedModel, as a
-            fraction (0.01 is one point); the step fails above it.
-        signature: SavedModel signature to freeze and convert.
+            fraction (0.01 is one point); without labels, the largest share of examples
+            whose top class changes; the step fails above it.
+        signature: SavedModel signature to freeze and convert; empty: serving_raw when the
+            model has it, else serving_default.
+        input_mapping: Signature input name -> Dataset column; inputs not named are fed
+            from the column of the same name, or a one-input model from the single image
+            or feature column.
+        max_relative_error: Largest accepted relative error of outputs that are not class
+            scores.
         calibration_examples: Representative examples for int8 and int16x8 (100-500).
         eval_examples: Eval-split examples each mode is measured on.
         integer_io: int8 only: make float inputs and outputs int8 as well.
@@ -56,7 +66,9 @@ def freeze_quantize(
     logging.basicConfig(level=logging.INFO)
     result = run(model.path, dataset.path, tflite_model.path, frozen_graph.path,
                  quantization=quantization, max_accuracy_drop=max_accuracy_drop,
-                 signature=signature, calibration_examples=calibration_examples,
+                 signature=signature, input_mapping=input_mapping,
+                 max_relative_error=max_relative_error,
+                 calibration_examples=calibration_examples,
                  eval_examples=eval_examples, integer_io=integer_io, select_tf_ops=select_tf_ops,
                  timing=Timing(latency_batch_size, latency_runs))
     tflite_model.metadata.update(result.metadata())

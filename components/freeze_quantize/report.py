@@ -5,23 +5,34 @@ from typing import Dict, List
 from tfkfp.components.common.tflite_parity import Figures
 
 
-def mode_table(figures: List[Figures], chosen: str, float_size: int | None) -> str:
+def mode_table(figures: List[Figures], chosen: str, float_size: int | None,
+               skipped: Dict[str, str] | None = None) -> str:
+    """One row per mode measured (accuracy and agreement "n/a" where there are no labels or
+    class scores), then one per mode auto skipped, with the reason."""
     rows = ["| mode | size | vs float32 | accuracy | drop (points) | agreement | "
-            "max abs diff | ms/example | ms/batch |",
-            "|---|---:|---:|---:|---:|---:|---:|---:|---:|"]
+            "relative error | max abs diff | ms/example | ms/batch |",
+            "|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|"]
     for f in figures:
         ratio = f"{f.size_bytes / float_size:.2f}x" if float_size else ""
         name = f"**{f.mode}** (chosen)" if f.mode == chosen else f.mode
         batch = (f"{f.latency_batch_ms:.2f} (x{f.batch_size})"
                  if f.latency_batch_ms is not None else "")
         example = f"{f.latency_example_ms:.3f}" if f.latency_example_ms is not None else ""
-        rows.append(f"| {name} | {_size(f.size_bytes)} | {ratio} | {f.accuracy:.4f} | "
-                    f"{100 * f.accuracy_drop:+.2f} | {f.agreement:.4f} | "
+        drop = "n/a" if f.accuracy_drop is None else f"{100 * f.accuracy_drop:+.2f}"
+        rows.append(f"| {name} | {_size(f.size_bytes)} | {ratio} | {_num(f.accuracy)} | "
+                    f"{drop} | {_num(f.agreement)} | {f.relative_error:.2e} | "
                     f"{f.max_abs_diff:.2e} | {example} | {batch} |")
+    for mode, why in (skipped or {}).items():
+        reason = why.replace("|", "/")
+        rows.append(f"| {mode} | skipped: {reason} | | | | | | | | |")
     return "\n".join(rows)
 
 
-def freeze_table(spec: Dict, max_abs_diff: float, agreement: float) -> str:
+def _num(value: float | None) -> str:
+    return "n/a" if value is None else f"{value:.4f}"
+
+
+def freeze_table(spec: Dict, max_abs_diff: float, agreement: float | None) -> str:
     ops_before, ops_after = spec["ops"]["before"], spec["ops"]["after"]
     top = sorted(set(ops_before) | set(ops_after),
                  key=lambda op: -max(ops_before.get(op, 0), ops_after.get(op, 0)))[:12]
@@ -31,8 +42,8 @@ def freeze_table(spec: Dict, max_abs_diff: float, agreement: float) -> str:
              f"{_size(spec['bytes']['after'])} |"]
     lines += [f"| `{op}` | {ops_before.get(op, 0)} | {ops_after.get(op, 0)} |" for op in top]
     lines.append("")
-    lines.append(f"Frozen graph vs SavedModel: top-1 agreement {agreement:.4f}, max abs "
-                 f"probability difference {max_abs_diff:.2e}.")
+    lines.append(f"Frozen graph vs SavedModel: top-1 agreement {_num(agreement)}, max abs "
+                 f"output difference {max_abs_diff:.2e}.")
     return "\n".join(lines)
 
 

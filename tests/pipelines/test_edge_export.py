@@ -43,3 +43,36 @@ def test_exports_the_model_freeze_quantize_chose(demo_model, demo_dataset, tmp_p
     outputs = json.load(open(os.path.join(bundle, "signature.json")))["outputs"]
     assert outputs["probabilities"]["dtype"] == "int8"  # integer_io: apps get scale/zero point
     assert outputs["probabilities"]["quantization"]["scale"] > 0
+
+
+@pytest.mark.slow
+def test_a_plain_savedmodel_goes_through_auto_with_a_failing_mode_skipped(
+        plain_mobilenet, digit_images, tmp_path, capsys):
+    """MobileNetV2 saved with tf.saved_model.save (serving_default, random weights): auto
+    skips int16x8, which LiteRT cannot prepare, and ships the smallest other mode."""
+    import tensorflow as tf
+
+    [name] = tf.saved_model.load(plain_mobilenet).signatures["serving_default"] \
+        .structured_input_signature[1]
+    root = tmp_path / "root"
+    settings = {"model_uri": plain_mobilenet, "dataset_uri": digit_images,
+                "input_mapping": json.dumps({name: "image"}), "calibration_examples": 20,
+                "eval_examples": 40, "max_accuracy_drop": 1.0, "min_agreement": 0.0}
+    code = main(["run", "edge_export", "--local", "--pipeline-root", str(root)]
+                + [arg for k, v in settings.items() for arg in ("--set", f"{k}={v}")])
+    assert code == 0
+    [quantized] = [d for d, _, files in os.walk(root) if "quantization.json" in files]
+    chosen = json.load(open(os.path.join(quantized, "quantization.json")))
+    assert chosen["signature"] == "serving_default"
+    assert chosen["input_columns"] == {name: "image"}
+    assert list(chosen["skipped"]) == ["int16x8"]
+    assert "DEPTHWISE_CONV_2D" in chosen["skipped"]["int16x8"]
+    assert set(chosen["modes"]) == {"none", "dynamic", "float16", "int8"}
+    assert chosen["mode"] == min(chosen["modes"], key=lambda m: chosen["modes"][m]["size_bytes"])
+    report = next(root.rglob("freeze-quantize/report")).read_text()
+    assert "| int16x8 | skipped: RuntimeError: " in report
+    bundle = next(root.rglob("export-tflite/bundle"))
+    signature = json.load(open(bundle / "signature.json"))
+    assert signature["signature"] == "serving_default"
+    assert signature["inputs"][name]["column"] == "image"
+    assert signature["inputs"][name]["shape"] == [-1, 32, 32, 1]  # 8x8 digits resized

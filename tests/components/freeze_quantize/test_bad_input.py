@@ -41,9 +41,11 @@ def test_a_dataset_whose_schema_does_not_match_the_model(demo_model, table_csv, 
 
     other = str(tmp_path / "other")
     shard_tfrecords(table_csv[0], other, label="animal", keys=["id"])
-    with pytest.raises(QuantizeInputError, match=r"signature 'serving_raw' takes inputs "
-                                                 r"\['pixel_0'.*its features are "
-                                                 r"\['color', 'x', 'y'\]"):
+    with pytest.raises(QuantizeInputError, match=r"signature 'serving_raw' takes inputs that no "
+                                                 r"feature column of dataset .* feeds: pixel_0 "
+                                                 r"\(int64 \[None\]\), pixel_1 .* and 56 more; "
+                                                 r"its feature columns are \['color \(string "
+                                                 r"\[None\]\)', 'x \(float32 \[None\]\)', "):
         run(demo_model, other, tmp_path, quantization="dynamic")
     assert_nothing_written(tmp_path)
 

@@ -1,0 +1,73 @@
+"""What freeze_quantize returns: every mode's figures, the choice, the frozen graph's spec."""
+
+import dataclasses
+from typing import Dict, List
+
+from tfkfp.components.common.tflite_parity import Figures, Gate
+from tfkfp.components.freeze_quantize import report
+
+
+@dataclasses.dataclass(frozen=True)
+class FreezeQuantizeResult:
+    mode: str  # the mode chosen (auto) or asked for
+    signature: str
+    figures: List[Figures]  # every mode tried, in MODES order
+    frozen: Dict  # frozen graph spec: tensor names, node counts, sizes, op histograms
+    frozen_agreement: float | None  # None: the outputs hold no class scores
+    frozen_max_abs_diff: float
+    tflite_dir: str
+    frozen_dir: str
+    seconds: float
+    skipped: Dict[str, str] = dataclasses.field(default_factory=dict)  # auto: mode -> why
+    input_columns: Dict[str, str] = dataclasses.field(default_factory=dict)  # input -> column
+    gate: Gate = Gate()
+
+    @property
+    def chosen(self) -> Figures:
+        return next(f for f in self.figures if f.mode == self.mode)
+
+    @property
+    def float_size(self) -> int | None:
+        return next((f.size_bytes for f in self.figures if f.mode == "none"), None)
+
+    def metadata(self) -> Dict:
+        return {"mode": self.mode, "signature": self.signature, **self.chosen.to_dict(),
+                "modes": {f.mode: f.to_dict() for f in self.figures},
+                "skipped": dict(self.skipped), "input_columns": dict(self.input_columns),
+                "gate": {"max_accuracy_drop": self.gate.max_accuracy_drop,
+                         "max_relative_error": self.gate.max_relative_error}}
+
+    def frozen_metadata(self) -> Dict:
+        return {"nodes_before": self.frozen["nodes"]["before"],
+                "nodes_after": self.frozen["nodes"]["after"],
+                "bytes_before": self.frozen["bytes"]["before"],
+                "bytes_after": self.frozen["bytes"]["after"],
+                "agreement": self.frozen_agreement, "max_abs_diff": self.frozen_max_abs_diff,
+                "inputs": self.frozen["inputs"], "outputs": self.frozen["outputs"]}
+
+    def metrics(self) -> Dict[str, float]:
+        out = {"frozen_nodes_before": self.frozen["nodes"]["before"],
+               "frozen_nodes_after": self.frozen["nodes"]["after"],
+               "frozen_max_abs_diff": self.frozen_max_abs_diff}
+        for f in self.figures:
+            out.update({f"{f.mode}_size_bytes": f.size_bytes, f"{f.mode}_accuracy": f.accuracy,
+                        f"{f.mode}_accuracy_drop": f.accuracy_drop,
+                        f"{f.mode}_agreement": f.agreement,
+                        f"{f.mode}_relative_error": f.relative_error})
+            if f.latency_batch_ms is not None:
+                out[f"{f.mode}_latency_ms_example"] = f.latency_example_ms
+                out[f"{f.mode}_latency_ms_batch"] = f.latency_batch_ms
+        out["modes_skipped"] = len(self.skipped)
+        return {k: float(v) for k, v in out.items() if v is not None}
+
+    def markdown(self) -> str:
+        return "\n".join([
+            f"## freeze_quantize: chose `{self.mode}`", "",
+            f"Signature `{self.signature}`, {self.chosen.examples} eval examples, "
+            f"{self.seconds:.1f}s.", "",
+            report.mode_table(self.figures, self.mode, self.float_size, self.skipped), "",
+            "### Frozen graph", "",
+            report.freeze_table(self.frozen, self.frozen_max_abs_diff, self.frozen_agreement),
+            ""])
+
+
