@@ -23,6 +23,7 @@ from tfkfp.components.common.schema import Schema
 
 TFLITE_FILE = "model.tflite"
 SIGNATURE_FILE = "signature.json"  # beside model.tflite in an export_tflite bundle
+BUNDLE_SCHEMA_FILE = "schema.json"  # likewise, from bundles of this version on
 _NUMPY_DTYPES = {np.dtype(np.float32): "float32", np.dtype(np.int64): "int64",
                  np.dtype(np.bytes_): "string", np.dtype(np.object_): "string"}
 
@@ -130,7 +131,15 @@ def _load_tflite(path: str, labels_uri: str, threads: int) -> Predictor:
                                         details[name]) for name in inputs})
         return _dequantize(out["probabilities"], output)
 
-    return Predictor("tflite", path, inputs, labels, predict, handle=interpreter)
+    return Predictor("tflite", path, inputs, labels, predict, _bundle_schema(path),
+                     handle=interpreter)
+
+
+def _bundle_schema(path: str) -> Schema | None:
+    """The schema of an export_tflite bundle (schema.json beside the .tflite file), if any."""
+    head = path.rpartition("/")[0] or "."
+    schema = uris.join(head, BUNDLE_SCHEMA_FILE)
+    return Schema.load(schema) if uris.exists(schema) else None
 
 
 def _bundle_fills(path: str) -> Dict[str, np.ndarray]:

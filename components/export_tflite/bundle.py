@@ -16,6 +16,7 @@ MODEL_FILE = "model.tflite"
 LABELS_FILE = "labels.txt"
 SIGNATURE_FILE = "signature.json"
 VALIDATION_FILE = "validation.json"
+SCHEMA_FILE = "schema.json"  # the columns the model was trained on: keys, label, features
 
 
 def labels_for(model_dir: str, schema: Schema, reading: Reading) -> List[str]:
@@ -76,11 +77,15 @@ def _normalization(column) -> str:
             "inside the model")
 
 
-def files(content: bytes, labels: List[str], signature: Dict, validation: Dict
-          ) -> Dict[str, bytes]:
+def files(content: bytes, labels: List[str], signature: Dict, validation: Dict,
+          schema: Schema | None = None) -> Dict[str, bytes]:
+    """The bundle's files; with ``schema``, a server or batch prediction can tell a row's
+    key and label columns (echoed, ignored) from the model's inputs."""
     out = {MODEL_FILE: content,
            SIGNATURE_FILE: (json.dumps(signature, indent=2) + "\n").encode(),
            VALIDATION_FILE: (json.dumps(validation, indent=2) + "\n").encode()}
+    if schema is not None:
+        out[SCHEMA_FILE] = schema.to_json().encode()
     if labels:
         out[LABELS_FILE] = ("\n".join(labels) + "\n").encode()
     return out

@@ -158,13 +158,14 @@ def export_tflite(
     tflite_parity.check(figures, Gate(max_accuracy_drop, max_relative_error, min_agreement),
                         f"export gate ({figures.mode})")
     labels = bundle.labels_for(model_dir, schema, binding.reading)
-    sig = bundle.signature_json(content, signature, _model_schema(model_dir, schema), labels,
-                                mode, prepared.feeding, binding)
+    model_schema = _model_schema(model_dir, schema)
+    sig = bundle.signature_json(content, signature, model_schema, labels, mode,
+                                prepared.feeding, binding)
     result = ExportResult(output_dir, mode, source, figures, sig, max_accuracy_drop,
                           min_agreement, time.monotonic() - started, max_relative_error,
                           _classification(examples, outputs, binding.reading, labels))
     validation = {**result.metadata(), "seconds": round(result.seconds, 2)}
-    uris.publish_dir(bundle.files(content, labels, sig, validation), output_dir)
+    uris.publish_dir(bundle.files(content, labels, sig, validation, model_schema), output_dir)
     log.info("exported %s (%s): %s", output_dir, mode, figures.summary())
     return result
 

@@ -39,6 +39,6 @@ def test_runs_under_the_kfp_local_runner(dynamic_dir, demo_model, demo_dataset, 
     assert sum(rows[i][i] for i in range(10)) / 100 == pytest.approx(bundle.metadata["accuracy"])
     assert bundle.metadata["mode"] == "dynamic" and bundle.metadata["agreement"] >= 0.98
     assert bundle.metadata["source"] == dynamic_dir
-    assert sorted(os.listdir(bundle.path)) == ["labels.txt", "model.tflite", "signature.json",
-                                               "validation.json"]
+    assert sorted(os.listdir(bundle.path)) == ["labels.txt", "model.tflite", "schema.json",
+                                               "signature.json", "validation.json"]
     assert json.load(open(os.path.join(bundle.path, "signature.json")))["num_classes"] == 10

@@ -18,8 +18,8 @@ def float16_bundle(demo_model, demo_dataset, tmp_path_factory):
 
 def test_the_bundle_holds_what_an_app_needs(float16_bundle):
     out = float16_bundle.output_dir
-    assert sorted(os.listdir(out)) == ["labels.txt", "model.tflite", "signature.json",
-                                       "validation.json"]
+    assert sorted(os.listdir(out)) == ["labels.txt", "model.tflite", "schema.json",
+                                       "signature.json", "validation.json"]
     assert open(os.path.join(out, "labels.txt")).read().split() == [str(i) for i in range(10)]
     sig = json.load(open(os.path.join(out, "signature.json")))
     assert sig["signature"] == "serving_raw" and sig["quantization"] == "float16"

@@ -60,8 +60,8 @@ def test_the_bundle_of_a_plain_model_names_its_column_and_classes(plain_auto, pl
                                                                   digit_images, tmp_path):
     out = tmp_path / "bundle"
     result = export_tflite(plain_cnn, digit_images, str(out), quantized_dir=plain_auto.tflite_dir)
-    assert sorted(os.listdir(out)) == ["labels.txt", "model.tflite", "signature.json",
-                                       "validation.json"]
+    assert sorted(os.listdir(out)) == ["labels.txt", "model.tflite", "schema.json",
+                                       "signature.json", "validation.json"]
     assert open(out / "labels.txt").read().split() == [str(i) for i in range(10)]
     sig = json.load(open(out / "signature.json"))
     assert sig["signature"] == "serving_default" and sig["num_classes"] == 10

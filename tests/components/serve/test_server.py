@@ -125,8 +125,14 @@ async def kserve_infer(port, rows):
         await client.close()
 
 
-def test_tflite_refuses_b64_examples_by_name(tflite_bundle, tmp_path):
+def test_tflite_bundle_knows_its_keys_and_refuses_b64_examples_by_name(tflite_bundle,
+                                                                      tmp_path):
     with running(tflite_bundle, tmp_path=tmp_path) as server:
+        # the bundle's schema.json: the id key is echoed, the label column ignored, as for
+        # the SavedModel (the same row a client sends either)
+        status, body = server.v1([{"id": 7, "x": 0.5, "colour": "red", "label": "no"}])
+        assert status == 200, body
+        assert body["predictions"][0]["id"] == 7
         status, body = server.v1([{"b64": "AAAA"}])
         assert status == 400 and "need a SavedModel" in body["error"]
         status, body = server.request("GET", "/v2/models/model")
