@@ -1,0 +1,77 @@
+"""Anchor servers for benchmarks/serving.py, on the same KServe stack as ``tfkfp serve``
+(its FastAPI app, DataPlane, body limit and uvicorn settings), so only the model differs:
+
+- ``noop``: answers every v1 instance with a fixed class and score without a model: the
+  ceiling of the HTTP and JSON path for the same payload;
+- ``predict``: a tf_keras model loaded from a ``.keras`` file and called with
+  ``model.predict`` once per request, what a user's first server does.
+
+``python -m benchmarks.serving_anchors KIND PORT [KERAS_FILE]``; ready at /v2/health/ready.
+"""
+
+import asyncio
+import os
+import sys
+from typing import Dict
+
+os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "2")
+
+
+def _model_classes():
+    from kserve import Model
+
+    class NoOp(Model):
+        def load(self) -> bool:
+            self.ready = True
+            return True
+
+        async def predict(self, payload, headers: Dict[str, str] | None = None):
+            return {"predictions": [{"class": "0", "score": 1.0}
+                                    for _ in payload["instances"]]}
+
+    class KerasPredict(Model):
+        def __init__(self, name: str, path: str):
+            super().__init__(name)
+            self.path = path
+
+        def load(self) -> bool:
+            import tf_keras
+
+            self.model = tf_keras.models.load_model(self.path)
+            self.names = list(self.model.input_names)
+            self.ready = True
+            return True
+
+        async def predict(self, payload, headers: Dict[str, str] | None = None):
+            import numpy as np
+
+            rows = payload["instances"]
+            inputs = {n: np.asarray([r[n] for r in rows], dtype=np.float32)
+                      for n in self.names}
+            scores = self.model.predict(inputs, verbose=0)
+            return {"predictions": [{"class": str(int(s.argmax())), "score": float(s.max())}
+                                    for s in scores]}
+
+    return NoOp, KerasPredict
+
+
+def main(argv=None) -> int:
+    argv = sys.argv[1:] if argv is None else argv
+    kind, port = argv[0], int(argv[1])
+    sys.argv = sys.argv[:1]  # kserve.model_server parses sys.argv on import
+    from kserve import model_server
+
+    from tfkfp.components.serve import server
+    from tfkfp.components.serve.options import ServeOptions
+
+    no_op, keras_predict = _model_classes()
+    model = no_op("model") if kind == "noop" else keras_predict("model", argv[2])
+    options = ServeOptions(name="model", host="127.0.0.1", http_port=port)
+    rest, grpc = server._servers(model, options, model_server.app)
+    server._quiet_logs(__import__("kserve").logging)
+    asyncio.new_event_loop().run_until_complete(server._run(model, rest, grpc))
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
