@@ -41,6 +41,7 @@ def batch_prediction(
     keys: List[str] = [],  # noqa: B006 - KFP reads defaults from the signature
     label: str = "",
     num_shards: int = 0,
+    layout: str = "packed",
     file_groups: int = 1,
     output_format: str = "jsonl",
     top_k: int = 1,
@@ -56,6 +57,8 @@ def batch_prediction(
         keys: Passthrough key columns (sharding: the key columns; prediction: carried).
         label: The CSV's label column, if it has one (kept out of the model inputs).
         num_shards: Shards per split when sharding the CSV (0: by size, at least 2).
+        layout: Record layout when sharding the CSV: packed (scalar numbers as one list
+            feature per dtype) or columns (one feature per column).
         file_groups: How many parallel batch_predict tasks share the shards.
         output_format: jsonl, csv or tfrecord.
         top_k: How many best classes and scores each prediction lists.
@@ -65,7 +68,7 @@ def batch_prediction(
     model = dsl.importer(artifact_uri=model_uri, artifact_class=dsl.Model, reimport=False)
     with dsl.If(csv_uri != "", name="shard-csv"):
         sharded = shard_tfrecords(input_uri=csv_uri, label=label, keys=keys,
-                                  num_shards=num_shards,
+                                  num_shards=num_shards, layout=layout,
                                   input_fingerprint=fingerprinted(csv_uri).output)
         predict_shards(model=model.output, dataset=sharded.outputs["dataset"],
                        file_groups=file_groups, output_format=output_format,
@@ -94,6 +97,6 @@ def check_arguments(arguments: Dict[str, Any]) -> None:
     if values["split"] not in ("all", *SPLITS):
         raise ValueError(f"split {values['split']!r} is not one of all, {', '.join(SPLITS)}")
     if values["csv_uri"]:
-        checks.check_step(shard_tfrecords, check_shard, checks.pick(values, "num_shards"))
+        checks.check_step(shard_tfrecords, check_shard, checks.pick(values, "num_shards", "layout"))
     checks.check_step(batch_predict, check_predict,
                       checks.pick(values, "output_format", "top_k", "predict_batch_size"))

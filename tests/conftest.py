@@ -107,6 +107,17 @@ def demo_dataset(demo_dir, tmp_path_factory):
 
 
 @pytest.fixture(scope="session")
+def demo_columns_dataset(demo_dir, tmp_path_factory):
+    """The demo digits sharded one feature per column (``layout="columns"``), as every Dataset
+    was before the packed layout; ``demo_dataset`` holds the same rows packed."""
+    from tfkfp.components.shard_tfrecords.core import shard_tfrecords
+
+    out = str(tmp_path_factory.mktemp("demo_columns") / "dataset")
+    shard_tfrecords(demo_dir.csv, out, label="label", keys=["id"], layout="columns")
+    return out
+
+
+@pytest.fixture(scope="session")
 def unlabeled_dataset(demo_dir, tmp_path_factory):
     """The demo digits sharded without a label (key ``id``)."""
     from tfkfp.components.shard_tfrecords.core import shard_tfrecords

@@ -19,6 +19,24 @@ def test_shard_command_writes_a_dataset(table_csv, tmp_path, capsys):
     assert "| train |" in capsys.readouterr().out
 
 
+@pytest.mark.parametrize("layout,groups", [("columns", []), ("packed", ["packed_float32"])])
+def test_shard_command_writes_the_layout_asked_for(table_csv, tmp_path, layout, groups):
+    from tfkfp.components.common.schema import Schema
+
+    out = tmp_path / "ds"
+    assert main(["shard", table_csv[0], str(out), "--label", "animal", "--keys", "id",
+                 "--layout", layout]) == 0
+    schema = Schema.load(str(out))
+    assert schema.layout == layout and [g.feature for g in schema.packed] == groups
+
+
+def test_shard_command_refuses_an_unknown_layout_naming_the_choices(table_csv, tmp_path,
+                                                                   capsys):
+    with pytest.raises(SystemExit):
+        main(["shard", table_csv[0], str(tmp_path / "ds"), "--layout", "rows"])
+    assert "--layout: invalid choice: 'rows'" in capsys.readouterr().err
+
+
 def test_shard_command_fails_with_the_error_on_stderr(tmp_path):
     path = write_csv(tmp_path / "r.csv", ["x", "label"], [[1, 0], [2]])
     proc = subprocess.run([sys.executable, "-m", "tfkfp.pipelines.cli", "shard", path,
@@ -129,6 +147,8 @@ QUANTIZE = "(step freeze_quantize)"
      f"split {SHARD}"),
     ("run", "training", DATA + ["--set", "missing=drop"],
      f"missing 'drop' is not one of ('impute', 'error') {SHARD}"),
+    ("run", "training", DATA + ["--set", "layout=rows"],
+     f"layout 'rows' is not one of ('columns', 'packed') {SHARD}"),
     ("run", "training", DATA + ["--set", "file_groups=0"],
      "file_groups 0: the group count must be at least 1"),
     ("run", "training", DATA + ["--set", "min_agreement=1.5"],
@@ -156,6 +176,9 @@ QUANTIZE = "(step freeze_quantize)"
                                     "num_shards=-1"],
      f"num_shards -1 / shard_size_mb 128.0: expected num_shards >= 1, or num_shards 0 and "
      f"shard_size_mb > 0 {SHARD}"),
+    ("run", "batch_prediction", ["--set", "model_uri=m", "--set", "csv_uri=c.csv", "--set",
+                                 "layout=rows"],
+     f"layout 'rows' is not one of ('columns', 'packed') {SHARD}"),
     ("run", "edge_export", EDGE + ["--set", "quantization=int3"],
      f"quantization 'int3' is not one of none, dynamic, float16, int8, int16x8, auto {QUANTIZE}"),
     ("run", "edge_export", EDGE + ["--set", "calibration_examples=0"],

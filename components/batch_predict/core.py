@@ -161,7 +161,8 @@ def _reader(plan: sources.InputPlan, files: List[str], features, key_columns, ba
     if plan.fmt == "tfrecord":
         from tfkfp.components.batch_predict.tfrecords import make_parser, read_tfrecords
 
-        parse = make_parser(features, key_columns)
+        # "both": a pattern read with the model's schema may hold either layout
+        parse = make_parser(features, key_columns, plan.schema, accept="both")
         return lambda path: read_tfrecords(path, plan.compression, parse, batch_size)
     for path in files:
         text.check_columns(path, plan.fmt, features + key_columns)

@@ -28,24 +28,27 @@ from tfkfp.components.batch_predict.records import (
     concat_columns,
     split_failures,
 )
+from tfkfp.components.common.parsing import example_parser
 from tfkfp.components.common.progress import log
-from tfkfp.components.common.reader import decode_column, feature_spec
-from tfkfp.components.common.schema import Column
+from tfkfp.components.common.reader import decode_column
+from tfkfp.components.common.schema import Column, Schema
 
 _AT = re.compile(r"record at (\d+)")
 _FRAME = 16  # length (8) + length CRC (4) + data CRC (4) around every TFRecord
 
 
-def make_parser(features: List[Column], keys: List[Column]):
-    """A compiled ``serialized[B] -> (features, keys)`` for the feature and key columns."""
+def make_parser(features: List[Column], keys: List[Column], schema: Schema | None = None,
+                accept: str = "schema"):
+    """A compiled ``serialized[B] -> (features, keys)`` for the feature and key columns, in
+    the record layout of ``schema`` (the data's; None: one feature per column)."""
     import tensorflow as tf
 
     columns = features + [k for k in keys if k.name not in {c.name for c in features}]
-    spec = feature_spec(None, columns)
+    parse_columns = example_parser(schema or Schema(tuple(columns)), columns, accept)
 
     @tf.function(input_signature=[tf.TensorSpec([None], tf.string)])
     def parse(serialized):
-        parsed = tf.io.parse_example(serialized, spec)
+        parsed = parse_columns(serialized)
         return ({c.name: decode_column(c, parsed[c.name]) for c in features},
                 {k.name: parsed[k.name] for k in keys})
 

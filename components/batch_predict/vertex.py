@@ -10,7 +10,10 @@ finish, cancelling it if the step is cancelled meanwhile.
 The tfkfp SavedModel's ``serving_default`` signature takes serialized ``tf.train.Example``
 strings, which is what Vertex sends a TensorFlow serving container for ``tf-record``
 input (each record base64-encoded), so the shards from shard_tfrecords are the input as
-they are.
+they are: ``serving_default`` reads one feature per column and the ``packed`` layout that
+shard_tfrecords writes for the model's own feature columns. Shards of a table with other
+numeric feature columns than the model's (or for a model exported before the packed
+layout existed) are sharded with ``layout="columns"``.
 """
 
 import dataclasses

@@ -11,7 +11,7 @@ Feature{1: BytesList{1: repeated bytes}, 2: FloatList{1: packed float},
 3: Int64List{1: packed varint}}; a map entry is {1: key, 2: value}.
 """
 
-from typing import Dict, List, Tuple
+from typing import Dict, List, Sequence, Tuple
 
 import numpy as np
 
@@ -176,6 +176,30 @@ def encode_examples(columns: Dict[str, Tuple[str, np.ndarray]]) -> Rows:
         length += entry_length
     pieces, _ = _framed(1, pieces, length)  # Example{features}
     return concat(pieces)
+
+
+def pack_columns(columns: Dict[str, Tuple[str, np.ndarray]], groups: Sequence
+                 ) -> Dict[str, Tuple[str, np.ndarray]]:
+    """``columns`` with each packed group's scalar columns stacked into one ``(rows, n)``
+    column under the group's feature name (see ``common.schema.PackedGroup``).
+
+    Groups list their columns in order; a gap (NaN) stays a NaN inside the packed list.
+    """
+    out = dict(columns)
+    for group in groups:
+        missing = [n for n in group.columns if n not in out]
+        if missing:
+            raise ValueError(f"packed group {group.feature!r} lists columns {missing} that "
+                             f"are not among {sorted(columns)}")
+        parts = [out.pop(name) for name in group.columns]
+        wrong = [n for n, (dtype, _) in zip(group.columns, parts) if dtype != group.dtype]
+        if wrong:
+            raise ValueError(f"packed group {group.feature!r} holds {group.dtype}; columns "
+                             f"{wrong} are not {group.dtype}")
+        values = np.stack([np.asarray(v, dtype=group.dtype).reshape(len(v))
+                           for _, v in parts], axis=1)
+        out[group.feature] = (group.dtype, values)
+    return out
 
 
 def split_rows(rows: Rows) -> List[bytes]:

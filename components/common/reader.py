@@ -3,24 +3,28 @@
 The fast pattern measured on these machines: interleave several TFRecord files, batch the
 serialized records inside each file's reader (so interleave moves batches, not records),
 parse whole batches with ``tf.io.parse_example`` (about 13x faster than
-``parse_single_example`` per record), and prefetch. When shuffling, records are interleaved
-and shuffled while still serialized, then batched. Images are decoded and resized per batch.
+``parse_single_example`` per record), and prefetch. The record layout (one feature per column,
+or scalar numbers packed into one list per dtype) comes from ``schema.json``; either gives the
+same ``(features, label)`` dictionaries (see ``common.parsing``). When shuffling, records are
+interleaved and shuffled while still serialized, then batched. Images are decoded and resized
+per batch.
 """
 
 from typing import Dict, List, Tuple
 
-from tfkfp.components.common import uris
+from tfkfp.components.common import parsing, uris
 from tfkfp.components.common.dataset import split_files
 from tfkfp.components.common.schema import Column, Schema, SchemaError
 
 MODES = ("train", "eval", "predict")
 
 
-def feature_spec(schema: Schema, columns: List[Column]) -> Dict:
-    import tensorflow as tf
-
-    dtypes = {"float32": tf.float32, "int64": tf.int64, "string": tf.string}
-    return {c.name: tf.io.FixedLenFeature(c.shape, dtypes[c.dtype]) for c in columns}
+def feature_spec(schema: Schema | None, columns: List[Column]) -> Dict:
+    """``tf.io.parse_example`` features for ``columns`` in ``schema``'s record layout (one
+    feature per column without a schema); ``common.parsing.example_parser`` also unpacks."""
+    if schema is None:
+        return parsing.column_spec(columns)
+    return parsing.packed_spec(schema, columns)
 
 
 def make_dataset(
@@ -145,16 +149,15 @@ def _policy(name: str):
 
 
 def _parser(schema: Schema, mode: str):
-    import tensorflow as tf
 
     label = schema.label
     inputs = schema.features
     others = schema.keys if mode == "predict" else ([label] if label else [])
-    spec = feature_spec(schema, inputs + others)
+    parse_columns = parsing.example_parser(schema, inputs + others)
     lookup = _label_lookup(label) if label is not None and mode != "predict" else None
 
     def parse(serialized):
-        parsed = tf.io.parse_example(serialized, spec)
+        parsed = parse_columns(serialized)
         features = {c.name: decode_column(c, parsed[c.name]) for c in inputs}
         if mode == "predict":
             return features, {c.name: parsed[c.name] for c in schema.keys}

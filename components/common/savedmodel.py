@@ -3,7 +3,9 @@
 A tfkfp SavedModel has two serving signatures over the same classifier:
 
 - ``serving_default``: input ``examples``, a batch of serialized ``tf.train.Example`` strings
-  (as in the TFRecord shards), for batch prediction straight from TFRecords;
+  with one feature per column (what outside clients send) or in the ``packed`` layout that
+  shard_tfrecords writes for the model's feature columns (each batch in the layout of its
+  first record), for batch prediction straight from TFRecords;
 - ``serving_raw``: one input per feature column, named and shaped as in the schema (images
   already decoded to float32 in [0, 1]), for apps and for TFLite conversion.
 
@@ -64,10 +66,13 @@ def label_names(schema: Schema) -> List[str]:
 def _serving_module(model, schema: Schema, labels: List[str], tmp: str):
     import tensorflow as tf
 
-    from tfkfp.components.common.reader import decode_column, feature_spec
+    from tfkfp.components.common.parsing import example_parser
+    from tfkfp.components.common.reader import decode_column
 
     features = schema.features
-    spec = feature_spec(schema, features)
+    # per-column Examples, or packed ones as shard_tfrecords packs these features (whatever
+    # layout the model was trained on)
+    parse = example_parser(schema.with_layout("packed"), features, accept="both")
     labels_path = os.path.join(tmp, LABELS_FILE)
     schema_path = os.path.join(tmp, SCHEMA_FILE)
     with open(labels_path, "w") as f:
@@ -92,7 +97,7 @@ def _serving_module(model, schema: Schema, labels: List[str], tmp: str):
 
     @tf.function(input_signature=[tf.TensorSpec([None], tf.string, name=EXAMPLES_INPUT)])
     def from_examples(examples):
-        parsed = tf.io.parse_example(examples, spec)
+        parsed = parse(examples)
         return outputs({c.name: decode_column(c, parsed[c.name]) for c in features})
 
     raw_spec = {c.name: tf.TensorSpec([None, *raw_shape(c)], raw_dtype(c), name=c.name)

@@ -6,6 +6,13 @@ predictions so they can be joined back), and the count of rows with a gap (``mis
 ``common.missing``). Encoded images are ``string`` columns with ``encoding="image"`` and the
 decoded ``image_shape``. A classification label carries its
 vocabulary: the sorted distinct values, whose positions are the class indices.
+
+The record layout (``layout``) says how the columns sit in each ``tf.train.Example``:
+``columns``, one feature per column (a schema.json without a layout means this), or
+``packed``, where the scalar ``float32`` features share one ``FloatList`` feature and the
+scalar ``int64`` features one ``Int64List`` feature per row, in the order the schema's
+``packed`` groups list them; strings, images, labels, keys and multi-value features keep one
+feature each. Readers take the layout from here alone (see ``common.parsing``).
 """
 
 import dataclasses
@@ -17,6 +24,8 @@ from tfkfp.components.common import uris
 DTYPES = ("float32", "int64", "string")
 ROLES = ("feature", "label", "key")
 ENCODINGS = ("image",)
+LAYOUTS = ("columns", "packed")
+PACKED_DTYPES = ("float32", "int64")
 SCHEMA_FILE = "schema.json"
 SCHEMA_VERSION = 1
 
@@ -87,8 +96,51 @@ def _require(ok: bool, what: str, allowed: Sequence[str]) -> None:
 
 
 @dataclasses.dataclass(frozen=True)
+class PackedGroup:
+    """Scalar feature columns of one dtype stored as one list feature, in this order."""
+
+    feature: str  # the Example feature that holds them
+    dtype: str
+    columns: Tuple[str, ...]
+
+    def to_dict(self) -> Dict[str, Any]:
+        return {"feature": self.feature, "dtype": self.dtype, "columns": list(self.columns)}
+
+    @classmethod
+    def from_dict(cls, data: Dict[str, Any]) -> "PackedGroup":
+        try:
+            return cls(data["feature"], data["dtype"], tuple(data["columns"]))
+        except (KeyError, TypeError) as err:
+            raise SchemaError(f"schema packed group {data!r} needs 'feature', 'dtype' and "
+                              f"'columns' ({err})") from err
+
+
+def packable(column: Column) -> bool:
+    """Whether the packed layout packs this column (a scalar float32 or int64 feature)."""
+    return (column.role == "feature" and column.dtype in PACKED_DTYPES and not column.shape
+            and column.encoding is None)
+
+
+def packed_groups(columns: Sequence[Column]) -> Tuple[PackedGroup, ...]:
+    """The packed layout's groups for these columns: one per dtype that has a packable
+    column, under a feature name no column has (``packed_float32``, ``_packed_float32``...)."""
+    names = {c.name for c in columns}
+    groups = []
+    for dtype in PACKED_DTYPES:
+        members = tuple(c.name for c in columns if packable(c) and c.dtype == dtype)
+        if members:
+            feature = f"packed_{dtype}"
+            while feature in names:
+                feature = "_" + feature
+            groups.append(PackedGroup(feature, dtype, members))
+    return tuple(groups)
+
+
+@dataclasses.dataclass(frozen=True)
 class Schema:
     columns: Tuple[Column, ...]
+    layout: str = "columns"
+    packed: Tuple[PackedGroup, ...] = ()
 
     def __post_init__(self) -> None:
         names = [c.name for c in self.columns]
@@ -98,6 +150,34 @@ class Schema:
         labels = [c.name for c in self.columns if c.role == "label"]
         if len(labels) > 1:
             raise SchemaError(f"schema has more than one label column: {labels}")
+        _require(self.layout in LAYOUTS, f"schema layout {self.layout!r}", LAYOUTS)
+        if self.layout == "columns" and self.packed:
+            raise SchemaError("schema layout 'columns' cannot have packed groups; expected "
+                              "layout 'packed' with them")
+        for group in self.packed:
+            self._check_group(group, names)
+
+    def _check_group(self, group: PackedGroup, names: List[str]) -> None:
+        where = f"schema packed group {group.feature!r}"
+        _require(group.dtype in PACKED_DTYPES, f"{where}: dtype {group.dtype!r}", PACKED_DTYPES)
+        if group.feature in names:
+            raise SchemaError(f"{where}: a column has that name too")
+        for name in group.columns:
+            col = self.column(name)
+            if not packable(col) or col.dtype != group.dtype:
+                raise SchemaError(f"{where}: column {name!r} ({col.role}, {col.dtype}"
+                                  f"{list(col.shape)}) cannot be packed there; a group holds "
+                                  f"scalar {group.dtype} feature columns")
+        packed = [n for g in self.packed for n in g.columns]
+        if len(set(packed)) != len(packed) or not group.columns:
+            raise SchemaError(f"schema packed groups must each list columns, each column in "
+                              f"one group; found {[g.to_dict() for g in self.packed]}")
+
+    def with_layout(self, layout: str) -> "Schema":
+        """This schema with its columns laid out as ``layout`` (one of LAYOUTS)."""
+        _require(layout in LAYOUTS, f"layout {layout!r}", LAYOUTS)
+        groups = packed_groups(self.columns) if layout == "packed" else ()
+        return dataclasses.replace(self, layout=layout, packed=groups)
 
     @property
     def names(self) -> List[str]:
@@ -122,7 +202,10 @@ class Schema:
         raise SchemaError(f"schema has no column {name!r}; it has {self.names}")
 
     def to_json(self) -> str:
-        body = {"version": SCHEMA_VERSION, "columns": [c.to_dict() for c in self.columns]}
+        body = {"version": SCHEMA_VERSION, "layout": self.layout}
+        if self.packed:
+            body["packed"] = [g.to_dict() for g in self.packed]
+        body["columns"] = [c.to_dict() for c in self.columns]
         return json.dumps(body, indent=2, sort_keys=False) + "\n"
 
     @classmethod
@@ -132,7 +215,12 @@ class Schema:
             columns = body["columns"]
         except (ValueError, KeyError, TypeError) as err:
             raise SchemaError(f"{source}: not a tfkfp schema ({err})") from err
-        return cls(tuple(Column.from_dict(c) for c in columns))
+        layout = body.get("layout", "columns")  # older schema files: one feature a column
+        try:
+            packed = tuple(PackedGroup.from_dict(g) for g in body.get("packed", ()))
+            return cls(tuple(Column.from_dict(c) for c in columns), layout, packed)
+        except SchemaError as err:
+            raise SchemaError(f"{source}: {err}") from None
 
     def save(self, directory: str) -> str:
         path = uris.join(directory, SCHEMA_FILE)
@@ -158,6 +246,7 @@ class Schema:
             "num_classes": len(label.vocabulary) if label and label.vocabulary else None,
             "keys": [c.name for c in self.keys],
             "missing": {c.name: c.missing for c in self.columns if c.missing},
+            "layout": self.layout,
         }
 
 

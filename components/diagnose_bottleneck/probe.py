@@ -11,7 +11,7 @@ from typing import Any, Dict
 from tfkfp.components.common import uris
 from tfkfp.components.common.dataset import Manifest, tf_compression
 from tfkfp.components.common.reader import make_dataset
-from tfkfp.components.common.schema import Schema
+from tfkfp.components.common.schema import Schema, packable
 from tfkfp.components.diagnose_bottleneck import measure, memory
 from tfkfp.components.train import models, strategies
 from tfkfp.components.train.config import TrainConfig
@@ -79,6 +79,8 @@ def input_figures(config: TrainConfig, schema: Schema, global_batch: int, train_
              read.records_per_second, parsed.records_per_second)
     return {
         "num_shards": len(files), "compression": manifest.compression,
+        "layout": schema.layout,
+        "packable_columns": len([c for c in schema.features if packable(c)]),
         "shards_mb": round(file_bytes / memory.MB, 3), "read_cold": cold,
         "read_records_per_second": read.records_per_second,
         "read_mb_per_second": read.records_per_second * disk_per_record / memory.MB,

@@ -124,6 +124,13 @@ def _input(f: Dict[str, Any]) -> List[Tuple[float, Remedy]]:
 
 def _parse_remedies(f: Dict[str, Any], parse_share: float) -> List[Tuple[float, Remedy]]:
     out = []
+    if f.get("layout") == "columns" and f.get("packable_columns", 0) >= 2:
+        out.append((parse_share + 0.1, Remedy(
+            "pack the numeric features into one list per dtype",
+            "shard_tfrecords layout='packed'",
+            f"parsing is {parse_share:.0%} of the input time and the shards hold "
+            f"{f['packable_columns']} scalar number features one feature each; packed, a "
+            "batch parses them as one list per dtype (about 2x faster on a 32-float table)")))
     if f["largest_fitting_batch"] >= 4 * f["batch_size"]:
         out.append((parse_share + 0.05, Remedy(
             "parse larger batches", f"train batch_size={4 * f['batch_size']}",

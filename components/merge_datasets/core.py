@@ -81,9 +81,10 @@ def merged_schema(schemas: List[Schema], names: Sequence[str]) -> Schema:
             vocabulary = tuple(sorted({v for c in parts for v in c.vocabulary or ()}))
         columns.append(dataclasses.replace(col, vocabulary=vocabulary,
                                            missing=sum(c.missing for c in parts)))
-    return Schema(tuple(columns))
+    return dataclasses.replace(first, columns=tuple(columns))
 
 
 def _shape_only(schema: Schema) -> Schema:
-    return Schema(tuple(dataclasses.replace(c, vocabulary=None, missing=0)
-                        for c in schema.columns))
+    """The columns and record layout, without what differs between parts of one table."""
+    return dataclasses.replace(schema, columns=tuple(
+        dataclasses.replace(c, vocabulary=None, missing=0) for c in schema.columns))

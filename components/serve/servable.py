@@ -104,7 +104,7 @@ def _example_parser(predictor: Predictor, model_uri: str):
     from tfkfp.components.batch_predict.tfrecords import make_parser
 
     features, _ = plan_columns(predictor, predictor.schema, [], model_uri)
-    parse = make_parser(features, [])
+    parse = make_parser(features, [], predictor.schema, accept="both")
 
     def parse_examples(records: List[bytes]) -> Dict[str, np.ndarray]:
         parsed, _ = parse(tf.constant(records, tf.string))

@@ -20,13 +20,14 @@ from tfkfp.components.common.cpus import threads_or_cpus
 from tfkfp.components.common.dataset import COMPRESSIONS, Manifest, select_group
 from tfkfp.components.common.missing import POLICIES as MISSING_POLICIES
 from tfkfp.components.common.progress import Progress, log
-from tfkfp.components.common.schema import Column, Schema
+from tfkfp.components.common.schema import LAYOUTS, Column, Schema
 from tfkfp.components.shard_tfrecords import publish, sources, summary, writer
 from tfkfp.components.shard_tfrecords.errors import ShardInputError
 from tfkfp.components.shard_tfrecords.worker import ChunkResult, EncodePlan, encode_chunk
 
 MAX_VOCABULARY = 10_000
 MIN_SPLIT_RECORDS = 10  # fewer eval records cannot say much about accuracy
+DEFAULT_LAYOUT = "packed"  # parses ~2x faster than one feature per column (README)
 
 
 @dataclasses.dataclass(frozen=True)
@@ -79,6 +80,7 @@ def shard_tfrecords(
     file_groups: int = 1,
     threads: int = 0,
     missing: str = "impute",
+    layout: str = DEFAULT_LAYOUT,
     progress_stream=None,
 ) -> ShardResult:
     """Shard the input into TFRecords under dataset; see the module docstring.
@@ -104,17 +106,22 @@ def shard_tfrecords(
         missing: ``impute`` keeps rows with gaps (blank, null or NaN; stored as NaN or "",
             filled inside the trained model) and counts them in the schema; ``error``
             refuses the first gap. A gap in the label is always refused.
+        layout: ``packed`` stores the scalar float32 features as one FloatList and the
+            scalar int64 features as one Int64List per row (names and order in schema.json);
+            ``columns`` one feature per column. Strings, images, labels and keys are one
+            feature each in both.
     """
     started = time.monotonic()
     column_types = dict(column_types or {})
     check_options(eval_fraction, compression, shard_size_mb, num_shards, min_shards,
-                  column_types, split_column, missing)
+                  column_types, split_column, missing, layout)
     fmt, files = sources.resolve_files(input_uri, input_format)
     files = select_group(files, file_group, file_groups, error=ShardInputError)
     raw = sources.infer_columns(fmt, files, column_types)
     if fmt == "images":
         label, keys = sources.IMAGE_LABEL, [sources.IMAGE_KEY]
     _check_columns(raw, label, keys, split_column, files[0])
+    laid_out = Schema(_columns(raw, label, keys, split_column)).with_layout(layout)
     chunks = sources.plan_chunks(fmt, files)
     log.info("sharding %d %s file(s) in %d chunk(s) into %s", len(files), fmt, len(chunks),
              dataset)
@@ -125,9 +132,9 @@ def shard_tfrecords(
             scratch.owned_dir(publish.spool_parent(), publish.SPOOL_PREFIX) as spool_dir, \
             scratch.owned_dir(dataset, publish.STAGING_PREFIX) as staging:
         plan = EncodePlan(tuple(raw), tuple(keys), label or None, split_column or None,
-                          eval_fraction, spool_dir, missing)
+                          eval_fraction, spool_dir, missing, laid_out.packed)
         results = _encode_all(chunks, plan, threads, progress_stream)
-        schema = _schema(raw, label, keys, split_column, results)
+        schema = _schema(laid_out, raw, results)
         shards = writer.write_shards(results, spool_dir, staging, compression, shard_size_mb,
                                      num_shards, min_shards, threads, progress_stream,
                                      generation)
@@ -149,8 +156,10 @@ def shard_tfrecords(
 
 def check_options(eval_fraction: float, compression: str, shard_size_mb: float,
                   num_shards: int, min_shards: int, column_types: Dict[str, str],
-                  split_column: str | None, missing: str) -> None:
+                  split_column: str | None, missing: str, layout: str = DEFAULT_LAYOUT) -> None:
     """What sharding refuses before reading anything (pipelines check requests with it)."""
+    if layout not in LAYOUTS:
+        raise ShardInputError(f"layout {layout!r} is not one of {LAYOUTS}")
     if missing not in MISSING_POLICIES:
         raise ShardInputError(f"missing {missing!r} is not one of {MISSING_POLICIES}")
     if not split_column and not 0.0 < eval_fraction < 1.0:
@@ -217,19 +226,23 @@ def _take(pending, progress: Progress) -> ChunkResult:
     return result
 
 
-def _schema(raw, label: str, keys: Sequence[str], split_column: str | None,
-            results: List[ChunkResult]) -> Schema:
-    columns = []
-    for col in raw:
-        if col.name == split_column:
-            continue
-        role = "label" if col.name == label else "key" if col.name in keys else "feature"
-        vocabulary = _vocabulary(col, results) if role == "label" else None
-        columns.append(Column(col.name, col.dtype, col.shape, role,
-                              encoding="image" if col.image_shape else None,
-                              image_shape=col.image_shape, vocabulary=vocabulary,
-                              missing=sum(r.gaps.get(col.name, 0) for r in results)))
-    return Schema(tuple(columns))
+def _columns(raw, label: str | None, keys: Sequence[str], split_column: str | None
+             ) -> Tuple[Column, ...]:
+    """The written columns with their roles (no label vocabulary or gap counts yet)."""
+    return tuple(
+        Column(col.name, col.dtype, col.shape,
+               "label" if col.name == label else "key" if col.name in keys else "feature",
+               encoding="image" if col.image_shape else None, image_shape=col.image_shape)
+        for col in raw if col.name != split_column)
+
+
+def _schema(laid_out: Schema, raw, results: List[ChunkResult]) -> Schema:
+    """``laid_out`` completed with the label's vocabulary and each column's gap count."""
+    by_name = {col.name: col for col in raw}
+    columns = tuple(dataclasses.replace(
+        col, vocabulary=_vocabulary(by_name[col.name], results) if col.role == "label" else None,
+        missing=sum(r.gaps.get(col.name, 0) for r in results)) for col in laid_out.columns)
+    return dataclasses.replace(laid_out, columns=columns)
 
 
 def small_split_warnings(result: ShardResult, split_column: str | None) -> Tuple[str, ...]:

@@ -13,7 +13,8 @@ import numpy as np
 
 from tfkfp.components.common import missing
 from tfkfp.components.common.dataset import SPLITS
-from tfkfp.components.common.examples import encode_examples
+from tfkfp.components.common.examples import encode_examples, pack_columns
+from tfkfp.components.common.schema import PackedGroup
 from tfkfp.components.shard_tfrecords.errors import ShardInputError
 from tfkfp.components.shard_tfrecords.formats.base import row_location
 from tfkfp.components.shard_tfrecords.sources import Chunk, RawColumn, read_chunk
@@ -32,6 +33,7 @@ class EncodePlan:
     eval_fraction: float
     spool_dir: str
     missing: str = "impute"  # a common.missing policy
+    packed: Tuple[PackedGroup, ...] = ()  # the packed layout's groups (none: one per column)
 
 
 @dataclasses.dataclass
@@ -60,7 +62,8 @@ def encode_chunk(chunk: Chunk, plan: EncodePlan) -> ChunkResult:
     lengths = {}
     for split, mask in zip(SPLITS, (~is_eval, is_eval)):
         subset = {name: (dtype, values[mask]) for name, (dtype, values) in written.items()}
-        lengths[split] = _spool(subset, spool_path(plan.spool_dir, chunk.index, split))
+        path = spool_path(plan.spool_dir, chunk.index, split)
+        lengths[split] = _spool(pack_columns(subset, plan.packed), path)
     labels = None
     if plan.label is not None:
         labels = np.unique(data[plan.label].astype(str) if data[plan.label].dtype == object

@@ -83,6 +83,14 @@ def eval_files(demo_dataset):
 
 
 @pytest.fixture(scope="session")
+def columns_eval_files(demo_columns_dataset):
+    """The eval shards of the demo digits sharded one feature per column."""
+    from tfkfp.components.common.dataset import split_files
+
+    return split_files(demo_columns_dataset, "eval")[0]
+
+
+@pytest.fixture(scope="session")
 def predictor(demo_model):
     """The demo SavedModel loaded once (batch_predict takes it instead of loading again)."""
     from tfkfp.components.batch_predict.models import load_predictor

@@ -43,17 +43,18 @@ def write_records(path, records):
 
 
 @pytest.fixture
-def bad_shards(demo_dataset, eval_files, tmp_path):
-    """Two shards beside the dataset's schema: one with three bad records mixed in at
-    records 5, 10 and 20, one truncated in the middle of its record 30."""
+def bad_shards(demo_columns_dataset, columns_eval_files, tmp_path):
+    """Two shards beside the dataset's schema (one feature per column, so single columns can
+    be dropped or retyped): one with three bad records mixed in at records 5, 10 and 20, one
+    truncated in the middle of its record 30."""
     folder = tmp_path / "bad"
     folder.mkdir()
-    shutil.copy(os.path.join(demo_dataset, "schema.json"), folder / "schema.json")
-    good = records_of(eval_files[0])
+    shutil.copy(os.path.join(demo_columns_dataset, "schema.json"), folder / "schema.json")
+    good = records_of(columns_eval_files[0])
     mixed = good[:5] + [b"not an Example"] + good[5:9] + [edited(good[9], drop="pixel_3")] + \
         good[9:18] + [edited(good[18], as_float="pixel_7")] + good[18:]
     write_records(folder / "data-00000.tfrecord", mixed)
-    second = records_of(eval_files[1])
+    second = records_of(columns_eval_files[1])
     whole = open(write_records(folder / "full.tmp", second), "rb").read()
     cut = sum(len(r) + FRAME for r in second[:30])
     (folder / "data-00001.tfrecord").write_bytes(whole[:cut + 20])
@@ -83,12 +84,12 @@ def test_bad_records_go_to_the_errors_file_and_the_counts_add_up(
 
 
 def test_good_records_among_bad_ones_predict_as_in_a_clean_run(
-        bad_shards, demo_model, eval_files, tmp_path, read_outputs, direct_predictions,
+        bad_shards, demo_model, columns_eval_files, tmp_path, read_outputs, direct_predictions,
         predictor):
     folder, *_ = bad_shards
     batch_predict(demo_model, str(folder / "*.tfrecord"), str(tmp_path / "out"),
                   predict_batch_size=7, predictor=predictor)
-    ids, probs = direct_predictions(eval_files[:1])
+    ids, probs = direct_predictions(columns_eval_files[:1])
     want = dict(zip(ids.tolist(), probs.argmax(axis=1).tolist()))
     got = {r["id"]: r["class_id"] for r in read_outputs(str(tmp_path / "out"))}
     assert all(got[i] == want[i] for i in want)
@@ -111,12 +112,12 @@ def test_bad_csv_lines_are_errors_with_line_numbers(demo_model, demo_dir, tmp_pa
     assert result.inputs == len(lines) - 1 == result.predictions + 3
 
 
-def test_a_model_data_mismatch_fails_before_any_output(demo_dataset, eval_files, demo_model,
-                                                       tmp_path, predictor):
+def test_a_model_data_mismatch_fails_before_any_output(demo_columns_dataset, columns_eval_files,
+                                                       demo_model, tmp_path, predictor):
     folder = tmp_path / "data"
     folder.mkdir()
-    shutil.copy(eval_files[0], folder / "data-00000.tfrecord")
-    schema = json.load(open(os.path.join(demo_dataset, "schema.json")))
+    shutil.copy(columns_eval_files[0], folder / "data-00000.tfrecord")
+    schema = json.load(open(os.path.join(demo_columns_dataset, "schema.json")))
     for col in schema["columns"]:
         if col["name"] == "pixel_5":
             col["dtype"] = "float32"

@@ -9,20 +9,40 @@ from tfkfp.components.common.schema import Column, Schema, SchemaError
 
 
 def test_both_signatures_give_the_same_predictions(demo_model, demo_dataset):
+    """The demo shards are packed; serving_default reads them as they are and reads the same
+    rows sent with one feature per column, as outside clients send them."""
     import tensorflow as tf
+
+    from tfkfp.components.common.examples import encode_examples, split_rows
+    from tfkfp.components.common.parsing import example_parser
 
     loaded = tf.saved_model.load(demo_model)
     assert set(loaded.signatures) == {savedmodel.SIGNATURE_EXAMPLES, savedmodel.SIGNATURE_RAW}
+    schema = Schema.load(demo_dataset)
+    assert schema.layout == "packed" and schema.packed[0].dtype == "int64"
     files = tf.io.gfile.glob(os.path.join(demo_dataset, "eval", "*"))
     serialized = next(iter(tf.data.TFRecordDataset(sorted(files)).batch(64)))
-    features = tf.io.parse_example(serialized, {c.name: tf.io.FixedLenFeature([], tf.int64)
-                                                for c in Schema.load(demo_dataset).features})
-    from_examples = loaded.signatures["serving_default"](examples=serialized)
+    features = example_parser(schema, schema.features)(serialized)
+    per_column = tf.constant(split_rows(encode_examples(
+        {name: ("int64", values.numpy()) for name, values in features.items()})))
     from_raw = loaded.signatures["serving_raw"](**features)
-    np.testing.assert_allclose(from_examples["probabilities"], from_raw["probabilities"],
-                               atol=1e-6)
+    for examples in (serialized, per_column):
+        from_examples = loaded.signatures["serving_default"](examples=examples)
+        np.testing.assert_allclose(from_examples["probabilities"], from_raw["probabilities"],
+                                   atol=1e-6)
     assert list(from_raw["classes"].numpy()) == [
         str(i).encode() for i in from_raw["class_ids"].numpy()]
+
+
+def test_serving_default_refuses_a_batch_missing_a_feature_naming_it(demo_model):
+    import tensorflow as tf
+
+    from tfkfp.components.common.examples import encode_examples, split_rows
+
+    loaded = tf.saved_model.load(demo_model)
+    partial = split_rows(encode_examples({"pixel_0": ("int64", np.zeros(2, np.int64))}))
+    with pytest.raises(tf.errors.InvalidArgumentError, match="pixel_1"):
+        loaded.signatures["serving_default"](examples=tf.constant(partial))
 
 
 def test_model_carries_its_labels_schema_and_metadata(demo_model, demo_dataset):

@@ -31,6 +31,7 @@ def test_tiny_model_on_many_gzip_shards_is_input_bound(gzip_many_shards):
     assert result.verdict == INPUT, result.summary
     assert f["input_records_per_second"] < f["compute_records_per_second"]
     assert f["compression"] == "gzip" and f["num_shards"] == 64
+    assert f["layout"] == "packed" and f["packable_columns"] == 64  # the digits' pixels
     assert "waits for input" in result.summary and "records/s" in result.summary
     assert "shard_tfrecords compression='none'" in knobs(result)
     assert any(k.startswith("shard_tfrecords num_shards=") for k in knobs(result))

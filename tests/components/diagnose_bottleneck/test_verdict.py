@@ -82,3 +82,13 @@ def test_a_close_call_says_so_and_adds_the_other_sides_remedies_after_its_own():
     knobs = [r.knob for r in remedies(INPUT, close)]
     assert knobs.index("train batch_size=256") < knobs.index("train jit_compile=True")
     assert len(knobs) == len(set(knobs)), "a knob value is suggested twice"
+
+
+def test_slow_parsing_of_one_feature_per_column_ranks_the_packed_layout_first():
+    slow_parse = figures(read_records_per_second=400_000.0, input_records_per_second=4_000.0,
+                         layout="columns", packable_columns=32)
+    ranked = remedies(INPUT, slow_parse)
+    assert ranked[0].knob == "shard_tfrecords layout='packed'"
+    assert "32 scalar number features one feature each" in ranked[0].why
+    packed = [r.knob for r in remedies(INPUT, {**slow_parse, "layout": "packed"})]
+    assert "shard_tfrecords layout='packed'" not in packed

@@ -1,0 +1,89 @@
+"""shard_tfrecords' ``layout``: every dtype round-trips through both layouts, gaps included,
+and merged fan-out parts keep their layout."""
+
+import numpy as np
+import pytest
+
+from conftest import write_csv
+from tfkfp.components.common.reader import make_dataset
+from tfkfp.components.common.schema import Schema
+from tfkfp.components.merge_datasets.core import merge_datasets
+from tfkfp.components.shard_tfrecords.core import check_options, shard_tfrecords
+from tfkfp.components.shard_tfrecords.errors import ShardInputError
+
+HEADER = ["id", "f", "g", "i", "j", "s", "label"]
+
+
+def rows(count=120):
+    out = []
+    for k in range(count):
+        out.append([k, "" if k % 6 == 1 else k * 0.5 - 7, round(k / 3, 3), k * 1_000_003 - 9,
+                    -k, "" if k % 5 == 2 else f"s{k % 4}", "yes" if k % 3 else "no"])
+    return out
+
+
+def read_all(dataset):
+    """Every row of both splits as ``{column: values}``, in id order."""
+    parts = []
+    for split in ("train", "eval"):
+        for features, keys in make_dataset(dataset, mode="predict", split=split,
+                                           batch_size=32):
+            parts.append({**{k: v.numpy() for k, v in features.items()},
+                          **{k: v.numpy() for k, v in keys.items()}})
+    table = {name: np.concatenate([p[name] for p in parts]) for name in parts[0]}
+    order = np.argsort(table["id"])
+    return {name: values[order] for name, values in table.items()}
+
+
+@pytest.fixture(scope="module")
+def csv_file(tmp_path_factory):
+    return write_csv(tmp_path_factory.mktemp("layout") / "t.csv", HEADER, rows())
+
+
+@pytest.mark.parametrize("layout", ["columns", "packed"])
+def test_every_dtype_round_trips_in_both_layouts(csv_file, tmp_path, layout):
+    out = str(tmp_path / layout)
+    shard_tfrecords(csv_file, out, label="label", keys=["id"], num_shards=2, layout=layout,
+                    column_types={"i": "int64", "j": "int64"})
+    schema = Schema.load(out)
+    assert schema.layout == layout
+    if layout == "packed":
+        assert [(g.dtype, g.columns) for g in schema.packed] == [
+            ("float32", ("f", "g")), ("int64", ("i", "j"))]
+    assert schema.column("f").missing == 20 and schema.column("s").missing == 24
+    table = read_all(out)
+    expected = rows()
+    np.testing.assert_array_equal(table["id"], np.arange(120))
+    np.testing.assert_array_equal(
+        table["f"], np.array([np.nan if r[1] == "" else r[1] for r in expected], np.float32))
+    np.testing.assert_array_equal(table["g"], np.array([r[2] for r in expected], np.float32))
+    assert table["i"].tolist() == [r[3] for r in expected] and table["i"].dtype == np.int64
+    assert table["j"].tolist() == [r[4] for r in expected]
+    assert [v.decode() for v in table["s"]] == [r[5] for r in expected]
+
+
+def test_merged_parts_keep_the_packed_layout(csv_file, tmp_path):
+    parts = [str(tmp_path / f"part{k}") for k in range(2)]
+    for part in parts:  # two parts of one table, as a fan-out's tasks write them
+        shard_tfrecords(csv_file, part, label="label", keys=["id"], num_shards=1)
+    merged = merge_datasets(parts, str(tmp_path / "merged"))
+    assert merged.schema.layout == "packed" and merged.schema.packed
+    assert Schema.load(str(tmp_path / "merged")) == merged.schema
+    assert len(read_all(str(tmp_path / "merged"))["id"]) == 240
+
+
+def test_parts_of_different_layouts_are_not_merged(csv_file, tmp_path):
+    a, b = str(tmp_path / "a"), str(tmp_path / "b")
+    shard_tfrecords(csv_file, a, label="label", num_shards=1, layout="packed")
+    shard_tfrecords(csv_file, b, label="label", num_shards=1, layout="columns")
+    with pytest.raises(ValueError, match="only Datasets of one table can be merged"):
+        merge_datasets([a, b], str(tmp_path / "merged"))
+
+
+def test_an_unknown_layout_is_refused_naming_the_allowed_values(csv_file, tmp_path):
+    message = r"layout 'rows' is not one of \('columns', 'packed'\)"
+    with pytest.raises(ShardInputError, match=message):
+        check_options(0.1, "none", 128.0, 0, 2, {}, None, "impute", "rows")
+    with pytest.raises(ShardInputError, match=message):
+        shard_tfrecords(csv_file, str(tmp_path / "out"), label="label", layout="rows")
+    assert not (tmp_path / "out").exists()
