@@ -21,7 +21,7 @@ import os
 import sys
 import tempfile
 import time
-from typing import Dict, List
+from typing import Dict, List, Tuple
 
 import numpy as np
 
@@ -35,8 +35,10 @@ PREDICT_SAMPLE = 200  # rows for the per-example model.predict loop
 CALL_SAMPLE = 2000  # rows for the per-example model(x) loop
 
 
-def build_model(dataset_dir: str, model_dir: str):
-    """The 32-256-256-10 MLP (briefly trained), exported with both tfkfp signatures."""
+def build_model(dataset_dir: str, model_dir: str, hidden: Tuple[int, ...] = (256, 256),
+                batch_size: int = 1024):
+    """An MLP over the Dataset's float columns (32-256-256-10 by default), briefly trained
+    and exported with both tfkfp signatures; returns the tf_keras model."""
     import tensorflow as tf
     import tf_keras
 
@@ -50,11 +52,11 @@ def build_model(dataset_dir: str, model_dir: str):
               for c in schema.features}
     x = tf_keras.layers.Concatenate()([tf_keras.layers.Reshape((1,))(v)
                                        for v in inputs.values()])
-    x = tf_keras.layers.Dense(256, activation="relu")(x)
-    x = tf_keras.layers.Dense(256, activation="relu")(x)
+    for units in hidden:
+        x = tf_keras.layers.Dense(units, activation="relu")(x)
     model = tf_keras.Model(inputs, tf_keras.layers.Dense(10, activation="softmax")(x))
     model.compile("adam", "sparse_categorical_crossentropy")
-    model.fit(make_dataset(dataset_dir, batch_size=1024).take(20), epochs=1, verbose=0)
+    model.fit(make_dataset(dataset_dir, batch_size=batch_size).take(20), epochs=1, verbose=0)
     export_model(model, schema, model_dir)
     return model
 
