@@ -1,6 +1,6 @@
 """``tfkfp serve`` as a real process: answers equal batch_predict's on rows with gaps and
-strings (SavedModel and TFLite, v1 and v2, kserve's own client), b64 Examples, readiness
-before and after loading."""
+strings (SavedModel and TFLite, v1 and v2 over REST and gRPC, kserve's own clients), b64
+Examples, readiness before and after loading."""
 
 import asyncio
 import base64
@@ -121,6 +121,43 @@ async def kserve_infer(port, rows):
             inputs.append(tensor)
         return await client.infer(f"http://127.0.0.1:{port}",
                                   InferRequest("model", inputs), model_name="model")
+    finally:
+        await client.close()
+
+
+def test_grpc_answers_equal_the_rest_v2_answers(string_table, tmp_path):
+    """KServe's Open Inference Protocol over gRPC (--grpc-port), called with kserve's own gRPC
+    client, answers as the REST v2 endpoint does."""
+    from serve_process import free_port
+
+    rows = instances()
+    grpc_port = free_port()
+    with running(string_table.model, "--grpc-port", str(grpc_port),
+                 tmp_path=tmp_path) as server:
+        status, body = server.v2(v2_inputs(rows))
+        assert status == 200, body
+        rest = {o["name"]: o["data"] for o in body["outputs"]}
+        response = asyncio.run(kserve_grpc_infer(grpc_port, rows))
+    names = [n.decode() if isinstance(n, bytes) else n
+             for n in response.get_output_by_name("class").data]
+    assert names == rest["class"]
+    np.testing.assert_allclose(response.get_output_by_name("score").data, rest["score"],
+                               rtol=1e-6, atol=1e-7)
+
+
+async def kserve_grpc_infer(port, rows):
+    from kserve import InferenceGRPCClient, InferInput, InferRequest
+
+    client = InferenceGRPCClient(f"127.0.0.1:{port}", retries=0, timeout=60)
+    try:
+        inputs = []
+        for spec in v2_inputs(rows):
+            tensor = InferInput(spec["name"], spec["shape"], spec["datatype"])
+            values = np.array(spec["data"], dtype=object if spec["datatype"] == "BYTES"
+                              else np.float32)
+            tensor.set_data_from_numpy(values, binary_data=False)
+            inputs.append(tensor)
+        return await client.infer(InferRequest("model", inputs))
     finally:
         await client.close()
 
