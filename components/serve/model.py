@@ -20,6 +20,7 @@ from kserve.protocol.infer_type import InferOutput, InferRequest, InferResponse
 from tfkfp.components.serve import metrics
 from tfkfp.components.serve.batcher import Batcher
 from tfkfp.components.serve.errors import OverloadedError, RequestError
+from tfkfp.components.serve.heap import freeze_heap
 from tfkfp.components.serve.options import ServeOptions
 from tfkfp.components.serve.precomputed import Precomputed
 from tfkfp.components.serve.servable import Servable, load_servable
@@ -66,6 +67,7 @@ class TfkfpModel(Model):
             _size_tensorflow_threads(self.threads)
             servable = load_servable(self.model_uri, self.options, self.threads)
             servable.warm_up(self.options.max_batch_size)
+            freeze_heap()  # the model and TensorFlow, out of the collector's reach
             self.servable = servable
             self.batcher = Batcher(self._run, self.options.max_batch_size,
                                    self.options.max_latency_ms, self.options.max_queue,

@@ -27,6 +27,7 @@ from typing import Any, Dict, List, Tuple
 
 from tfkfp.components.common import uris
 from tfkfp.components.serve.errors import PrecomputedError
+from tfkfp.components.serve.heap import freeze_heap
 
 log = logging.getLogger("tfkfp.serve")
 PATTERNS = ("predictions-*.jsonl", "predictions-*.csv")
@@ -194,6 +195,7 @@ class Precomputed:
                       len(self.current.answers), self.current.computed_at_text, err)
             return False
         self.current = newer
+        freeze_heap()  # the new answers join the long-lived heap (see serve.heap)
         log.info("precomputed: reloaded %d answers (computed %s)", len(newer.answers),
                  newer.computed_at_text)
         return True

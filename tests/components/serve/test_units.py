@@ -116,3 +116,26 @@ def test_a_failing_request_does_not_fail_its_batch_neighbours():
     out = asyncio.run(scenario())
     assert isinstance(out[2], ValueError)
     assert [o[0][0, 0] for i, o in enumerate(out) if i != 2] == [0, 5, 6]
+
+
+class _Held:
+    pass
+
+
+def test_freeze_heap_takes_what_is_alive_out_of_the_collectors_reach():
+    """What is alive when loading is done is frozen (full collections no longer walk it), and
+    a frozen object dropped later is still freed."""
+    import gc
+    import weakref
+
+    from tfkfp.components.serve.heap import freeze_heap
+
+    held = [_Held() for _ in range(1000)]
+    probe = weakref.ref(held[0])
+    try:
+        freeze_heap()
+        assert gc.get_freeze_count() >= len(held)
+        held.clear()
+        assert probe() is None  # reference counting still frees it
+    finally:
+        gc.unfreeze()
