@@ -4,7 +4,8 @@ The model is the issue's pilot: a 64-1024-1024-10 MLP (about 1.1M parameters) ov
 columns, briefly trained by tfkfp and served as a tfkfp SavedModel. One row per request, on
 loopback, at 1 and 32 concurrent clients, with tfkfp loadtest's engine (Python threads on
 the same cores, so it weighs on every server alike); each figure is the median of ``--runs``
-runs. Contenders, each in its own process on the same KServe stack:
+runs, the servers measured in a rotated order each round while all of them run. Contenders,
+each in its own process on the same KServe stack:
 
 - ``tfkfp serve`` (adaptive micro-batching) on the SavedModel and on a TFLite int8 bundle;
 - ``unbatched``: the same server with ``--max-batch-size 1`` (one concrete-function call per
@@ -130,26 +131,32 @@ def one_row(csv_path: str) -> bytes:
     return json.dumps({"instances": [row]}).encode()
 
 
-def measure(command: List[str], port: int, body: bytes, runs: int, requests: int,
-            seconds: float) -> Dict[int, Dict[str, float]]:
-    """Median QPS, p50 and p99 (ms) and total errors at each level, for one server."""
-    process = start(command, port)
+def measure(servers: Dict[str, int], body: bytes, runs: int, requests: int,
+            seconds: float) -> Dict[str, Dict[int, Dict[str, float]]]:
+    """Median QPS, p50 and p99 (ms) and total errors per server and level. The servers all
+    run throughout; each round measures them in a rotated order, so none is always first."""
+    names = list(servers)
+    samples: Dict[str, Dict[int, list]] = {n: {c: [] for c in LEVELS} for n in names}
+    for round_no in range(runs):
+        shift = round_no % len(names)
+        for name in names[shift:] + names[:shift]:
+            for clients in LEVELS:
+                samples[name][clients].append(run_level(
+                    f"127.0.0.1:{servers[name]}", "/v1/models/model:predict", [body], clients,
+                    requests, seconds))
+    return {n: {c: {"qps": statistics.median(x.qps for x in levels),
+                    "p50_ms": statistics.median(x.p50_ms for x in levels),
+                    "p99_ms": statistics.median(x.p99_ms for x in levels),
+                    "errors": sum(x.errors for x in levels)}
+                for c, levels in samples[n].items()} for n in names}
+
+
+def stop(process: subprocess.Popen) -> None:
+    process.send_signal(signal.SIGTERM)
     try:
-        out = {}
-        for clients in LEVELS:
-            levels = [run_level(f"127.0.0.1:{port}", "/v1/models/model:predict", [body],
-                                clients, requests, seconds) for _ in range(runs)]
-            out[clients] = {"qps": statistics.median(x.qps for x in levels),
-                            "p50_ms": statistics.median(x.p50_ms for x in levels),
-                            "p99_ms": statistics.median(x.p99_ms for x in levels),
-                            "errors": sum(x.errors for x in levels)}
-        return out
-    finally:
-        process.send_signal(signal.SIGTERM)
-        try:
-            process.wait(timeout=60)
-        except subprocess.TimeoutExpired:
-            process.kill()
+        process.wait(timeout=60)
+    except subprocess.TimeoutExpired:
+        process.kill()
 
 
 def contenders(paths: Dict[str, str]) -> Dict[str, Tuple]:
@@ -190,14 +197,20 @@ def main(argv=None) -> int:
     runs = args.runs or (1 if args.quick else 3)
     seconds = args.seconds or (2.0 if args.quick else 8.0)
     print(f"{os.cpu_count()} cores; load average {os.getloadavg()[0]:.2f}", flush=True)
-    results: Dict[str, Dict[int, Dict[str, float]]] = {}
     with tempfile.TemporaryDirectory(prefix="tfkfp-serving-") as work:
         paths = build(work, 5_000 if args.quick else 20_000)
         body = one_row(paths["csv"])
-        for name, command in contenders(paths).items():
-            port = free_port()
-            results[name] = measure(command(port), port, body, runs, args.requests, seconds)
-            for c, figures in results[name].items():
+        ports = {name: free_port() for name in contenders(paths)}
+        processes = []
+        try:
+            for name, command in contenders(paths).items():
+                processes.append(start(command(ports[name]), ports[name]))
+            results = measure(ports, body, runs, args.requests, seconds)
+        finally:
+            for process in processes:
+                stop(process)
+        for name, levels in results.items():
+            for c, figures in levels.items():
                 print(f"{name:<24} {c:>2} clients: " + ", ".join(
                     f"{k} {v:,.1f}" for k, v in figures.items()), flush=True)
     for line in ratios(results):
