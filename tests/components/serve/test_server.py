@@ -105,22 +105,29 @@ def test_b64_examples_and_kserve_client(string_table, tmp_path):
         assert names == [p["class"] for p in plain["predictions"]]
 
 
+def kserve_request(rows):
+    """The rows as kserve's own v2 InferRequest (one InferInput per input)."""
+    from kserve import InferInput, InferRequest
+
+    inputs = []
+    for spec in v2_inputs(rows):
+        tensor = InferInput(spec["name"], spec["shape"], spec["datatype"])
+        values = np.array(spec["data"], dtype=object if spec["datatype"] == "BYTES"
+                          else np.float32)
+        tensor.set_data_from_numpy(values, binary_data=False)
+        inputs.append(tensor)
+    return InferRequest("model", inputs)
+
+
 async def kserve_infer(port, rows):
     """The v2 request sent with kserve's own REST client (its InferRequest and response)."""
-    from kserve import InferenceRESTClient, InferInput, InferRequest, RESTConfig
+    from kserve import InferenceRESTClient, RESTConfig
 
     client = InferenceRESTClient(RESTConfig(protocol="v2", retries=0, timeout=60))
     try:
         assert await client.is_model_ready(f"http://127.0.0.1:{port}", "model")
-        inputs = []
-        for spec in v2_inputs(rows):
-            tensor = InferInput(spec["name"], spec["shape"], spec["datatype"])
-            values = np.array(spec["data"], dtype=object if spec["datatype"] == "BYTES"
-                              else np.float32)
-            tensor.set_data_from_numpy(values, binary_data=False)
-            inputs.append(tensor)
-        return await client.infer(f"http://127.0.0.1:{port}",
-                                  InferRequest("model", inputs), model_name="model")
+        return await client.infer(f"http://127.0.0.1:{port}", kserve_request(rows),
+                                  model_name="model")
     finally:
         await client.close()
 
@@ -146,18 +153,11 @@ def test_grpc_answers_equal_the_rest_v2_answers(string_table, tmp_path):
 
 
 async def kserve_grpc_infer(port, rows):
-    from kserve import InferenceGRPCClient, InferInput, InferRequest
+    from kserve import InferenceGRPCClient
 
     client = InferenceGRPCClient(f"127.0.0.1:{port}", retries=0, timeout=60)
     try:
-        inputs = []
-        for spec in v2_inputs(rows):
-            tensor = InferInput(spec["name"], spec["shape"], spec["datatype"])
-            values = np.array(spec["data"], dtype=object if spec["datatype"] == "BYTES"
-                              else np.float32)
-            tensor.set_data_from_numpy(values, binary_data=False)
-            inputs.append(tensor)
-        return await client.infer(InferRequest("model", inputs))
+        return await client.infer(kserve_request(rows))
     finally:
         await client.close()
 
