@@ -30,7 +30,7 @@ import subprocess
 import sys
 import tempfile
 import time
-from typing import Dict, List, Tuple
+from typing import Callable, Dict, List
 
 import numpy as np
 
@@ -159,8 +159,8 @@ def stop(process: subprocess.Popen) -> None:
         process.kill()
 
 
-def contenders(paths: Dict[str, str]) -> Dict[str, Tuple]:
-    """Name -> (command builder for a port)."""
+def contenders(paths: Dict[str, str]) -> Dict[str, Callable[[int], List[str]]]:
+    """Name -> the command that starts that server on a given port."""
     return {
         "tfkfp serve": lambda p: serve_command(paths["model"], p),
         "tfkfp serve tflite int8": lambda p: serve_command(paths["tflite"], p),
@@ -200,10 +200,11 @@ def main(argv=None) -> int:
     with tempfile.TemporaryDirectory(prefix="tfkfp-serving-") as work:
         paths = build(work, 5_000 if args.quick else 20_000)
         body = one_row(paths["csv"])
-        ports = {name: free_port() for name in contenders(paths)}
+        commands = contenders(paths)
+        ports = {name: free_port() for name in commands}
         processes = []
         try:
-            for name, command in contenders(paths).items():
+            for name, command in commands.items():
                 processes.append(start(command(ports[name]), ports[name]))
             results = measure(ports, body, runs, args.requests, seconds)
         finally:

@@ -59,6 +59,7 @@ def main(argv=None) -> int:
     argv = sys.argv[1:] if argv is None else argv
     kind, port = argv[0], int(argv[1])
     sys.argv = sys.argv[:1]  # kserve.model_server parses sys.argv on import
+    from kserve import logging as kserve_logging
     from kserve import model_server
 
     from tfkfp.components.serve import server
@@ -68,7 +69,7 @@ def main(argv=None) -> int:
     model = no_op("model") if kind == "noop" else keras_predict("model", argv[2])
     options = ServeOptions(name="model", host="127.0.0.1", http_port=port)
     rest, grpc = server._servers(model, options, model_server.app)
-    server._quiet_logs(__import__("kserve").logging)
+    server._quiet_logs(kserve_logging)
     asyncio.new_event_loop().run_until_complete(server._run(model, rest, grpc))
     return 0
 

@@ -17,14 +17,13 @@ from typing import Callable, Dict, Sequence
 from tfkfp.components.common.schema import Column, PackedGroup, Schema
 
 ACCEPT = ("schema", "both")
-_DTYPES = {"float32": "float32", "int64": "int64", "string": "string"}
 
 
 def column_spec(columns: Sequence[Column]) -> Dict:
     """``tf.io.parse_example`` features for these columns, one feature per column."""
     import tensorflow as tf
 
-    return {c.name: tf.io.FixedLenFeature(c.shape, tf.dtypes.as_dtype(_DTYPES[c.dtype]))
+    return {c.name: tf.io.FixedLenFeature(c.shape, tf.dtypes.as_dtype(c.dtype))
             for c in columns}
 
 

@@ -149,7 +149,6 @@ def _policy(name: str):
 
 
 def _parser(schema: Schema, mode: str):
-
     label = schema.label
     inputs = schema.features
     others = schema.keys if mode == "predict" else ([label] if label else [])

@@ -156,6 +156,10 @@ class Schema:
                               "layout 'packed' with them")
         for group in self.packed:
             self._check_group(group, names)
+        packed = [n for g in self.packed for n in g.columns]
+        if len(set(packed)) != len(packed):
+            raise SchemaError(f"schema packed groups must list each column in one group; "
+                              f"found {[g.to_dict() for g in self.packed]}")
 
     def _check_group(self, group: PackedGroup, names: List[str]) -> None:
         where = f"schema packed group {group.feature!r}"
@@ -168,10 +172,8 @@ class Schema:
                 raise SchemaError(f"{where}: column {name!r} ({col.role}, {col.dtype}"
                                   f"{list(col.shape)}) cannot be packed there; a group holds "
                                   f"scalar {group.dtype} feature columns")
-        packed = [n for g in self.packed for n in g.columns]
-        if len(set(packed)) != len(packed) or not group.columns:
-            raise SchemaError(f"schema packed groups must each list columns, each column in "
-                              f"one group; found {[g.to_dict() for g in self.packed]}")
+        if not group.columns:
+            raise SchemaError(f"{where} lists no columns")
 
     def with_layout(self, layout: str) -> "Schema":
         """This schema with its columns laid out as ``layout`` (one of LAYOUTS)."""
