@@ -304,6 +304,9 @@ def main(argv: List[str] | None = None) -> int:
                 "loadtest": _loadtest}
     try:
         handlers[args.command](args)
+    except KeyboardInterrupt:  # Ctrl-C: a line, not a traceback; a rerun starts afresh
+        print(f"tfkfp {args.command}: interrupted", file=sys.stderr)
+        return 130
     except (ValueError, OSError, RuntimeError, argparse.ArgumentTypeError) as err:
         print(f"tfkfp {args.command}: error: {err}", file=sys.stderr)
         return 1

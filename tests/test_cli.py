@@ -247,3 +247,16 @@ def test_a_remote_path_that_cannot_be_reached_is_one_line_naming_it(
     assert main(["shard", "gs://tfkfp-nothing/data.csv", out, "--label", "label"]) == 1
     assert capsys.readouterr().err.splitlines() == [
         f"tfkfp shard: error: FailedPreconditionError: {shown.replace('OUT', out)}"]
+
+
+def test_ctrl_c_ends_a_command_with_a_line_not_a_traceback(monkeypatch, capsys):
+    from tfkfp.pipelines import cli
+
+    def interrupted(args):
+        raise KeyboardInterrupt
+
+    monkeypatch.setattr(cli, "_run", interrupted)
+    assert main(["run", "training", "--local", "--set", "input_uri=x.csv",
+                 "--set", "label=label"]) == 130
+    err = capsys.readouterr().err
+    assert "tfkfp run: interrupted" in err and "Traceback" not in err
