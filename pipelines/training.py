@@ -133,7 +133,7 @@ def make_training(gpu: Gpu | None = None):
             model: The trained SavedModel (serving_default and serving_raw signatures);
                 eval accuracy and training throughput in its metadata.
             tflite: The TFLite bundle that passed the accuracy gate (model.tflite,
-                labels.txt, signature.json); its quantization mode, size, accuracy and
+                labels.txt, signature.json, schema.json); its quantization mode, size, accuracy and
                 agreement with the SavedModel in its metadata.
             predictions: The eval split's predictions and errors files; counts and
                 records per second in its metadata.

@@ -33,7 +33,8 @@ def export_tflite(
         dataset: Sharded Dataset matching the model: validation examples come from its eval
             split (and int8 calibration examples from its train split).
         bundle: Output folder: model.tflite, labels.txt, signature.json (input and output
-            names, shapes, dtypes, quantization, normalisation) and validation.json.
+            names, shapes, dtypes, quantization, normalisation), schema.json (the columns
+            it was trained on) and validation.json.
         metrics: Output size, accuracy of both models, accuracy drop, top-1 agreement, max
             and mean absolute difference.
         classification: Output confusion matrix of the TFLite model on the validation
