@@ -109,7 +109,7 @@ def _time_to_target(work: str) -> float:
     demo = write_demo_data(os.path.join(work, "demo"))
     dataset_dir = os.path.join(work, "demo-dataset")
     shard_tfrecords(demo.csv, dataset_dir, label="label", keys=["id"])
-    result = train(dataset_dir, os.path.join(work, "m3"), epochs=10, target_accuracy=0.95)
+    result = train(dataset_dir, os.path.join(work, "m3"), epochs=10, target_value=0.95)
     seconds = result.figures["seconds_to_target"] or float("nan")
     print(f"  demo digits, default settings: 95% eval accuracy after {seconds:.1f} s of "
           "training")

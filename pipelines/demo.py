@@ -5,7 +5,8 @@ from typing import Any, Dict, List
 
 from tfkfp.pipelines import figures
 
-DEMO_PARAMETERS = {"label": "label", "keys": ["id"], "epochs": 5, "target_accuracy": 0.95}
+DEMO_PARAMETERS = {"label": "label", "keys": ["id"], "epochs": 5, "target_metric": "accuracy",
+                   "target_value": 0.95}
 
 
 def run_demo(out_dir: str, verbose: bool = False) -> Dict[str, Any]:
@@ -40,7 +41,7 @@ def summary(run) -> List[str]:
         f"TFLite model          {os.path.getsize(tflite_file) / 1e6:.3f} MB  {tflite_file}",
         _predictions(run, predictions)]
     if "seconds_to_target" in meta:
-        label = f"time to {DEMO_PARAMETERS['target_accuracy']:.0%} accuracy"
+        label = f"time to {DEMO_PARAMETERS['target_value']:.0%} accuracy"
         lines.insert(1, f"{label:<22}{meta['seconds_to_target']:.1f} s of training")
     return lines
 

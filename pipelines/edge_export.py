@@ -34,6 +34,7 @@ def edge_export(
     max_accuracy_drop: float = 0.01,
     min_agreement: float = 0.98,
     max_relative_error: float = 0.05,
+    max_rmse_increase: float = 0.05,
     calibration_examples: int = 300,
     eval_examples: int = 1000,
     integer_io: bool = False,
@@ -54,8 +55,10 @@ def edge_export(
         max_accuracy_drop: Largest accepted accuracy drop vs the SavedModel (0.01: a point);
             without labels, the largest share of examples whose top class changes.
         min_agreement: Smallest accepted top-1 agreement with the SavedModel at export.
-        max_relative_error: Largest accepted relative error of outputs that are not class
-            scores.
+        max_relative_error: Largest accepted relative error of outputs that are neither
+            class scores nor a regressor's value.
+        max_rmse_increase: A regressor's largest accepted RMSE increase over the
+            SavedModel's, relative (0.05: 5% higher).
         calibration_examples: Representative examples for int8 and int16x8.
         eval_examples: Eval examples each mode is measured and the export validated on.
         integer_io: int8 only: float inputs and outputs become int8 too.
@@ -72,6 +75,7 @@ def edge_export(
                                 signature=signature, input_mapping=input_mapping,
                                 max_relative_error=max_relative_error,
                                 max_accuracy_drop=max_accuracy_drop,
+                                max_rmse_increase=max_rmse_increase,
                                 calibration_examples=calibration_examples,
                                 eval_examples=eval_examples, integer_io=integer_io,
                                 select_tf_ops=select_tf_ops)
@@ -79,7 +83,8 @@ def edge_export(
                              quantized_model=quantized.outputs["tflite_model"],
                              signature=signature, input_mapping=input_mapping,
                              max_relative_error=max_relative_error, eval_examples=eval_examples,
-                             max_accuracy_drop=max_accuracy_drop, min_agreement=min_agreement)
+                             max_accuracy_drop=max_accuracy_drop, min_agreement=min_agreement,
+                             max_rmse_increase=max_rmse_increase)
     return Outputs(bundle=exported.outputs["bundle"])
 
 

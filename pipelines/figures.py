@@ -62,10 +62,13 @@ FORMATS: List[Tuple[str, Callable[[Any], str]]] = [
     ("errors", lambda v: f"{v:,.0f} errors"),
     ("verdict", str),
     ("eval_accuracy", lambda v: f"eval accuracy {v:.4f}"),
+    ("eval_rmse", lambda v: f"eval RMSE {v:.4g}"),
+    ("eval_r2", lambda v: f"eval R² {v:.4f}"),
     ("mode", str),
     ("size_bytes", lambda v: f"{v / 1e6:.3f} MB"),
     ("accuracy", lambda v: f"accuracy {v:.4f}"),
     ("agreement", lambda v: f"agreement {v:.4f}"),
+    ("rmse", lambda v: f"RMSE {v:.4g}"),
     ("examples_per_second", lambda v: f"{human(v)} examples/s"),
     ("records_per_second", lambda v: f"{human(v)} records/s"),
 ]

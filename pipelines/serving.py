@@ -45,7 +45,7 @@ def serving(
         service_name: The service's name and the model's name in its URLs.
         deploy_options: See deploy_model, e.g. {"namespace": "team", "mode": "raw"}.
         serving_model_uri: The model serving now; empty: what the target records.
-        gate_metric: accuracy or log_loss.
+        gate_metric: accuracy or log_loss; for a regressor rmse or mae.
         gate_margin: How much worse than the serving model the new one may be.
         eval_split: The Dataset's split the gate and the smoke test read.
         smoke_rows: Rows the smoke test sends.

@@ -25,7 +25,8 @@ from tfkfp.pipelines.resources import sized
 
 # The pipeline's parameters that go to the train step unchanged (same names).
 TRAIN_SETTINGS = ("model_name", "hidden_units", "strategy", "workers", "parameter_servers",
-                  "epochs", "batch_size", "learning_rate", "precision", "target_accuracy")
+                  "epochs", "batch_size", "learning_rate", "precision", "task", "loss",
+                  "target_metric", "target_value")
 
 
 class Outputs(NamedTuple):
@@ -64,10 +65,14 @@ def make_training(gpu: Gpu | None = None):
         precision: str = "float32",
         checkpoint_dir: str = "",
         warm_start_model_uri: str = "",
-        target_accuracy: float = 0.0,
+        task: str = "auto",
+        loss: str = "",
+        target_metric: str = "",
+        target_value: float = 0.0,
         quantization: str = "auto",
         max_accuracy_drop: float = 0.01,
         min_agreement: float = 0.98,
+        max_rmse_increase: float = 0.05,
         output_format: str = "jsonl",
         diagnose: bool = False,
         deploy: str = "none",
@@ -78,7 +83,7 @@ def make_training(gpu: Gpu | None = None):
         gate_margin: float = 0.0,
         smoke_rows: int = 8,
     ) -> Outputs:
-        """Trains a classifier on raw data and ships it as a validated TFLite model.
+        """Trains a classifier or regressor on raw data; ships it as a validated TFLite model.
 
         Args:
             input_uri: File, folder, pattern or gs:// URI of the labelled input data.
@@ -111,11 +116,19 @@ def make_training(gpu: Gpu | None = None):
             warm_start_model_uri: An earlier model from train to continue from (gs://... or a
                 path the train step can read), for the same classes and model_name; empty
                 trains from scratch.
-            target_accuracy: Eval accuracy whose first crossing is timed.
+            task: auto (a float label is regressed on, an integer or string label classified),
+                classification or regression.
+            loss: Empty for the task's own (crossentropy; regression: mse), or huber.
+            target_metric: The eval figure whose target is timed: accuracy or loss
+                (classification), rmse, mae, r2 or loss (regression); empty: accuracy or rmse.
+            target_value: Its target (reached at or above for accuracy and r2, at or below
+                for the others); 0 for none.
             quantization: none, dynamic, float16, int8, int16x8, or auto (smallest model within
-                max_accuracy_drop).
+                the gate).
             max_accuracy_drop: Largest accuracy loss of the TFLite model the gate accepts.
             min_agreement: Smallest top-1 agreement with the SavedModel the gate accepts.
+            max_rmse_increase: A regressor's gate: largest RMSE increase of the TFLite model
+                over the SavedModel's, relative (0.05: 5% higher).
             output_format: Predictions as jsonl, csv or tfrecord.
             diagnose: Also run diagnose_bottleneck on the Dataset with the training settings
                 (input-, compute- or memory-bound, with remedies), beside train.
@@ -125,16 +138,19 @@ def make_training(gpu: Gpu | None = None):
             service_name: The service's name and the model's name in its URLs.
             deploy_options: See deploy_model, e.g. {"namespace": "team", "mode": "raw"}.
             serving_model_uri: The model serving now; empty: what the target records.
-            gate_metric: accuracy or log_loss, measured on the eval split.
+            gate_metric: accuracy or log_loss (a regressor: rmse or mae), measured on the eval
+                split.
             gate_margin: How much worse than the serving model the new one may be.
             smoke_rows: Rows of the eval split the smoke test sends.
 
         Returns:
             model: The trained SavedModel (serving_default and serving_raw signatures);
-                eval accuracy and training throughput in its metadata.
-            tflite: The TFLite bundle that passed the accuracy gate (model.tflite,
-                labels.txt, signature.json, schema.json); its quantization mode, size, accuracy and
-                agreement with the SavedModel in its metadata.
+                eval accuracy (a regressor's RMSE, MAE, R²) and training throughput in its
+                metadata.
+            tflite: The TFLite bundle that passed the gate (model.tflite,
+                labels.txt for a classifier, signature.json, schema.json); its quantization
+                mode, size, accuracy and agreement with the SavedModel (a regressor's RMSE)
+                in its metadata.
             predictions: The eval split's predictions and errors files; counts and
                 records per second in its metadata.
         """
@@ -158,15 +174,17 @@ def make_training(gpu: Gpu | None = None):
                         launcher_options=launcher_options, epochs=epochs, batch_size=batch_size,
                         learning_rate=learning_rate, precision=precision,
                         checkpoint_dir=checkpoint_dir,
-                        warm_start_model_uri=warm_start_model_uri,
-                        target_accuracy=target_accuracy)
+                        warm_start_model_uri=warm_start_model_uri, task=task, loss=loss,
+                        target_metric=target_metric, target_value=target_value)
         if gpu is not None:  # read by the cluster's scheduler; ignored by the local runner
             trained.set_accelerator_type(gpu.type).set_accelerator_limit(gpu.count)
         quantized = freeze_quantize(model=trained.outputs["model"], dataset=dataset,
-                                    quantization=quantization, max_accuracy_drop=max_accuracy_drop)
+                                    quantization=quantization, max_accuracy_drop=max_accuracy_drop,
+                                    max_rmse_increase=max_rmse_increase)
         exported = export_tflite(model=trained.outputs["model"], dataset=dataset,
                                  quantized_model=quantized.outputs["tflite_model"],
-                                 max_accuracy_drop=max_accuracy_drop, min_agreement=min_agreement)
+                                 max_accuracy_drop=max_accuracy_drop, min_agreement=min_agreement,
+                                 max_rmse_increase=max_rmse_increase)
         predicted = batch_predict(model=trained.outputs["model"], dataset=dataset, split="eval",
                                   keys=keys, output_format=output_format)
         with dsl.If(deploy != "none", name="deploy"):

@@ -89,6 +89,63 @@ def messy_csv(tmp_path):
     return write_messy_csv(tmp_path / "messy.csv", rows), rows
 
 
+REGRESSION_HEADER = ["house", "area", "age", "district", "rooms", "price"]
+DISTRICTS = ["Nord, centre", 'the "old" town', "東区", "harbour"]
+
+
+def regression_rows(count: int, seed: int = 5):
+    """A table with a continuous label (``price``, in thousands) that follows the features,
+    a string key, a Unicode district with commas and quotes, and blank cells."""
+    rng = np.random.default_rng(seed)
+    rows = []
+    for i in range(count):
+        area, age = float(rng.uniform(30, 200)), float(rng.uniform(0, 80))
+        district = int(rng.integers(len(DISTRICTS)))
+        rooms = int(rng.integers(1, 7))
+        price = 50 + 2.0 * area - 0.8 * age + 40 * (district == 0) + 5 * rooms \
+            + float(rng.normal(0, 5))
+        rows.append([f"h-{i:05d}", round(area, 2), "" if i % 17 == 5 else round(age, 1),
+                     "" if i % 19 == 7 else DISTRICTS[district], rooms, round(price, 2)])
+    return rows
+
+
+def write_regression_csv(path, rows):
+    import csv
+
+    with open(path, "w", newline="", encoding="utf-8") as f:
+        writer = csv.writer(f)
+        writer.writerow(REGRESSION_HEADER)
+        writer.writerows(rows)
+    return str(path)
+
+
+@pytest.fixture(scope="session")
+def regression_csv(tmp_path_factory):
+    return write_regression_csv(tmp_path_factory.mktemp("houses") / "houses.csv",
+                                regression_rows(1200))
+
+
+@pytest.fixture(scope="session")
+def regression_dataset(regression_csv, tmp_path_factory):
+    """The house-price table sharded (label ``price``, a float; key ``house``)."""
+    from tfkfp.components.shard_tfrecords.core import shard_tfrecords
+
+    out = str(tmp_path_factory.mktemp("houses_dataset") / "dataset")
+    shard_tfrecords(regression_csv, out, label="price", keys=["house"], eval_fraction=0.2)
+    return out
+
+
+@pytest.fixture(scope="session")
+def regression_model(regression_dataset, tmp_path_factory):
+    """A tfkfp regressor trained by train on the house prices (a small MLP)."""
+    from tfkfp.components.train.core import train
+
+    out = str(tmp_path_factory.mktemp("houses_model") / "model")
+    train(regression_dataset, out, epochs=12, batch_size=32, hidden_units="32",
+          learning_rate=0.01, seed=2)
+    return out
+
+
 @pytest.fixture(scope="session")
 def demo_dir(tmp_path_factory):
     from tfkfp.components.common.demo_data import write_demo_data

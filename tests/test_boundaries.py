@@ -28,11 +28,14 @@ PUBLIC = {
     "train.shape": "diagnose_bottleneck validates its request as train does (validate)",
     "train.errors": "diagnose_bottleneck refuses a request with train's own error class",
     "train.strategies": "diagnose_bottleneck probes under the strategy train would use",
+    "train.tasks": "diagnose_bottleneck reads the label as train does (classes or values)",
     "freeze_quantize.artifact": "export_tflite reads the tflite_model folder freeze_quantize "
                                 "writes",
     "batch_predict.models": "serve loads and runs the model as batch prediction does "
                             "(Predictor), so online answers equal batch ones",
     "batch_predict.core": "serve ranks classes as batch prediction does (top_k_of)",
+    "batch_predict.errors": "serve answers batch prediction's refusals of a model's options "
+                            "and outputs (check_top_k, check_outputs) with its own errors",
     "batch_predict.sources": "serve checks a SavedModel's schema against its inputs as batch "
                              "prediction does (plan_columns)",
     "batch_predict.tfrecords": "serve parses b64 tf.train.Examples with batch prediction's "

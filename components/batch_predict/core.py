@@ -1,7 +1,8 @@
 """Batch prediction: a tfkfp SavedModel or TFLite model over sharded TFRecords, CSV or JSONL.
 
 Every input file k of N becomes ``predictions-k-of-N.<ext>`` (one row per record that was
-predicted, with its key columns, class, class id and scores) and ``errors-k-of-N.<ext>``
+predicted, with its key columns, and class, class id and scores, or a regressor's value) and
+``errors-k-of-N.<ext>``
 (every record that could not be read, parsed or predicted, with the reason). A task handles
 one group of files (``file_group`` of ``file_groups``) so a pipeline can fan out; the
 summary of a group goes to ``summary-group-G-of-M.json``.
@@ -121,9 +122,7 @@ def batch_predict(
     predictor = predictor or load_predictor(model_uri, labels_uri, threads)
     plan = sources.resolve_input(dataset, split, schema_uri, input_format, predictor.schema)
     features, key_columns = sources.plan_columns(predictor, plan.schema, keys, dataset)
-    if top_k > len(predictor.labels):
-        raise PredictInputError(f"top_k {top_k} is more than the model's "
-                                f"{len(predictor.labels)} classes")
+    check_top_k(predictor, top_k)
     chosen = select_group(range(len(plan.files)), file_group, file_groups, what="shard",
                           error=PredictInputError, allow_empty=True)
     sources.check_shards(plan, chosen)
@@ -143,6 +142,16 @@ def batch_predict(
     log.info("predicted %d records (%d errors) in %.1fs (%.0f records/s)", result.inputs,
              result.errors, result.seconds, result.records_per_second)
     return result
+
+
+def check_top_k(predictor: Predictor, top_k: int) -> None:
+    """top_k is a classifier's: at most its classes; a regressor answers one value."""
+    if predictor.regressor and top_k > 1:
+        raise PredictInputError(f"top_k {top_k}: model {predictor.uri} is a regressor, which "
+                                "predicts one value per row; top_k applies to classifiers")
+    if not predictor.regressor and top_k > len(predictor.labels):
+        raise PredictInputError(f"top_k {top_k} is more than the model's "
+                                f"{len(predictor.labels)} classes")
 
 
 def check_options(output_format: str, top_k: int, predict_batch_size: int) -> None:
@@ -199,7 +208,7 @@ class _Task:
                         pending.append(pool.submit(shard.finish, self.empty()))
                     else:
                         preds, failed = self.predict(chunk, shard.path)
-                        shard.add(chunk, failed, len(preds.top_ids))
+                        shard.add(chunk, failed, preds.rows)
                         pending.append(pool.submit(shard.out.write, preds))
                         self.progress.update(chunk.inputs)
                     while len(pending) > 2:
@@ -213,7 +222,8 @@ class _Task:
         return [shards[i].counts() for i in chosen]
 
     def predict(self, chunk: Chunk, path: str):
-        """Top-k predictions for the chunk's rows; rows the model fails on become errors."""
+        """Top-k predictions (a regressor's values) for the chunk's rows; rows the model
+        fails on become errors."""
         def attempt(lo: int, hi: int):
             return self.predictor.predict({n: v[lo:hi] for n, v in chunk.features.items()})
 
@@ -224,26 +234,38 @@ class _Task:
         keys = chunk.keys if keep is None else {n: v[keep] for n, v in chunk.keys.items()}
         if not good:
             return self.empty(), errors
-        probs = np.concatenate([np.asarray(p) for _, _, p in good]) if len(good) > 1 \
+        outputs = np.concatenate([np.asarray(p) for _, _, p in good]) if len(good) > 1 \
             else np.asarray(good[0][2])
-        self._check_classes(probs)
-        ids, scores = top_k_of(probs, self.top_k)
         keys = {c.name: keys[c.name] for c in self.key_columns}
-        return writers.Predictions(keys, self.key_columns, ids, scores, self.predictor.labels,
-                                   self.top_k), errors
+        return self.predictions(keys, outputs), errors
 
-    def _check_classes(self, probs: np.ndarray) -> None:
-        if probs.ndim != 2 or probs.shape[1] != len(self.predictor.labels):
-            raise PredictInputError(
-                f"model {self.predictor.uri} returned probabilities of shape "
-                f"{list(probs.shape)}, but it has {len(self.predictor.labels)} labels")
+    def predictions(self, keys: Dict[str, np.ndarray], outputs: np.ndarray
+                    ) -> writers.Predictions:
+        check_outputs(self.predictor, outputs)
+        if self.predictor.regressor:
+            return writers.Predictions(keys, self.key_columns, values=outputs.reshape(-1))
+        ids, scores = top_k_of(outputs, self.top_k)
+        return writers.Predictions(keys, self.key_columns, ids, scores, self.predictor.labels,
+                                   self.top_k)
 
     def empty(self) -> writers.Predictions:
         keys = {c.name: np.zeros(0, dtype=object if c.dtype == "string" else c.dtype)
                 for c in self.key_columns}
-        return writers.Predictions(keys, self.key_columns, np.zeros((0, self.top_k), np.int64),
-                                   np.zeros((0, self.top_k), np.float32),
-                                   self.predictor.labels, self.top_k)
+        width = 1 if self.predictor.regressor else len(self.predictor.labels)
+        shape = (0,) if self.predictor.regressor else (0, width)
+        return self.predictions(keys, np.zeros(shape, np.float32))
+
+
+def check_outputs(predictor: Predictor, outputs: np.ndarray) -> None:
+    """A classifier's probabilities are [rows, classes]; a regressor's values [rows]."""
+    if predictor.regressor:
+        if outputs.ndim != 1 and (outputs.ndim != 2 or outputs.shape[1] != 1):
+            raise PredictInputError(f"model {predictor.uri} is a regressor but returned "
+                                    f"values of shape {list(outputs.shape)}, not one per row")
+    elif outputs.ndim != 2 or outputs.shape[1] != len(predictor.labels):
+        raise PredictInputError(
+            f"model {predictor.uri} returned probabilities of shape "
+            f"{list(outputs.shape)}, but it has {len(predictor.labels)} labels")
 
 
 def top_k_of(probs: np.ndarray, k: int):

@@ -36,19 +36,25 @@ class InputSpec:
 
 @dataclasses.dataclass
 class Predictor:
-    """A loaded model: ``predict({input: array}) -> probabilities [rows, classes]``."""
+    """A loaded model: ``predict({input: array})`` gives a classifier's probabilities
+    [rows, classes], or a regressor's values [rows]."""
 
     kind: str  # savedmodel | tflite
     uri: str
     inputs: Dict[str, InputSpec]
-    labels: List[str]
+    labels: List[str]  # class names; none for a regressor
     predict: Callable[[Dict[str, np.ndarray]], np.ndarray]
     schema: Schema | None = None  # the schema it was trained on, when the model carries it
     handle: object = None  # the loaded model or interpreter, kept alive with the predictor
+    task: str = "classification"  # or regression
+
+    @property
+    def regressor(self) -> bool:
+        return self.task == "regression"
 
     def describe(self) -> Dict:
-        return {"kind": self.kind, "uri": self.uri, "classes": len(self.labels),
-                "inputs": len(self.inputs)}
+        return {"kind": self.kind, "uri": self.uri, "task": self.task,
+                "classes": len(self.labels), "inputs": len(self.inputs)}
 
 
 def load_predictor(model_uri: str, labels_uri: str = "", threads: int = 0) -> Predictor:
@@ -95,22 +101,20 @@ def _load_savedmodel(model_dir: str, threads: int) -> Predictor:
     specs = fn.structured_input_signature[1]
     inputs = {name: InputSpec(spec.dtype.name if spec.dtype != tf.string else "string",
                               tuple(spec.shape[1:].as_list())) for name, spec in specs.items()}
+    task = savedmodel.model_task(model_dir)
+    output = "value" if task == "regression" else "probabilities"
 
     def predict(features: Dict[str, np.ndarray]) -> np.ndarray:
         out = fn(**{name: tf.constant(features[name]) for name in inputs})
-        return out["probabilities"].numpy()
+        return out[output].numpy()
 
     return Predictor("savedmodel", model_dir, inputs, savedmodel.load_labels(model_dir),
-                     predict, savedmodel.load_schema(model_dir), handle=loaded)
+                     predict, savedmodel.load_schema(model_dir), handle=loaded, task=task)
 
 
 def _load_tflite(path: str, labels_uri: str, threads: int) -> Predictor:
     from ai_edge_litert.interpreter import Interpreter
 
-    if not uris.exists(labels_uri):
-        raise PredictInputError(f"TFLite model {path} needs its class names: no labels file "
-                                f"at {labels_uri} (one class per line)")
-    labels = [line for line in uris.read_text(labels_uri).splitlines() if line]
     with uris.open_file(path) as f:
         content = f.read()
     interpreter = Interpreter(model_content=content, num_threads=threads_or_cpus(threads))
@@ -122,17 +126,29 @@ def _load_tflite(path: str, labels_uri: str, threads: int) -> Predictor:
     runner = interpreter.get_signature_runner(savedmodel.SIGNATURE_RAW)
     details = runner.get_input_details()
     inputs = {name: _tflite_input(d) for name, d in details.items()}
-    output = runner.get_output_details()["probabilities"]
+    outputs = runner.get_output_details()
+    task = "regression" if set(outputs) == set(savedmodel.REGRESSION_OUTPUTS) else \
+        "classification"
+    output_name = "value" if task == "regression" else "probabilities"
+    labels = _tflite_labels(path, labels_uri) if task == "classification" else []
+    output = outputs[output_name]
     fills = _bundle_fills(path)
 
     def predict(features: Dict[str, np.ndarray]) -> np.ndarray:
         out = runner(**{name: _quantize(tflite_feeding.fill_gaps(features[name],
                                                                  fills.get(name)),
                                         details[name]) for name in inputs})
-        return _dequantize(out["probabilities"], output)
+        return _dequantize(out[output_name], output)
 
     return Predictor("tflite", path, inputs, labels, predict, _bundle_schema(path),
-                     handle=interpreter)
+                     handle=interpreter, task=task)
+
+
+def _tflite_labels(path: str, labels_uri: str) -> List[str]:
+    if not uris.exists(labels_uri):
+        raise PredictInputError(f"TFLite model {path} needs its class names: no labels file "
+                                f"at {labels_uri} (one class per line)")
+    return [line for line in uris.read_text(labels_uri).splitlines() if line]
 
 
 def _bundle_schema(path: str) -> Schema | None:

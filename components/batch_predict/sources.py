@@ -24,7 +24,7 @@ from tfkfp.components.common.dataset import (
 from tfkfp.components.common.savedmodel import raw_dtype, raw_shape
 from tfkfp.components.common.schema import SCHEMA_FILE, Column, Schema, SchemaError
 
-PREDICTION_COLUMNS = ("class", "class_id", "score", "top_classes", "top_scores")
+PREDICTION_COLUMNS = ("class", "class_id", "score", "top_classes", "top_scores", "value")
 INPUT_FORMATS = ("auto", "tfrecord", "csv", "jsonl")
 _EXTENSIONS = {".tfrecord": "tfrecord", ".tfrecords": "tfrecord", ".csv": "csv",
                ".jsonl": "jsonl", ".json": "jsonl", ".ndjson": "jsonl"}

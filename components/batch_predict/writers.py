@@ -5,9 +5,10 @@ vectorised string kernels, CSV by Arrow's CSV writer, TFRecords by the vectorise
 encoder. Every file is written under a hidden temporary name beside its target and renamed
 into place when complete, so a reader sees a whole shard or none.
 
-A prediction row holds the key columns, ``class`` (the label), ``class_id``, ``score``
-(its probability) and, when top_k > 1, the k best classes and scores: ``top_classes`` and
-``top_scores`` lists (JSON Lines, TFRecord) or ``class_1..k`` / ``score_1..k`` (CSV).
+A classifier's prediction row holds the key columns, ``class`` (the label), ``class_id``,
+``score`` (its probability) and, when top_k > 1, the k best classes and scores:
+``top_classes`` and ``top_scores`` lists (JSON Lines, TFRecord) or ``class_1..k`` /
+``score_1..k`` (CSV). A regressor's holds the key columns and ``value``.
 """
 
 import contextlib
@@ -32,10 +33,15 @@ ERROR_FIELDS = ("file", "record", "offset", "reason")
 class Predictions:
     keys: Dict[str, np.ndarray]  # key column -> values, in output order
     key_columns: List[Column]
-    top_ids: np.ndarray  # int64 [rows, k], best first
-    top_scores: np.ndarray  # float32 [rows, k]
-    labels: List[str]
-    top_k: int
+    top_ids: np.ndarray | None = None  # int64 [rows, k], best first (a classifier's)
+    top_scores: np.ndarray | None = None  # float32 [rows, k]
+    labels: List[str] = dataclasses.field(default_factory=list)
+    top_k: int = 1
+    values: np.ndarray | None = None  # float32 [rows] (a regressor's)
+
+    @property
+    def rows(self) -> int:
+        return len(self.values if self.values is not None else self.top_ids)
 
     def class_names(self, column: int):
         import pyarrow as pa
@@ -64,7 +70,7 @@ class ShardWriter:
             self.file = uris.open_file(self.temp, "wb")
 
     def write(self, preds: Predictions) -> None:
-        if not len(preds.top_ids):
+        if not preds.rows:
             return
         if self.fmt == "jsonl":
             self.file.write(jsonl_bytes(preds))
@@ -118,11 +124,23 @@ def jsonl_bytes(preds: Predictions) -> bytes:
     import pyarrow as pa
     import pyarrow.compute as pc
 
-    if not len(preds.top_ids):
+    if not preds.rows:
         return b""
     pieces: list = []
     fields = [(c.name, _json_literals(preds.keys[c.name], c.dtype)) for c in preds.key_columns]
-    fields += [("class", _quoted(preds.class_names(0))),
+    if preds.values is not None:
+        fields.append(("value", _json_literals(preds.values, "float32")))
+    else:
+        fields += _jsonl_classes(preds)
+    for i, (name, values) in enumerate(fields):
+        pieces += [("{" if i == 0 else ", ") + json.dumps(name) + ": ", values]
+    lines = pc.binary_join_element_wise(*pieces, "}\n", "")
+    whole = pc.binary_join(pa.ListArray.from_arrays([0, len(lines)], lines), "")
+    return whole[0].as_py().encode("utf-8")
+
+
+def _jsonl_classes(preds: Predictions) -> list:
+    fields = [("class", _quoted(preds.class_names(0))),
                ("class_id", _json_literals(preds.top_ids[:, 0], "int64")),
                ("score", _json_literals(preds.top_scores[:, 0], "float32"))]
     if preds.top_k > 1:
@@ -130,11 +148,7 @@ def jsonl_bytes(preds: Predictions) -> bytes:
                                                for j in range(preds.top_k)])),
                    ("top_scores", _json_list([_json_literals(preds.top_scores[:, j], "float32")
                                               for j in range(preds.top_k)]))]
-    for i, (name, values) in enumerate(fields):
-        pieces += [("{" if i == 0 else ", ") + json.dumps(name) + ": ", values]
-    lines = pc.binary_join_element_wise(*pieces, "}\n", "")
-    whole = pc.binary_join(pa.ListArray.from_arrays([0, len(lines)], lines), "")
-    return whole[0].as_py().encode("utf-8")
+    return fields
 
 
 def _json_list(columns):
@@ -145,7 +159,6 @@ def _json_list(columns):
 
 def csv_bytes(preds: Predictions, header: bool) -> bytes:
     import pyarrow as pa
-    import pyarrow.csv as pcsv
 
     columns = {}
     for c in preds.key_columns:
@@ -153,12 +166,22 @@ def csv_bytes(preds: Predictions, header: bool) -> bytes:
         columns[c.name] = (pa.array([v if isinstance(v, bytes) else str(v).encode()
                                      for v in values], pa.binary()).cast(pa.string())
                            if c.dtype == "string" else pa.array(np.ascontiguousarray(values)))
+    if preds.values is not None:
+        columns["value"] = pa.array(np.ascontiguousarray(preds.values, np.float32))
+        return _csv(columns, header)
     columns["class"] = preds.class_names(0)
     columns["class_id"] = pa.array(np.ascontiguousarray(preds.top_ids[:, 0]))
     columns["score"] = pa.array(np.ascontiguousarray(preds.top_scores[:, 0]))
     for j in range(preds.top_k if preds.top_k > 1 else 0):
         columns[f"class_{j + 1}"] = preds.class_names(j)
         columns[f"score_{j + 1}"] = pa.array(np.ascontiguousarray(preds.top_scores[:, j]))
+    return _csv(columns, header)
+
+
+def _csv(columns: Dict, header: bool) -> bytes:
+    import pyarrow as pa
+    import pyarrow.csv as pcsv
+
     sink = io.BytesIO()
     pcsv.write_csv(pa.table(columns), sink, pcsv.WriteOptions(include_header=header))
     return sink.getvalue()
@@ -167,8 +190,11 @@ def csv_bytes(preds: Predictions, header: bool) -> bytes:
 def example_rows(preds: Predictions):
     from tfkfp.components.common.examples import encode_examples
 
-    names = np.asarray([s.encode() for s in preds.labels], dtype=object)
     columns = {c.name: (c.dtype, preds.keys[c.name]) for c in preds.key_columns}
+    if preds.values is not None:
+        columns["value"] = ("float32", np.asarray(preds.values, np.float32))
+        return encode_examples(columns)
+    names = np.asarray([s.encode() for s in preds.labels], dtype=object)
     columns["class"] = ("string", names[preds.top_ids[:, 0]])
     columns["class_id"] = ("int64", preds.top_ids[:, 0].astype(np.int64))
     columns["score"] = ("float32", preds.top_scores[:, 0].astype(np.float32))

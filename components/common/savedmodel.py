@@ -1,6 +1,6 @@
 """The SavedModel contract shared by train, freeze_quantize, export_tflite and batch_predict.
 
-A tfkfp SavedModel has two serving signatures over the same classifier:
+A tfkfp SavedModel has two serving signatures over the same classifier or regressor:
 
 - ``serving_default``: input ``examples``, a batch of serialized ``tf.train.Example`` strings
   with one feature per column (what outside clients send) or in the ``packed`` layout that
@@ -9,9 +9,11 @@ A tfkfp SavedModel has two serving signatures over the same classifier:
 - ``serving_raw``: one input per feature column, named and shaped as in the schema (images
   already decoded to float32 in [0, 1]), for apps and for TFLite conversion.
 
-Both return ``probabilities`` (float32 [batch, classes]), ``class_ids`` (int64 [batch]) and
-``classes`` (string [batch], the label vocabulary entry). The label vocabulary
-(``labels.txt``, one per line) and the schema (``schema.json``) are assets of the model.
+A classifier's signatures return ``probabilities`` (float32 [batch, classes]), ``class_ids``
+(int64 [batch]) and ``classes`` (string [batch], the label vocabulary entry); a regressor's
+return ``value`` (float32 [batch], in the label's units). The schema (``schema.json``) and a
+classifier's label vocabulary (``labels.txt``, one per line) are assets of the model;
+``tfkfp_model.json`` says which task it is.
 """
 
 import json
@@ -26,29 +28,34 @@ SIGNATURE_EXAMPLES = "serving_default"
 SIGNATURE_RAW = "serving_raw"
 EXAMPLES_INPUT = "examples"
 OUTPUTS = ("probabilities", "class_ids", "classes")
+REGRESSION_OUTPUTS = ("value",)
+TASKS = ("classification", "regression")
 LABELS_FILE = "labels.txt"
 SCHEMA_FILE = "schema.json"
 METADATA_FILE = "tfkfp_model.json"
 WEIGHTS_PREFIX = "weights/model"
 
 
-def export_model(model, schema: Schema, export_dir: str, metadata: Dict[str, Any] | None = None
-                 ) -> str:
-    """Save a Keras classifier over ``schema``'s features as a tfkfp SavedModel.
+def export_model(model, schema: Schema, export_dir: str, metadata: Dict[str, Any] | None = None,
+                 task: str = "classification") -> str:
+    """Save a Keras classifier or regressor over ``schema``'s features as a tfkfp SavedModel.
 
-    The model maps a dict of feature tensors to class probabilities (``[batch, classes]``,
-    e.g. from a final softmax). The directory is written
-    under a staging name and renamed into place, so a reader never sees half a model.
+    A classifier maps a dict of feature tensors to class probabilities (``[batch, classes]``,
+    e.g. from a final softmax); a regressor to its value (``[batch, 1]`` or ``[batch]``). The
+    directory is written under a staging name and renamed into place, so a reader never sees
+    half a model.
     """
     import tensorflow as tf
 
-    labels = label_names(schema)
+    if task not in TASKS:
+        raise ValueError(f"task {task!r} is not one of {', '.join(TASKS)}")
+    labels = label_names(schema) if task == "classification" else []
     with uris.replaced_dir(export_dir) as staging, tempfile.TemporaryDirectory() as tmp:
         module = _serving_module(model, schema, labels, tmp)
         tf.saved_model.save(module, staging, signatures={
             SIGNATURE_EXAMPLES: module.from_examples, SIGNATURE_RAW: module.from_features})
         model.save_weights(uris.join(staging, WEIGHTS_PREFIX))
-        body = {"labels": labels, "signatures": [SIGNATURE_EXAMPLES, SIGNATURE_RAW],
+        body = {"task": task, "labels": labels, "signatures": [SIGNATURE_EXAMPLES, SIGNATURE_RAW],
                 **(metadata or {})}
         uris.write_text_atomic(uris.join(staging, METADATA_FILE),
                                json.dumps(body, indent=2) + "\n")
@@ -73,10 +80,7 @@ def _serving_module(model, schema: Schema, labels: List[str], tmp: str):
     # per-column Examples, or packed ones as shard_tfrecords packs these features (whatever
     # layout the model was trained on)
     parse = example_parser(schema.with_layout("packed"), features, accept="both")
-    labels_path = os.path.join(tmp, LABELS_FILE)
     schema_path = os.path.join(tmp, SCHEMA_FILE)
-    with open(labels_path, "w") as f:
-        f.write("\n".join(labels) + "\n")
     with open(schema_path, "w") as f:
         f.write(schema.to_json())
 
@@ -85,14 +89,20 @@ def _serving_module(model, schema: Schema, labels: List[str], tmp: str):
     # Keras object graph traces every layer again (most of the export time for wide tables).
     module.model_variables = list(model.variables)
     module.model_tables = _lookup_tables(model)
-    module.labels_asset = tf.saved_model.Asset(labels_path)
     module.schema_asset = tf.saved_model.Asset(schema_path)
-    module.class_names = tf.constant(labels)
+    if labels:  # a classifier
+        labels_path = os.path.join(tmp, LABELS_FILE)
+        with open(labels_path, "w") as f:
+            f.write("\n".join(labels) + "\n")
+        module.labels_asset = tf.saved_model.Asset(labels_path)
+        module.class_names = tf.constant(labels)
 
     def outputs(inputs):
-        probs = tf.cast(model(inputs, training=False), tf.float32)
-        ids = tf.argmax(probs, axis=-1)
-        return {"probabilities": probs, "class_ids": ids,
+        scores = tf.cast(model(inputs, training=False), tf.float32)
+        if not labels:
+            return {"value": tf.reshape(scores, [-1])}
+        ids = tf.argmax(scores, axis=-1)
+        return {"probabilities": scores, "class_ids": ids,
                 "classes": tf.gather(module.class_names, ids)}
 
     @tf.function(input_signature=[tf.TensorSpec([None], tf.string, name=EXAMPLES_INPUT)])
@@ -144,8 +154,16 @@ def load_schema(model_dir: str) -> Schema:
 
 
 def load_labels(model_dir: str) -> List[str]:
-    text = uris.read_text(uris.join(model_dir, "assets", LABELS_FILE))
-    return [line for line in text.splitlines() if line]
+    """A classifier's class names; none for a regressor."""
+    path = uris.join(model_dir, "assets", LABELS_FILE)
+    if model_task(model_dir) == "regression" and not uris.exists(path):
+        return []
+    return [line for line in uris.read_text(path).splitlines() if line]
+
+
+def model_task(model_dir: str) -> str:
+    """classification or regression, as train recorded it (earlier models: classifiers)."""
+    return load_metadata(model_dir).get("task", "classification")
 
 
 def load_metadata(model_dir: str) -> Dict[str, Any]:

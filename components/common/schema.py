@@ -181,6 +181,13 @@ class Schema:
         groups = packed_groups(self.columns) if layout == "packed" else ()
         return dataclasses.replace(self, layout=layout, packed=groups)
 
+    def with_raw_label(self) -> "Schema":
+        """This schema with the label's class vocabulary dropped, so readers yield the
+        label's values rather than class indices (a regressor on a whole-number label)."""
+        columns = tuple(dataclasses.replace(c, vocabulary=None) if c.role == "label" else c
+                        for c in self.columns)
+        return dataclasses.replace(self, columns=columns)
+
     @property
     def names(self) -> List[str]:
         return [c.name for c in self.columns]

@@ -18,8 +18,10 @@ naming the signature input with its shape and dtype and the columns available.
 
 Outputs are whatever the signature returns. One float output of shape [batch, classes]
 (classes >= 2) is read as class scores: top-1 agreement is measured on it, and accuracy when
-the Dataset's label has as many classes. Every float output is also compared by relative
-error (see common.tflite_parity).
+the Dataset's label has as many classes. A tfkfp regressor's ``value`` (or a model's single
+float output of one value per example, on a Dataset with a numeric label without classes) is
+read as a regressor's prediction: its RMSE on the labels is measured. Every float output is
+also compared by relative error (see common.tflite_parity).
 """
 
 import dataclasses
@@ -167,6 +169,9 @@ def _reading(fn, schema: Schema) -> Reading:
     outputs = fn.structured_outputs
     if set(savedmodel.OUTPUTS) <= set(outputs):
         return Reading()  # a tfkfp classifier: probabilities, class_ids, classes
+    value = _regression_output(outputs, schema)
+    if value:
+        return Reading(scores=None, class_ids=None, accuracy=False, values=value)
     scores = [n for n, s in sorted(outputs.items()) if _dtype_name(s.dtype) in _FLOATS
               and s.shape.rank == 2 and (s.shape[-1] or 0) >= 2]
     if len(scores) != 1:
@@ -175,6 +180,19 @@ def _reading(fn, schema: Schema) -> Reading:
     classes = len(label.vocabulary) if label is not None and label.vocabulary else 0
     return Reading(scores=scores[0], class_ids=None,
                    accuracy=classes == outputs[scores[0]].shape[-1])
+
+
+def _regression_output(outputs, schema: Schema) -> str | None:
+    """The output holding a regressor's value: a tfkfp regressor's ``value``, or the single
+    float output of one value per example where the label is a number without classes."""
+    if set(outputs) == set(savedmodel.REGRESSION_OUTPUTS):
+        return savedmodel.REGRESSION_OUTPUTS[0]
+    label = schema.label
+    if label is None or label.vocabulary or label.dtype == "string" or len(outputs) != 1:
+        return None
+    (name, spec), = outputs.items()
+    single = spec.shape.rank == 1 or (spec.shape.rank == 2 and spec.shape[-1] == 1)
+    return name if single and _dtype_name(spec.dtype) in _FLOATS else None
 
 
 def _resize(values: np.ndarray, size: Tuple[int, int]) -> np.ndarray:

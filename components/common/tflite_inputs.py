@@ -62,11 +62,14 @@ def signature_inputs(fn) -> Dict[str, object]:
     return dict(fn.structured_input_signature[1])
 
 
-def load_examples(dataset: str, split: str, limit: int, names, purpose: str) -> Examples:
+def load_examples(dataset: str, split: str, limit: int, names, purpose: str,
+                  raw_label: bool = False) -> Examples:
     """Up to ``limit`` examples of one split, in file order, as NumPy arrays.
 
     ``names``: the columns to read, fed by name; or a tflite_binding.Binding, whose
-    ``feed`` turns columns into the signature's inputs (cast, resized)."""
+    ``feed`` turns columns into the signature's inputs (cast, resized). The labels are
+    class indices, or the label's values with ``raw_label`` or for a binding that reads a
+    regressor's value."""
     from tfkfp.components.common.reader import make_dataset
 
     if limit < 1:
@@ -74,8 +77,11 @@ def load_examples(dataset: str, split: str, limit: int, names, purpose: str) -> 
     binding = names if hasattr(names, "feed") else None
     columns = sorted(set(binding.columns.values())) if binding else list(names)
     try:
-        labelled = dataset_schema(dataset).label is not None
-        ds = make_dataset(dataset, mode="eval" if labelled else "predict", split=split,
+        schema = dataset_schema(dataset)
+        labelled = schema.label is not None
+        if raw_label or (binding is not None and binding.reading.values):
+            schema = schema.with_raw_label()  # a regressor is measured on the label's values
+        ds = make_dataset(dataset, schema, mode="eval" if labelled else "predict", split=split,
                           batch_size=min(limit, 512))
     except SchemaError as err:
         raise QuantizeInputError(f"{purpose} data: {err}") from err

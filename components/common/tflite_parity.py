@@ -3,11 +3,13 @@ gate freeze_quantize and export_tflite apply to the figures.
 
 What is compared follows the signature's outputs (a ``Reading``, common.tflite_binding): on
 class scores, top-1 agreement with the SavedModel, and accuracy when the data's labels index
-the scores; on every float output, the relative error ``|got - ref| / |ref|`` (L2 norms over
-all examples, the largest over the outputs). The gate checks the accuracy drop where there is
-an accuracy; on class scores without labels, the share of examples whose top class changed
-(which bounds the accuracy drop) against the same limit; on other outputs, the relative
-error against ``max_relative_error``.
+the scores; on a regressor's value with the data's labels, the RMSE of both models; on every
+float output, the relative error ``|got - ref| / |ref|`` (L2 norms over all examples, the
+largest over the outputs). The gate checks the accuracy drop where there is an accuracy; on
+class scores without labels, the share of examples whose top class changed (which bounds the
+accuracy drop) against the same limit; on a regressor's value, the relative increase of the
+RMSE against ``max_rmse_increase``; on other outputs, the relative error against
+``max_relative_error``.
 """
 
 import dataclasses
@@ -26,6 +28,7 @@ class Reading:
     scores: str | None = "probabilities"
     class_ids: str | None = "class_ids"  # None: the argmax of the scores
     accuracy: bool = True
+    values: str | None = None  # a regressor's value output, compared by RMSE on the labels
 
 
 @dataclasses.dataclass(frozen=True)
@@ -33,6 +36,7 @@ class Gate:
     max_accuracy_drop: float = 0.01
     max_relative_error: float = 0.05
     min_agreement: float = 0.0
+    max_rmse_increase: float = 0.05  # relative: 0.05 accepts an RMSE up to 5% higher
 
 
 @dataclasses.dataclass(frozen=True)
@@ -51,6 +55,8 @@ class Figures:
     latency_example_ms: float | None = None
     latency_batch_ms: float | None = None
     batch_size: int | None = None
+    rmse: float | None = None  # a regressor's, on the labels; None: no value or no labels
+    reference_rmse: float | None = None  # of the SavedModel, same examples
 
     @property
     def accuracy_drop(self) -> float | None:
@@ -59,17 +65,30 @@ class Figures:
         return round(self.reference_accuracy - self.accuracy, 9)  # 0.96 - 0.95 is not 0.01
 
     @property
+    def rmse_increase(self) -> float | None:
+        """The RMSE's relative increase over the SavedModel's (0.05: 5% higher)."""
+        if self.rmse is None:
+            return None
+        if self.reference_rmse > 0:
+            return round(self.rmse / self.reference_rmse - 1.0, 9)
+        return 0.0 if self.rmse == 0 else float("inf")
+
+    @property
     def shortfall(self) -> float:
-        """What the gate holds against max_accuracy_drop (or the relative error)."""
+        """What the gate holds against its limit: the accuracy drop, the share of changed
+        top classes, the RMSE increase, or the relative error."""
         if self.accuracy is not None:
             return self.accuracy_drop
         if self.agreement is not None:
             return round(1.0 - self.agreement, 9)
+        if self.rmse is not None:
+            return self.rmse_increase
         return self.relative_error
 
     def to_dict(self) -> Dict:
         out = dataclasses.asdict(self)
         out["accuracy_drop"] = self.accuracy_drop
+        out["rmse_increase"] = self.rmse_increase
         return {k: round(v, 6) if isinstance(v, float) else v for k, v in out.items()}
 
     def summary(self) -> str:
@@ -80,6 +99,9 @@ class Figures:
                          f"the SavedModel")
         if self.agreement is not None:
             parts.append(f"agreement {self.agreement:.4f}")
+        if self.rmse is not None:
+            parts.append(f"RMSE {self.rmse:.4g} vs {self.reference_rmse:.4g} for the "
+                         "SavedModel")
         parts.append(f"relative error {self.relative_error:.2e}")
         parts.append(f"max abs diff {self.max_abs_diff:.2e}")
         return ", ".join(parts)
@@ -137,7 +159,11 @@ def outputs_figures(got: Dict[str, np.ndarray], reference: Dict[str, np.ndarray]
     out = dict(max_abs_diff=float(diff.max()), mean_abs_diff=float(diff.mean()),
                relative_error=max((_relative(got[n], reference[n]) for n in floats),
                                   default=0.0),
-               accuracy=None, reference_accuracy=None, agreement=None)
+               accuracy=None, reference_accuracy=None, agreement=None, rmse=None,
+               reference_rmse=None)
+    if reading.values and labels is not None:
+        out["rmse"] = _rmse(got[reading.values], labels)
+        out["reference_rmse"] = _rmse(reference[reading.values], labels)
     if reading.scores:
         top, ref_top = _top1(got, reading), _top1(reference, reading)
         out["agreement"] = float(np.mean(top == ref_top))
@@ -157,6 +183,11 @@ def _relative(got: np.ndarray, want: np.ndarray) -> float:
     want = np.asarray(want, np.float64)
     error = np.linalg.norm(got.astype(np.float64) - want)
     return float(error / max(np.linalg.norm(want), 1e-12))
+
+
+def _rmse(values: np.ndarray, labels: np.ndarray) -> float:
+    error = np.asarray(values, np.float64).reshape(-1) - np.asarray(labels, np.float64)
+    return float(np.sqrt(np.mean(error ** 2)))
 
 
 def _accuracy(class_ids: np.ndarray, labels: np.ndarray) -> float:
@@ -180,6 +211,11 @@ def failures(figures: Figures, gate: Gate) -> List[str]:
         out.append(f"top-1 agreement {f.agreement:.4f} on {f.examples} examples (no labels "
                    f"for the scores): {100 * f.shortfall:.2f} points changed their top class, "
                    f"above max_accuracy_drop {100 * gate.max_accuracy_drop:.2f} points")
+    elif f.rmse is not None:
+        if f.rmse_increase > gate.max_rmse_increase:
+            out.append(f"RMSE {f.rmse:.4g} vs {f.reference_rmse:.4g} for the SavedModel on "
+                       f"{f.examples} examples, {100 * f.rmse_increase:.2f}% higher, above "
+                       f"max_rmse_increase {100 * gate.max_rmse_increase:.2f}%")
     elif f.agreement is None and f.relative_error > gate.max_relative_error:
         out.append(f"relative error {f.relative_error:.4f} vs the SavedModel on "
                    f"{f.examples} examples, above max_relative_error "
@@ -199,5 +235,5 @@ def check(figures: Figures, gate: Gate, what: str) -> None:
 
 def check_drop(figures: Figures, max_accuracy_drop: float, what: str) -> None:
     """The accuracy gate alone (see failures)."""
-    check(figures, Gate(max_accuracy_drop=max_accuracy_drop, max_relative_error=float("inf")),
-          what)
+    check(figures, Gate(max_accuracy_drop=max_accuracy_drop, max_relative_error=float("inf"),
+                        max_rmse_increase=float("inf")), what)

@@ -32,7 +32,8 @@ def deploy_gate(
         service_name: The service's name.
         deploy_options: As for deploy_model (namespace, endpoint, ...).
         serving_model_uri: The serving model's URI; empty: what the target records.
-        gate_metric: accuracy (higher is better) or log_loss (lower is better).
+        gate_metric: accuracy (higher is better) or log_loss (lower is better); for a
+            regressor rmse or mae (lower is better).
         gate_margin: How much worse than the serving model the candidate may be.
         eval_split: The Dataset's split both models are measured on.
 

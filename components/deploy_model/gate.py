@@ -12,7 +12,8 @@ from tfkfp.components.deploy_model.errors import GateInputError
 log = logging.getLogger("tfkfp")
 
 # metric -> True when higher is better
-METRICS = {"accuracy": True, "log_loss": False}
+METRICS = {"accuracy": True, "log_loss": False, "rmse": False, "mae": False}
+REGRESSION_METRICS = ("rmse", "mae")
 EVAL_BATCH = 4096
 
 
@@ -61,11 +62,17 @@ def gate(candidate_uri: str, dataset: str, baseline_uri: str = "", split: str = 
     from tfkfp.components.common.tflite_inputs import dataset_schema, load_examples
 
     check_options(metric, margin)
-    names = _label_names(dataset_schema(dataset), dataset)
     candidate = load_predictor(candidate_uri)
     models = [candidate] + ([load_predictor(baseline_uri)] if baseline_uri else [])
+    for model in models:
+        _check_metric_fits(model, metric)
+    names = None if candidate.regressor else _label_names(dataset_schema(dataset), dataset)
     inputs = sorted({n for m in models for n in m.inputs})
-    examples = load_examples(dataset, split, limit, inputs, "the deploy gate")
+    examples = load_examples(dataset, split, limit, inputs, "the deploy gate",
+                             raw_label=candidate.regressor)
+    if examples.labels is None:
+        raise GateInputError(f"the deploy gate measures models on labelled examples; "
+                             f"{dataset} has no label column")
     scores = [_score(m, examples, names, metric) for m in models]
     if not baseline_uri:
         return GateDecision(True, metric, scores[0], None, margin, len(examples), "")
@@ -84,18 +91,37 @@ def _label_names(schema, dataset: str) -> List[str]:
     return [str(v) for v in label.vocabulary]
 
 
-def _score(model, examples, names: List[str], metric: str) -> float:
-    """The model's metric on the examples, its classes matched to the Dataset's by name."""
+def _check_metric_fits(model, metric: str) -> None:
+    """rmse and mae measure a regressor; accuracy and log_loss a classifier."""
+    if model.regressor != (metric in REGRESSION_METRICS):
+        fits = REGRESSION_METRICS if model.regressor else \
+            tuple(m for m in METRICS if m not in REGRESSION_METRICS)
+        raise GateInputError(f"gate metric {metric!r} does not measure model {model.uri}, a "
+                             f"{model.task} model; use {' or '.join(fits)}")
+
+
+def _predictions(model, examples) -> np.ndarray:
+    return np.concatenate([
+        np.asarray(model.predict({n: v[start:start + EVAL_BATCH]
+                                  for n, v in examples.features.items() if n in model.inputs}))
+        for start in range(0, len(examples), EVAL_BATCH)])
+
+
+def _score(model, examples, names: List[str] | None, metric: str) -> float:
+    """The model's metric on the examples, its classes matched to the Dataset's by name (a
+    regressor's values against the label's)."""
+    if model.regressor:
+        error = _predictions(model, examples).reshape(-1).astype(np.float64) \
+            - examples.labels.astype(np.float64)
+        return float(np.sqrt(np.mean(error ** 2)) if metric == "rmse"
+                     else np.mean(np.abs(error)))
     unknown = sorted(set(names) - set(model.labels))
     if unknown:
         raise GateInputError(f"model {model.uri} has classes {model.labels[:20]}, which lack "
                              f"{unknown[:20]} of the Dataset's label: it was trained on other "
                              "classes")
     column = np.array([model.labels.index(n) for n in names])  # Dataset id -> model column
-    probs = np.concatenate([
-        np.asarray(model.predict({n: v[start:start + EVAL_BATCH]
-                                  for n, v in examples.features.items() if n in model.inputs}))
-        for start in range(0, len(examples), EVAL_BATCH)])
+    probs = _predictions(model, examples)
     truth = column[examples.labels.astype(np.int64)]
     if metric == "accuracy":
         return float(np.mean(np.argmax(probs, axis=1) == truth))

@@ -16,7 +16,7 @@ from tfkfp.components.common.cpus import tensorflow_threads
 from tfkfp.components.common.dataset import Manifest
 from tfkfp.components.common.schema import Schema, SchemaError
 from tfkfp.components.diagnose_bottleneck import probe, report, verdict
-from tfkfp.components.train import strategies
+from tfkfp.components.train import strategies, tasks
 from tfkfp.components.train.config import TrainConfig
 from tfkfp.components.train.errors import TrainConfigError
 from tfkfp.components.train.shape import validate
@@ -127,13 +127,13 @@ def _check(config: TrainConfig, memory_limit_mb: int, seconds: float) -> None:
 def _check_dataset(data: str) -> Schema:
     Manifest.load(data)  # says what is missing when data is not a Dataset directory
     schema = Schema.load(data)
-    if schema.label is None or not schema.label.vocabulary:
-        raise SchemaError(f"{data}: the schema has no categorical label column, so there is no "
-                          f"training step to diagnose; columns: {schema.names}. Shard the "
-                          "data with label=<column>")
+    try:  # the label read as train reads it: a classifier's classes or a regressor's values
+        task = tasks.resolve(schema)
+    except SchemaError as err:
+        raise SchemaError(f"{data}: {err}; there is no training step to diagnose") from err
     if not schema.features:
         raise SchemaError(f"{data}: the schema has no feature columns")
-    return schema
+    return tasks.training_schema(schema, task)
 
 
 def _train_records(data: str) -> int:

@@ -11,6 +11,7 @@ from tfkfp.components.common.tflite_parity import Reading
 TFKFP_OUTPUTS = {"probabilities": "per-class probability, in labels.txt order",
                  "class_ids": "index of the top class in labels.txt",
                  "classes": "the top class name"}
+REGRESSION_OUTPUT = "the predicted value (a regressor), in the label's units"
 
 MODEL_FILE = "model.tflite"
 LABELS_FILE = "labels.txt"
@@ -49,7 +50,8 @@ def signature_json(content: bytes, signature: str, schema: Schema, labels: List[
             entry["normalization"] += " (resized to the input's height and width)"
         entry.update(tflite_feeding.describe(name, entry, mode, feeding))
     reading = binding.reading if binding is not None else Reading()
-    out = {"signature": signature, "quantization": mode, **details,
+    task = "regression" if reading.values else "classification" if reading.scores else "other"
+    out = {"signature": signature, "quantization": mode, "task": task, **details,
            "num_classes": len(labels), "outputs_meaning": _meaning(details, reading, labels)}
     if labels:
         out["labels"] = LABELS_FILE
@@ -61,6 +63,7 @@ def _meaning(details: Dict, reading: Reading, labels: List[str]) -> Dict[str, st
         return dict(TFKFP_OUTPUTS)
     order = "in labels.txt order" if labels else "one per class index"
     return {name: (f"class scores, {order}" if name == reading.scores
+                   else REGRESSION_OUTPUT if name == reading.values
                    else "as the SavedModel returns it") for name in details["outputs"]}
 
 

@@ -23,6 +23,7 @@ def export_tflite(
     calibration_examples: int = 300,
     max_accuracy_drop: float = 0.01,
     min_agreement: float = 0.98,
+    max_rmse_increase: float = 0.05,
     integer_io: bool = False,
     select_tf_ops: bool = False,
 ):
@@ -35,12 +36,13 @@ def export_tflite(
         bundle: Output folder: model.tflite, labels.txt, signature.json (input and output
             names, shapes, dtypes, quantization, normalisation), schema.json (the columns
             it was trained on) and validation.json.
-        metrics: Output size, accuracy of both models, accuracy drop, top-1 agreement, max
-            and mean absolute difference.
+        metrics: Output size, accuracy of both models, accuracy drop, top-1 agreement (a
+            regressor: RMSE of both and its increase), max and mean absolute difference.
         classification: Output confusion matrix of the TFLite model on the validation
             examples, with the class names, and for two classes the ROC curve of the second;
             the KFP UI draws both.
-        report: Output Markdown summary of the validation and gate.
+        report: Output Markdown summary of the validation and gate; a regressor's
+            predicted against actual values and its error distribution.
         quantized_model: Optional tflite_model from freeze_quantize: export it as chosen
             there instead of converting here.
         quantization: none, dynamic, float16, int8 or int16x8 to convert here; auto (with
@@ -49,14 +51,16 @@ def export_tflite(
             model has it, else serving_default.
         input_mapping: Signature input name -> Dataset column (else fed by name, or the
             single image or feature column).
-        max_relative_error: Gate: largest accepted relative error of outputs that are not
-            class scores.
+        max_relative_error: Gate: largest accepted relative error of outputs that are
+            neither class scores nor a regressor's value.
         eval_examples: Held-out eval-split examples compared in LiteRT.
         calibration_examples: Representative examples when converting int8 or int16x8.
         max_accuracy_drop: Gate: largest accepted accuracy drop, as a fraction (0.01 is one
             point); the step fails above it.
         min_agreement: Gate: smallest accepted share of examples whose top class matches
             the SavedModel's.
+        max_rmse_increase: Gate for a regressor: largest accepted RMSE increase over the
+            SavedModel's, relative (0.05: 5% higher); the step fails above it.
         integer_io: int8 only: make float inputs and outputs int8 as well.
         select_tf_ops: Allow TensorFlow (Flex) ops that have no TFLite builtin.
     """
@@ -72,7 +76,8 @@ def export_tflite(
                  max_relative_error=max_relative_error, eval_examples=eval_examples,
                  calibration_examples=calibration_examples,
                  max_accuracy_drop=max_accuracy_drop, min_agreement=min_agreement,
-                 integer_io=integer_io, select_tf_ops=select_tf_ops)
+                 max_rmse_increase=max_rmse_increase, integer_io=integer_io,
+                 select_tf_ops=select_tf_ops)
     bundle.metadata.update(result.metadata())
     for name, value in result.metrics().items():
         metrics.log_metric(name, value)

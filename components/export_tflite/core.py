@@ -5,10 +5,11 @@ Any SavedModel: its signature is bound to the Dataset's columns as in freeze_qua
 an explicit quantization mode, or taken as converted and chosen by freeze_quantize (its
 ``model.tflite`` and ``quantization.json``). It is then run in LiteRT, the runtime the app
 ships, on held-out examples next to the SavedModel in TensorFlow: on class scores top-1
-agreement and, with labels, the accuracy of both; the relative error and max and mean
-absolute difference of the outputs. A gate (``max_accuracy_drop``, ``min_agreement``,
-``max_relative_error``; common.tflite_parity) fails the export with the figures when the
-model is not good enough; the bundle (``model.tflite``, ``labels.txt`` when there are class
+agreement and, with labels, the accuracy of both (a regressor's value: the RMSE of both); the
+relative error and max and mean absolute difference of the outputs. A gate
+(``max_accuracy_drop``, ``min_agreement``, ``max_rmse_increase``, ``max_relative_error``;
+common.tflite_parity) fails the export with the figures when the model is not good enough;
+the bundle (``model.tflite``, ``labels.txt`` when there are class
 names, ``signature.json``, ``validation.json``) is only written when it passes. ``signature.json``
 says how each input is fed: string inputs as raw UTF-8 (the model holds its vocabulary), and
 what to feed for a gap (common.tflite_feeding).
@@ -21,6 +22,7 @@ from typing import Dict
 
 from tfkfp.components.common import (
     classification,
+    regression,
     savedmodel,
     tflite_binding,
     tflite_convert,
@@ -51,6 +53,8 @@ class ExportResult:
     seconds: float
     max_relative_error: float = 0.05
     classification: Dict | None = None  # the TFLite model's confusion matrix (and ROC curve)
+    max_rmse_increase: float = 0.05
+    regression: Dict | None = None  # a regressor's predicted and actual values (TFLite)
 
     def metadata(self) -> Dict:
         return {"mode": self.mode, "source": self.source, **self.figures.to_dict(),
@@ -58,7 +62,8 @@ class ExportResult:
                 "outputs": sorted(self.signature["outputs"]),
                 "gate": {"max_accuracy_drop": self.max_accuracy_drop,
                          "min_agreement": self.min_agreement,
-                         "max_relative_error": self.max_relative_error}}
+                         "max_relative_error": self.max_relative_error,
+                         "max_rmse_increase": self.max_rmse_increase}}
 
     def metrics(self) -> Dict[str, float]:
         f = self.figures
@@ -66,7 +71,8 @@ class ExportResult:
                "savedmodel_accuracy": f.reference_accuracy, "accuracy_drop": f.accuracy_drop,
                "agreement": f.agreement, "relative_error": f.relative_error,
                "max_abs_diff": f.max_abs_diff, "mean_abs_diff": f.mean_abs_diff,
-               "examples": f.examples}
+               "examples": f.examples, "rmse": f.rmse, "savedmodel_rmse": f.reference_rmse,
+               "rmse_increase": f.rmse_increase}
         return {k: float(v) for k, v in out.items() if v is not None}
 
     def markdown(self) -> str:
@@ -80,12 +86,19 @@ class ExportResult:
                                        f"{100 * self.max_accuracy_drop:.2f})")]
         if f.agreement is not None:
             rows.append(("top-1 agreement", f"{f.agreement:.4f} (min {self.min_agreement:.4f})"))
+        if f.rmse is not None:
+            rows += [("RMSE (TFLite / SavedModel)", f"{f.rmse:.4g} / {f.reference_rmse:.4g}"),
+                     ("RMSE increase", f"{100 * f.rmse_increase:+.2f}% (max "
+                                       f"{100 * self.max_rmse_increase:.2f}%)")]
         rows += [("relative error", f"{f.relative_error:.2e} (max {self.max_relative_error:g} "
-                                    "where the outputs are not class scores)"),
+                                    "where the outputs are neither class scores nor a "
+                                    "regressor's value)"),
                  ("max / mean abs difference", f"{f.max_abs_diff:.2e} / {f.mean_abs_diff:.2e}"),
                  ("inputs", _names(self.signature["inputs"]))]
         lines = ["## export_tflite: gate passed", "", "| | |", "|---|---|"]
         lines += [f"| {k} | {v} |" for k, v in rows]
+        if self.regression:
+            lines += ["", regression.markdown(self.regression, "validation, TFLite model")]
         return "\n".join(lines) + "\n"
 
 
@@ -111,6 +124,7 @@ def export_tflite(
     select_tf_ops: bool = False,
     input_mapping: str | Dict[str, str] = "",
     max_relative_error: float = 0.05,
+    max_rmse_increase: float = 0.05,
 ) -> ExportResult:
     """Convert (or take), validate, gate and write the bundle; see the module docstring.
 
@@ -130,8 +144,10 @@ def export_tflite(
         min_agreement: smallest accepted share of examples with the SavedModel's top class.
         integer_io, select_tf_ops: converter options (see common.tflite_convert).
         input_mapping: signature input -> Dataset column (a dict or its JSON).
-        max_relative_error: largest accepted relative error of outputs that are not class
-            scores.
+        max_relative_error: largest accepted relative error of outputs that are neither
+            class scores nor a regressor's value.
+        max_rmse_increase: a regressor's largest accepted RMSE increase over the
+            SavedModel's, relative (0.05: 5% higher).
     """
     started = time.monotonic()
     tensorflow_threads()  # before TensorFlow's first op: pools sized to the CPU limit
@@ -155,15 +171,16 @@ def export_tflite(
     reference = tflite_inputs.reference_outputs(fn, examples)
     figures, outputs = tflite_parity.measure(mode, content, signature, examples, reference,
                                              fills=fills, reading=binding.reading)
-    tflite_parity.check(figures, Gate(max_accuracy_drop, max_relative_error, min_agreement),
-                        f"export gate ({figures.mode})")
+    tflite_parity.check(figures, Gate(max_accuracy_drop, max_relative_error, min_agreement,
+                                      max_rmse_increase), f"export gate ({figures.mode})")
     labels = bundle.labels_for(model_dir, schema, binding.reading)
     model_schema = _model_schema(model_dir, schema)
     sig = bundle.signature_json(content, signature, model_schema, labels, mode,
                                 prepared.feeding, binding)
     result = ExportResult(output_dir, mode, source, figures, sig, max_accuracy_drop,
                           min_agreement, time.monotonic() - started, max_relative_error,
-                          _classification(examples, outputs, binding.reading, labels))
+                          _classification(examples, outputs, binding.reading, labels),
+                          max_rmse_increase, _regression(examples, outputs, binding.reading))
     validation = {**result.metadata(), "seconds": round(result.seconds, 2)}
     uris.publish_dir(bundle.files(content, labels, sig, validation, model_schema), output_dir)
     log.info("exported %s (%s): %s", output_dir, mode, figures.summary())
@@ -203,6 +220,14 @@ def _classification(examples, outputs: Dict, reading, labels) -> Dict | None:
     if not (reading.scores and reading.accuracy and labels) or examples.labels is None:
         return None
     return classification.summarise(examples.labels, outputs[reading.scores], labels)
+
+
+def _regression(examples, outputs: Dict, reading) -> Dict | None:
+    """The TFLite regressor's predicted against actual values on the validation examples."""
+    if not reading.values or examples.labels is None:
+        return None
+    return regression.summarise(examples.labels.astype("float64"),
+                                outputs[reading.values].reshape(-1).astype("float64"))
 
 
 def _convert(model_dir, converted, dataset, signature, mode, binding, calibration_examples,

@@ -19,6 +19,7 @@ def freeze_quantize(
     signature: str = "",
     input_mapping: dict = {},  # noqa: B006 - KFP reads the default; it is never mutated
     max_relative_error: float = 0.05,
+    max_rmse_increase: float = 0.05,
     calibration_examples: int = 300,
     eval_examples: int = 1000,
     integer_io: bool = False,
@@ -49,8 +50,10 @@ def freeze_quantize(
         input_mapping: Signature input name -> Dataset column; inputs not named are fed
             from the column of the same name, or a one-input model from the single image
             or feature column.
-        max_relative_error: Largest accepted relative error of outputs that are not class
-            scores.
+        max_relative_error: Largest accepted relative error of outputs that are neither
+            class scores nor a regressor's value.
+        max_rmse_increase: A regressor's largest accepted eval RMSE increase over the
+            SavedModel's, relative (0.05: 5% higher); the step fails above it.
         calibration_examples: Representative examples for int8 and int16x8 (100-500).
         eval_examples: Eval-split examples each mode is measured on.
         integer_io: int8 only: make float inputs and outputs int8 as well.
@@ -67,7 +70,7 @@ def freeze_quantize(
     result = run(model.path, dataset.path, tflite_model.path, frozen_graph.path,
                  quantization=quantization, max_accuracy_drop=max_accuracy_drop,
                  signature=signature, input_mapping=input_mapping,
-                 max_relative_error=max_relative_error,
+                 max_relative_error=max_relative_error, max_rmse_increase=max_rmse_increase,
                  calibration_examples=calibration_examples,
                  eval_examples=eval_examples, integer_io=integer_io, select_tf_ops=select_tf_ops,
                  timing=Timing(latency_batch_size, latency_runs))

@@ -61,6 +61,7 @@ def freeze_quantize(
     input_mapping: str | Dict[str, str] = "",
     max_relative_error: float = 0.05,
     auto_modes: Sequence[str] = tflite_convert.MODES,
+    max_rmse_increase: float = 0.05,
 ) -> FreezeQuantizeResult:
     """Freeze, quantize and measure; see the module docstring.
 
@@ -83,10 +84,12 @@ def freeze_quantize(
         timing: latency settings (batch size, timed runs, threads); None: default Timing.
         input_mapping: signature input -> Dataset column (a dict or its JSON); inputs not
             named are fed by name (see common.tflite_binding).
-        max_relative_error: largest accepted relative error of outputs that are not class
-            scores.
+        max_relative_error: largest accepted relative error of outputs that are neither
+            class scores nor a regressor's value.
         auto_modes: the modes auto tries (default: all), e.g. without int16x8, whose
             reference kernels are slow on a large model.
+        max_rmse_increase: a regressor's largest accepted RMSE increase over the
+            SavedModel's on the eval examples, relative (0.05: 5% higher).
     """
     started = time.monotonic()
     tensorflow_threads()  # before TensorFlow's first op: pools sized to the CPU limit
@@ -112,7 +115,7 @@ def freeze_quantize(
     frozen = freeze.freeze(loaded, fn, prepared.frozen)
     frozen_out = freeze.run_graph(frozen.graph_def, frozen.inputs, frozen.outputs, examples)
     frozen_figures = tflite_parity.outputs_figures(frozen_out, reference, binding.reading, None)
-    gate = Gate(max_accuracy_drop, max_relative_error)
+    gate = Gate(max_accuracy_drop, max_relative_error, max_rmse_increase=max_rmse_increase)
     run = _Run(model_dir, signature, calibration, integer_io, select_tf_ops, examples,
                reference, timing or Timing(), prepared.feeding.fills, binding.reading)
     with tflite_convert.convertible(model_dir, signature, fn, prepared) as source:

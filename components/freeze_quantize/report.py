@@ -8,8 +8,11 @@ from tfkfp.components.common.tflite_parity import Figures
 def mode_table(figures: List[Figures], chosen: str, float_size: int | None,
                skipped: Dict[str, str] | None = None) -> str:
     """One row per mode measured (accuracy and agreement "n/a" where there are no labels or
-    class scores), then one per mode auto skipped, with the reason."""
-    rows = ["| mode | size | vs float32 | accuracy | drop (points) | agreement | "
+    class scores; a regressor's RMSE and its increase in their place), then one per mode
+    auto skipped, with the reason."""
+    regressor = any(f.rmse is not None for f in figures)
+    quality = "RMSE | increase" if regressor else "accuracy | drop (points)"
+    rows = [f"| mode | size | vs float32 | {quality} | agreement | "
             "relative error | max abs diff | ms/example | ms/batch |",
             "|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|"]
     for f in figures:
@@ -18,9 +21,14 @@ def mode_table(figures: List[Figures], chosen: str, float_size: int | None,
         batch = (f"{f.latency_batch_ms:.2f} (x{f.batch_size})"
                  if f.latency_batch_ms is not None else "")
         example = f"{f.latency_example_ms:.3f}" if f.latency_example_ms is not None else ""
-        drop = "n/a" if f.accuracy_drop is None else f"{100 * f.accuracy_drop:+.2f}"
-        rows.append(f"| {name} | {_size(f.size_bytes)} | {ratio} | {_num(f.accuracy)} | "
-                    f"{drop} | {_num(f.agreement)} | {f.relative_error:.2e} | "
+        if regressor:
+            quality = (f"{f.rmse:.4g} | {100 * f.rmse_increase:+.2f}%" if f.rmse is not None
+                       else "n/a | n/a")
+        else:
+            drop = "n/a" if f.accuracy_drop is None else f"{100 * f.accuracy_drop:+.2f}"
+            quality = f"{_num(f.accuracy)} | {drop}"
+        rows.append(f"| {name} | {_size(f.size_bytes)} | {ratio} | {quality} | "
+                    f"{_num(f.agreement)} | {f.relative_error:.2e} | "
                     f"{f.max_abs_diff:.2e} | {example} | {batch} |")
     for mode, why in (skipped or {}).items():
         reason = why.replace("|", "/")

@@ -35,7 +35,8 @@ class FreezeQuantizeResult:
                 "modes": {f.mode: f.to_dict() for f in self.figures},
                 "skipped": dict(self.skipped), "input_columns": dict(self.input_columns),
                 "gate": {"max_accuracy_drop": self.gate.max_accuracy_drop,
-                         "max_relative_error": self.gate.max_relative_error}}
+                         "max_relative_error": self.gate.max_relative_error,
+                         "max_rmse_increase": self.gate.max_rmse_increase}}
 
     def frozen_metadata(self) -> Dict:
         return {"nodes_before": self.frozen["nodes"]["before"],
@@ -53,7 +54,8 @@ class FreezeQuantizeResult:
             out.update({f"{f.mode}_size_bytes": f.size_bytes, f"{f.mode}_accuracy": f.accuracy,
                         f"{f.mode}_accuracy_drop": f.accuracy_drop,
                         f"{f.mode}_agreement": f.agreement,
-                        f"{f.mode}_relative_error": f.relative_error})
+                        f"{f.mode}_relative_error": f.relative_error,
+                        f"{f.mode}_rmse": f.rmse, f"{f.mode}_rmse_increase": f.rmse_increase})
             if f.latency_batch_ms is not None:
                 out[f"{f.mode}_latency_ms_example"] = f.latency_example_ms
                 out[f"{f.mode}_latency_ms_batch"] = f.latency_batch_ms

@@ -74,9 +74,11 @@ class TfkfpModel(Model):
                                    metrics.observer(self.name))
             metrics.WAITING.labels(self.name).set_function(lambda: self.batcher.waiting)
             self.ready = True
-            log.info("model %s (%s, %d inputs, %d classes) loaded and warmed up in %.1fs; "
-                     "ready", self.name, servable.predictor.kind, len(servable.predictor.inputs),
-                     len(servable.predictor.labels), time.monotonic() - started)
+            predictor = servable.predictor
+            answers = "a value" if predictor.regressor else f"{len(predictor.labels)} classes"
+            log.info("model %s (%s, %d inputs, %s) loaded and warmed up in %.1fs; ready",
+                     self.name, predictor.kind, len(predictor.inputs), answers,
+                     time.monotonic() - started)
         except Exception as err:  # noqa: BLE001 - reported, then the server stops
             self.failure = err
             log.error("tfkfp serve: cannot load %s: %s", self.model_uri, err)

@@ -3,7 +3,8 @@
 A v1 instance carrying a key found in the set is answered from it, marked ``precomputed``
 with the time the set was computed, without running the model; the rest go to the model.
 The set is the predictions folder batch_predict wrote (``predictions-*.jsonl`` or ``.csv``:
-its rows already hold class, class_id, score and the top-k lists). A background thread
+its rows already hold class, class_id, score and the top-k lists, or a regressor's value).
+A background thread
 notices a newer set (files added, replaced or changed) and swaps it in whole, so a request
 sees the old set or the new one, never a mix; a set that fails to load is logged and the old
 one kept. Entries older than ``max_age_s`` (by the files' modification time: when
@@ -33,7 +34,7 @@ log = logging.getLogger("tfkfp.serve")
 PATTERNS = ("predictions-*.jsonl", "predictions-*.csv")
 # The answer fields batch_predict writes, beside the key columns (CSV spells the top-k
 # lists as class_1..k / score_1..k).
-ANSWER_FIELDS = ("class", "class_id", "score", "top_classes", "top_scores")
+ANSWER_FIELDS = ("class", "class_id", "score", "top_classes", "top_scores", "value")
 
 
 @dataclasses.dataclass(frozen=True)
@@ -99,6 +100,9 @@ def _from_csv(row: Dict[str, str]) -> Dict[str, Any]:
     """CSV's strings back into batch_predict's JSON Lines shape."""
     out: Dict[str, Any] = {k: v for k, v in row.items()
                            if not k.startswith(("class_", "score_")) and k not in ANSWER_FIELDS}
+    if "value" in row and "class" not in row:  # a regressor's
+        out["value"] = _number(row["value"], float)
+        return out
     out.update({"class": row.get("class"), "class_id": _number(row.get("class_id"), int),
                 "score": _number(row.get("score"), float)})
     ranks = sorted(int(k[6:]) for k in row if k.startswith("class_") and k[6:].isdigit())
@@ -130,11 +134,14 @@ def _key_of(row: Dict[str, Any], key: str, path: str, line: int) -> str:
 def _packed(row: Dict[str, Any], key: str, top_k: int, path: str, line: int) -> Tuple:
     """(key column, its value, other columns or None, class, class_id, score, top classes,
     top scores): a tuple and interned labels rather than a dict per key, for the memory of
-    millions of keys."""
+    millions of keys. A regressor's value takes the score's place, with no class."""
+    others = {k: v for k, v in row.items() if k not in ANSWER_FIELDS and k != key} or None
+    if row.get("value") is not None and "class" not in row:
+        return (key, row[key], others, None, None, row["value"], None, None)
     if row.get("class") is None or row.get("class_id") is None or row.get("score") is None:
         raise PrecomputedError(f"{path}, line {line}: not a prediction row (it needs class, "
-                               f"class_id and score; found {sorted(row)})")
-    others = {k: v for k, v in row.items() if k not in ANSWER_FIELDS and k != key} or None
+                               f"class_id and score, or a regressor's value; found "
+                               f"{sorted(row)})")
     tops = scores = None
     if top_k > 1:
         if len(row.get("top_classes") or []) < top_k:
@@ -149,6 +156,8 @@ def _packed(row: Dict[str, Any], key: str, top_k: int, path: str, line: int) -> 
 
 def _unpacked(packed: Tuple) -> Dict[str, Any]:
     key, value, others, label, class_id, score, tops, scores = packed
+    if label is None:
+        return {key: value, **(others or {}), "value": score}
     answer = {key: value, **(others or {}), "class": label, "class_id": class_id, "score": score}
     if tops is not None:
         answer["top_classes"], answer["top_scores"] = list(tops), list(scores)

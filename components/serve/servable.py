@@ -1,5 +1,6 @@
 """The model as the server sees it: batch prediction's Predictor, its request decoder, a
-batch function returning top-k, and answers shaped like batch_predict rows.
+batch function returning top-k (a regressor's values), and answers shaped like batch_predict
+rows.
 
 The Predictor is loaded exactly as batch_predict loads it (a SavedModel's ``serving_raw``
 concrete function, or a TFLite bundle in LiteRT with its gap fills), so a row gets the same
@@ -11,7 +12,8 @@ from typing import Any, Dict, List, Tuple
 
 import numpy as np
 
-from tfkfp.components.batch_predict.core import top_k_of
+from tfkfp.components.batch_predict.core import check_outputs, check_top_k, top_k_of
+from tfkfp.components.batch_predict.errors import PredictInputError
 from tfkfp.components.batch_predict.models import Predictor, load_predictor
 from tfkfp.components.serve.errors import ServeOptionsError
 from tfkfp.components.serve.options import ServeOptions
@@ -26,21 +28,27 @@ class Servable:
     decoder: RowDecoder
     top_k: int
 
-    def run(self, features: Dict[str, np.ndarray]) -> Tuple[np.ndarray, np.ndarray]:
-        """The top-k class ids and scores of a batch of rows."""
-        probs = np.asarray(self.predictor.predict(features))
-        if probs.ndim != 2 or probs.shape[1] != len(self.predictor.labels):
-            raise RuntimeError(f"model {self.predictor.uri} returned probabilities of shape "
-                               f"{list(probs.shape)}, but it has {len(self.predictor.labels)} "
-                               "labels")
-        return top_k_of(probs, self.top_k)
+    def run(self, features: Dict[str, np.ndarray]) -> Tuple[np.ndarray, np.ndarray | None]:
+        """The top-k class ids and scores of a batch of rows; a regressor's values and
+        None."""
+        outputs = np.asarray(self.predictor.predict(features))
+        try:
+            check_outputs(self.predictor, outputs)
+        except PredictInputError as err:
+            raise RuntimeError(str(err)) from err
+        if self.predictor.regressor:
+            return outputs.reshape(-1).astype(np.float32), None
+        return top_k_of(outputs, self.top_k)
 
     def warm_up(self, rows: int) -> None:
         """Run one row and a full batch, so the first requests find everything allocated."""
         for count in sorted({1, rows}):
             self.run({f.name: _blank(f, count) for f in self.decoder.fields.values()})
 
-    def v1_answers(self, rows: Rows, ids: np.ndarray, scores: np.ndarray) -> List[Dict]:
+    def v1_answers(self, rows: Rows, ids: np.ndarray, scores: np.ndarray | None
+                   ) -> List[Dict]:
+        if scores is None:  # a regressor: ids are its values
+            return [{**keys, "value": float(str(v))} for keys, v in zip(rows.keys, ids)]
         labels = self.predictor.labels
         out = []
         for keys, row_ids, row_scores in zip(rows.keys, ids, scores):
@@ -55,9 +63,12 @@ class Servable:
 
     def v2_outputs(self, ids: np.ndarray, scores: np.ndarray) -> List[Tuple[str, str, List,
                                                                              List]]:
-        """(name, datatype, shape, flat data) of each v2 output."""
-        labels = self.predictor.labels
+        """(name, datatype, shape, flat data) of each v2 output (a regressor: ids are its
+        values and scores None)."""
         count = len(ids)
+        if scores is None:
+            return [("value", "FP32", [count], ids.tolist())]
+        labels = self.predictor.labels
         outs = [("class", "BYTES", [count], [labels[i] for i in ids[:, 0]]),
                 ("class_id", "INT64", [count], ids[:, 0].tolist()),
                 ("score", "FP32", [count], scores[:, 0].tolist())]
@@ -72,17 +83,19 @@ class Servable:
                 for f in self.decoder.fields.values()]
 
     def output_types(self) -> List[Dict[str, Any]]:
+        example = (np.zeros(1, np.float32), None) if self.predictor.regressor else \
+            (np.zeros((1, self.top_k), np.int64), np.zeros((1, self.top_k), np.float32))
         return [{"name": n, "datatype": t, "shape": [-1, *s[1:]]}
-                for n, t, s, _ in self.v2_outputs(np.zeros((1, self.top_k), np.int64),
-                                                  np.zeros((1, self.top_k), np.float32))]
+                for n, t, s, _ in self.v2_outputs(*example)]
 
 
 def load_servable(model_uri: str, options: ServeOptions, threads: int) -> Servable:
     """Load the model as batch_predict does and build its request decoder."""
     predictor = load_predictor(model_uri, threads=threads)
-    if options.top_k > len(predictor.labels):
-        raise ServeOptionsError(f"top_k {options.top_k} is more than the model's "
-                                f"{len(predictor.labels)} classes")
+    try:
+        check_top_k(predictor, options.top_k)
+    except PredictInputError as err:
+        raise ServeOptionsError(str(err)) from err
     fields = [Field(name, spec.dtype, tuple(spec.shape))
               for name, spec in predictor.inputs.items()]
     schema = predictor.schema

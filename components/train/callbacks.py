@@ -10,6 +10,7 @@ import tf_keras
 
 from tfkfp.components.common import uris
 from tfkfp.components.train.errors import TrainingDiverged
+from tfkfp.components.train.tasks import reached
 
 
 class EpochTimer(tf_keras.callbacks.Callback):
@@ -43,14 +44,19 @@ class EpochTimer(tf_keras.callbacks.Callback):
 
 
 class Evaluation(tf_keras.callbacks.Callback):
-    """Loss and accuracy on the eval split after each epoch (adds ``val_loss`` and
-    ``val_accuracy`` to the epoch logs), and the time the target accuracy was first reached."""
+    """The task's figures on the eval split after each epoch (adds ``val_loss`` and
+    ``val_accuracy``, or ``val_rmse``, ``val_mae`` and ``val_r2``, to the epoch logs), and
+    the time the target (``val_<metric>`` reaching ``target``, in the metric's own
+    direction) was first reached."""
 
-    def __init__(self, dataset, target_accuracy: float, timer: EpochTimer):
+    def __init__(self, dataset, task, timer: EpochTimer, target_metric: str = "",
+                 target: float = 0.0):
         super().__init__()
         self.dataset = dataset
-        self.target = target_accuracy
+        self.task = task
         self.timer = timer
+        self.target_metric = target_metric
+        self.target = target
         self.seconds_to_target: float | None = None
         self._step = None
 
@@ -58,43 +64,52 @@ class Evaluation(tf_keras.callbacks.Callback):
         import tensorflow as tf
 
         if self._step is None:
-            self._step = tf.function(self._batch_sums)
-        totals = [0.0, 0.0, 0.0]
+            self._step = tf.function(lambda features, labels: self.task.eval_sums(
+                self.model(features, training=False), labels))
+        totals = None
         for features, labels in self.dataset:
-            for i, value in enumerate(self._step(features, labels)):
-                totals[i] += float(value)
-        loss, right, count = totals
-        return {"val_loss": loss / max(count, 1), "val_accuracy": right / max(count, 1)}
+            sums = [float(value) for value in self._step(features, labels)]
+            totals = sums if totals is None else [a + b for a, b in zip(totals, sums)]
+        if totals is None:  # train checks the split has records before any work
+            raise ValueError("the eval split gave no examples to evaluate on")
+        return self.task.eval_figures(totals)
+
+    def predictions(self):
+        """(labels, model outputs) of each eval batch, as NumPy arrays."""
+        import tensorflow as tf
+
+        predict = tf.function(lambda features: tf.cast(self.model(features, training=False),
+                                                        tf.float32))
+        for features, labels in self.dataset:
+            yield labels.numpy(), predict(features).numpy()
 
     def classification(self, classes) -> Dict[str, Any]:
         """Confusion matrix (and, for two classes, ROC curve) of the model on the eval split,
         as common.classification summarises them for KFP's ClassificationMetrics."""
-        import tensorflow as tf
-
         from tfkfp.components.common.classification import Accumulator
 
-        predict = tf.function(lambda features: tf.cast(self.model(features, training=False),
-                                                        tf.float32))
         accumulator = Accumulator(classes)
-        for features, labels in self.dataset:
-            accumulator.add(labels.numpy(), predict(features).numpy())
+        for labels, probs in self.predictions():
+            accumulator.add(labels, probs)
         return accumulator.summary()
 
-    def _batch_sums(self, features, labels):
-        import tensorflow as tf
+    def regression(self) -> Dict[str, Any]:
+        """Predicted against actual values on the eval split (common.regression's summary,
+        for the plot)."""
+        from tfkfp.components.common.regression import Accumulator
 
-        probs = tf.cast(self.model(features, training=False), tf.float32)
-        labels = tf.cast(labels, tf.int64)
-        losses = tf_keras.losses.sparse_categorical_crossentropy(labels, probs)
-        right = tf.cast(tf.equal(tf.argmax(probs, -1), labels), tf.float32)
-        return tf.reduce_sum(losses), tf.reduce_sum(right), tf.cast(tf.size(labels), tf.float32)
+        accumulator = Accumulator()
+        for labels, values in self.predictions():
+            accumulator.add(labels, values)
+        return accumulator.summary()
 
     def on_epoch_end(self, epoch, logs=None):
         figures = self.evaluate()
         if logs is not None:
             logs.update(figures)
-        if (self.target and self.seconds_to_target is None
-                and figures["val_accuracy"] >= self.target):
+        value = figures.get(f"val_{self.target_metric}")
+        if (self.target and self.seconds_to_target is None and value is not None
+                and reached(self.target_metric, value, self.target)):
             self.seconds_to_target = time.perf_counter() - self.timer.started
 
 

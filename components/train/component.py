@@ -1,4 +1,4 @@
-"""KFP component: train a classifier on a sharded Dataset (see core.train)."""
+"""KFP component: train a classifier or a regressor on a sharded Dataset (see core.train)."""
 
 from kfp import dsl
 from kfp.dsl import (
@@ -46,23 +46,29 @@ def train(
     cache: bool = False,
     shuffle_buffer: int = 10000,
     checkpoint_dir: str = "",
-    target_accuracy: float = 0.0,
+    task: str = "auto",
+    loss: str = "",
+    target_metric: str = "",
+    target_value: float = 0.0,
     tpu: str = "",
     seed: int = 0,
     launcher: str = "local",
     launcher_options: dict = {},  # noqa: B006 - KFP reads the default; it is never mutated
 ):
-    """Trains a classifier with a chosen tf.distribute strategy and exports a SavedModel.
+    """Trains a classifier or regressor with a chosen tf.distribute strategy; exports a SavedModel.
 
     Args:
         dataset: Sharded Dataset from shard_tfrecords (train and eval splits, schema).
         model: Output SavedModel with signatures serving_default (serialized tf.Example)
-            and serving_raw (feature tensors); labels and schema as assets.
-        metrics: Output eval accuracy and loss, examples/s, mean step time, input-wait
-            share, time to target accuracy.
+            and serving_raw (feature tensors), answering class scores or a regressor's
+            value; schema (and class names) as assets.
+        metrics: Output eval loss and accuracy (regression: RMSE, MAE, R²), examples/s,
+            mean step time, input-wait share, time to the target.
         classification: Output confusion matrix on the eval split, with the class names,
-            and for two classes the ROC curve of the second; the KFP UI draws both.
-        report: Output Markdown report: summary, loss/accuracy curves, per-epoch table.
+            and for two classes the ROC curve of the second; the KFP UI draws both (empty
+            for a regressor).
+        report: Output Markdown report: summary, per-epoch curves and table; a regressor's
+            predicted against actual values and its error distribution.
         tensorboard: Output TensorBoard log directory.
         gcp_resources: Output naming the Vertex AI CustomJob of launcher vertex, by which
             Vertex AI Pipelines links and cancels it; no resources for the other launchers.
@@ -71,7 +77,8 @@ def train(
             place of warm_start_model; empty for none.
         model_name: mlp, cnn, resnet50 or mobilenet_v2.
         model_fn: package.module:function returning an uncompiled tf_keras model for
-            (schema, num_classes); overrides model_name.
+            (schema, outputs): outputs is the number of classes, or 1 for a regressor
+            (answering in the label's units); overrides model_name.
         hidden_units: Comma-separated sizes of the dense layers on top.
         strategy: default, one_device, mirrored, multi_worker_mirrored,
             parameter_server or tpu.
@@ -90,7 +97,14 @@ def train(
         shuffle_buffer: Records in the shuffle buffer.
         checkpoint_dir: URI for epoch checkpoints that outlive the pod; a rerun resumes
             from the newest. Empty keeps them only for this run.
-        target_accuracy: Eval accuracy whose first crossing is timed; 0 for none.
+        task: auto (a float label is regressed on, an integer or string label classified),
+            classification or regression.
+        loss: Empty for the task's own (crossentropy; regression: mse), or huber
+            (regression, in units of the label's standard deviation).
+        target_metric: The eval figure whose target is timed: accuracy or loss
+            (classification), rmse, mae, r2 or loss (regression); empty: accuracy or rmse.
+        target_value: The target: the first epoch at or above it (accuracy, r2) or at or
+            below it (rmse, mae, loss) is timed; 0 for none.
         tpu: TPU name or address for strategy tpu; empty looks for a local TPU.
         seed: Random seed.
         launcher: Where the cluster runs: local (processes in this step's pod), trainjob (a
@@ -119,13 +133,13 @@ def train(
         checkpoint_dir=checkpoint_dir, tensorboard_dir=tensorboard.path,
         warm_start=warm_start_from(warm_start_model.path if warm_start_model else "",
                                    warm_start_model_uri),
-        target_accuracy=target_accuracy, tpu=tpu, seed=seed, launcher=launcher,
+        task=task, loss=loss, target_metric=target_metric, target_value=target_value, tpu=tpu,
+        seed=seed, launcher=launcher,
         launcher_options=launcher_options, gcp_resources=gcp_resources)
     model.metadata.update(result.metadata())
     for name, value in result.metrics().items():
         metrics.log_metric(name, value)
-    if result.classification():
-        log_to(classification, result.classification())
+    log_to(classification, result.classification())  # a regressor's: a note saying why not
     with open(report.path, "w") as f:
         f.write(result.markdown())
 

@@ -14,6 +14,13 @@ from tfkfp.components.train.errors import TrainConfigError
 MODELS = ("mlp", "cnn", "resnet50", "mobilenet_v2")
 OPTIMIZERS = ("adam", "sgd", "rmsprop")
 PRECISIONS = ("float32", "mixed_float16", "mixed_bfloat16")
+# What the model learns (tasks.py): auto follows the label.
+TASKS = ("auto", "classification", "regression")
+REGRESSION_LOSSES = ("mse", "huber")
+# The eval figures a target can be set on; True: higher is better.
+HIGHER_IS_BETTER = {"accuracy": True, "r2": True, "rmse": False, "mae": False, "loss": False}
+TARGET_METRICS = {"classification": ("accuracy", "loss"),
+                  "regression": ("rmse", "mae", "r2", "loss")}
 # What tf.io.gfile reads in the suite's image, besides local paths.
 WARM_START_SCHEMES = ("gs://", "file://")
 
@@ -46,7 +53,10 @@ class TrainConfig:
     checkpoint_dir: str = ""
     tensorboard_dir: str = ""
     warm_start: str = ""
-    target_accuracy: float = 0.0
+    task: str = "auto"
+    loss: str = ""
+    target_metric: str = ""
+    target_value: float = 0.0
     tpu: str = ""
     seed: int = 0
 
@@ -80,8 +90,12 @@ def check_fields(config: TrainConfig) -> None:
         _one_of("model_name", config.model_name, MODELS)
     _positive(config, "epochs", "batch_size", "steps_per_execution", "learning_rate")
     _not_negative(config, "global_batch_size", "steps_per_epoch", "eval_steps", "seed")
-    if not 0.0 <= config.target_accuracy <= 1.0:
-        raise TrainConfigError(f"target_accuracy {config.target_accuracy} is not in [0, 1]")
+    _one_of("task", config.task, TASKS)
+    _one_of("loss", config.loss or "crossentropy", ("crossentropy", *REGRESSION_LOSSES))
+    _one_of("target_metric", config.target_metric or "accuracy", tuple(HIGHER_IS_BETTER))
+    if config.target_metric == "accuracy" and not 0.0 <= config.target_value <= 1.0:
+        raise TrainConfigError(f"target_value {config.target_value} is not an accuracy in "
+                               "[0, 1]")
     check_warm_start_uri(config.warm_start)
 
 

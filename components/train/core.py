@@ -17,14 +17,15 @@ from typing import Any, Dict, Tuple
 from tfkfp.components.common import savedmodel, uris, vertex_jobs
 from tfkfp.components.common.dataset import Manifest
 from tfkfp.components.common.schema import Schema, SchemaError
-from tfkfp.components.train import loop, report, strategies
+from tfkfp.components.train import loop, report, strategies, tasks
 from tfkfp.components.train.config import TrainConfig
 from tfkfp.components.train.errors import TrainConfigError
 from tfkfp.components.train.launchers import job, kube, local, tfjob, trainjob, vertex
 from tfkfp.components.train.shape import ClusterShape, validate
 
 CLUSTER_LAUNCHERS = {"tfjob": tfjob, "trainjob": trainjob, "vertex": vertex}
-METRICS = ("eval_accuracy", "eval_loss", "examples_per_second", "mean_step_ms",
+METRICS = ("eval_accuracy", "eval_rmse", "eval_mae", "eval_r2", "eval_loss",
+           "examples_per_second", "mean_step_ms",
            "input_wait_fraction", "seconds_to_target", "training_seconds", "parameters")
 
 
@@ -44,6 +45,7 @@ class TrainResult:
 
     def metadata(self) -> Dict[str, Any]:
         return {"framework": "tensorflow", "model": self.config.model_fn or self.config.model_name,
+                "task": self.figures.get("task", "classification"),
                 "strategy": self.config.strategy, "replicas": self.figures["replicas"],
                 "workers": self.figures["workers"],
                 "global_batch_size": self.figures["global_batch_size"],
@@ -60,11 +62,17 @@ class TrainResult:
         for KFP's ClassificationMetrics; None from a chief that did not report one."""
         return self.figures.get("classification")
 
+    def regression(self) -> Dict[str, Any] | None:
+        """A regressor's predicted and actual values on the eval split (common.regression's
+        summary); None for a classifier."""
+        return self.figures.get("regression")
+
 
 def train(dataset: str, model_dir: str, launcher: str = "local",
           launcher_options: Dict[str, Any] | None = None, gcp_resources: str = "",
           **options: Any) -> TrainResult:
-    """Train a classifier on a Dataset directory written by shard_tfrecords.
+    """Train a classifier or a regressor (tasks.py) on a Dataset directory written by
+    shard_tfrecords.
 
     ``options`` are the fields of :class:`TrainConfig` (strategy, model_name, epochs, ...);
     ``launcher_options`` those of :class:`job.LaunchOptions` for the cluster launchers.
@@ -148,15 +156,14 @@ def _units(text: str):
 
 
 def _check_schema(config: TrainConfig) -> None:
+    """The task the label allows, the target's metric and the features, before any work."""
     schema = Schema.load(config.dataset)
-    label = schema.label
-    if label is None:
-        raise SchemaError(f"{config.dataset}: the schema has no label column, so there is "
-                          f"nothing to train on; columns: {schema.names}. Shard the data with "
-                          "label=<column>")
-    if not label.vocabulary:
-        raise SchemaError(f"{config.dataset}: label {label.name!r} ({label.dtype}) has no class "
-                          "vocabulary; train fits classifiers over a categorical label")
+    try:
+        task = tasks.resolve(schema, config.task)
+        tasks.check_target(task, config.target_metric)
+        tasks.check_loss(task, config.loss)
+    except SchemaError as err:
+        raise SchemaError(f"{config.dataset}: {err}") from err
     if not schema.features:
         raise SchemaError(f"{config.dataset}: the schema has no feature columns")
 
@@ -186,8 +193,14 @@ def _check_warm_start(config: TrainConfig) -> None:
     if not uris.exists(weights):
         raise TrainConfigError(f"warm_start {where}: there are no weights at {weights}; give "
                                "the model folder an earlier train run wrote")
-    classes = savedmodel.label_names(Schema.load(config.dataset))
-    earlier = savedmodel.load_labels(where)
+    schema = Schema.load(config.dataset)
+    task = tasks.resolve(schema, config.task)
+    earlier_task = savedmodel.model_task(where)
+    if earlier_task != task:
+        raise TrainConfigError(f"warm_start {where}: it is a {earlier_task} model; this run "
+                               f"is {task}: a model continues only on the same task")
+    classes = savedmodel.label_names(schema) if task == "classification" else []
+    earlier = savedmodel.load_labels(where) if task == "classification" else []
     if earlier != classes:
         raise TrainConfigError(f"warm_start {where}: its classes {earlier} are not the "
                                f"dataset's {classes}; a model continues only on the same "

@@ -18,7 +18,7 @@ from tfkfp.components.common.cpus import tensorflow_threads
 from tfkfp.components.common.dataset import Manifest
 from tfkfp.components.common.reader import make_dataset
 from tfkfp.components.common.schema import Schema
-from tfkfp.components.train import models, strategies
+from tfkfp.components.train import models, strategies, tasks
 from tfkfp.components.train.callbacks import (
     EpochCheckpoint,
     EpochTimer,
@@ -44,18 +44,20 @@ def run(config: TrainConfig, result_path: str) -> Dict[str, Any] | None:
         tf_keras.mixed_precision.set_global_policy(config.precision)
     tf_keras.utils.set_random_seed(config.seed)
     strategy = strategies.make_strategy(config)
-    schema = Schema.load(config.dataset)
+    schema, task = models.task_for(config, Schema.load(config.dataset))
+    target_metric = tasks.check_target(task.name, config.target_metric)
     replicas = strategy.num_replicas_in_sync
     global_batch = check_batch(config, replicas)
     train_records = Manifest.load(config.dataset).records("train")
     steps = config.steps_per_epoch or max(1, train_records // global_batch)
-    model = _compiled_model(config, schema, strategy)
+    model = _compiled_model(config, schema, strategy, task)
     scratch = tempfile.mkdtemp(prefix="tfkfp-train-")
     try:
         checkpoint_dir = config.checkpoint_dir or os.path.join(scratch, "checkpoints")
         manager, epoch_var, initial_epoch = _checkpoints(model, checkpoint_dir, chief, scratch)
         timer = EpochTimer(steps, global_batch)
-        evaluation = Evaluation(_eval_dataset(config, schema), config.target_accuracy, timer)
+        evaluation = Evaluation(_eval_dataset(config, schema), task, timer, target_metric,
+                                config.target_value)
         history_path = uris.join(checkpoint_dir, HISTORY_FILE)
         history = load_history(history_path, initial_epoch)
         guard = StepNanGuard if strategies.get(config.strategy).batch_callbacks else NanGuard
@@ -73,21 +75,25 @@ def run(config: TrainConfig, result_path: str) -> Dict[str, Any] | None:
                       verbose=2 if chief else 0)
         evaluation.set_model(model)  # fit sets it, but a finished run's rerun skips fit
         final = evaluation.evaluate() if initial_epoch >= config.epochs else {
-            "val_loss": history["val_loss"][-1], "val_accuracy": history["val_accuracy"][-1]}
+            k: v[-1] for k, v in history.items() if k.startswith("val_")}
         wait = None if strategies.get(config.strategy).multi_process else _input_wait(
             model, strategy, config, schema, global_batch)
         result = {
             "history": history, "initial_epoch": initial_epoch, "epochs": config.epochs,
             "steps_per_epoch": steps, "global_batch_size": global_batch, "replicas": replicas,
             "strategy": config.strategy, "parameters": int(model.count_params()),
-            "checkpoint_dir": checkpoint_dir, "eval_loss": final["val_loss"],
-            "eval_accuracy": final["val_accuracy"], "input_wait_fraction": wait,
+            "checkpoint_dir": checkpoint_dir, "task": task.name,
+            **{"eval_" + k[len("val_"):]: v for k, v in final.items()},
+            "input_wait_fraction": wait, "target_metric": target_metric,
             "seconds_to_target": evaluation.seconds_to_target, **timer.figures()}
-        if chief and schema.label.vocabulary:
-            # the eval split's confusion matrix (and ROC curve) for the KFP UI; classes only
+        if chief and task.name == "classification":
+            # the eval split's confusion matrix (and ROC curve) for the KFP UI
             result["classification"] = evaluation.classification(savedmodel.label_names(schema))
+        elif chief:  # predicted against actual values, for the report's plots
+            result["regression"] = evaluation.regression()
         export_dir = config.model_dir if chief else os.path.join(scratch, "model")
-        savedmodel.export_model(model, schema, export_dir, _model_metadata(config, result))
+        savedmodel.export_model(model, schema, export_dir, _model_metadata(config, result),
+                                task=task.name)
         if chief:
             uris.write_text_atomic(result_path, json.dumps(result, indent=2) + "\n")
             return result
@@ -97,8 +103,8 @@ def run(config: TrainConfig, result_path: str) -> Dict[str, Any] | None:
         tf_keras.mixed_precision.set_global_policy("float32")
 
 
-def _compiled_model(config: TrainConfig, schema: Schema, strategy):
-    model = models.compiled_model(config, schema, strategy)
+def _compiled_model(config: TrainConfig, schema: Schema, strategy, task):
+    model = models.compiled_model(config, schema, strategy, task)
     if config.warm_start:
         model.load_weights(uris.join(config.warm_start, savedmodel.WEIGHTS_PREFIX)
                            ).expect_partial()
@@ -176,5 +182,5 @@ def _model_metadata(config: TrainConfig, result: Dict[str, Any]) -> Dict[str, An
     return {"framework": "tensorflow", "model": config.model_fn or config.model_name,
             "strategy": config.strategy, "replicas": result["replicas"],
             "global_batch_size": result["global_batch_size"], "precision": config.precision,
-            "eval_accuracy": result["eval_accuracy"], "eval_loss": result["eval_loss"],
-            "parameters": result["parameters"]}
+            "parameters": result["parameters"],
+            **{k: v for k, v in result.items() if k.startswith("eval_")}}

@@ -1,9 +1,11 @@
 """The built-in model families, and the user's ``model_fn`` hook.
 
 Every model takes a dict of feature tensors named as the schema's feature columns (images
-decoded to float32 [0, 1]) and returns class probabilities. Preprocessing lives inside the
-model (normalisation from statistics of a sample, string lookups), so the exported SavedModel
-serves raw features. Built with tf_keras: Keras 3 cannot train under the multi-worker and
+decoded to float32 [0, 1]) and returns what its task's head gives (tasks.py): class
+probabilities, or the label's value. Preprocessing lives inside the model (normalisation from
+statistics of a sample, string lookups, the regression label's scale), so the exported
+SavedModel serves raw features and answers in the label's units. Built with tf_keras: Keras 3
+cannot train under the multi-worker and
 parameter-server strategies.
 """
 
@@ -12,6 +14,7 @@ from typing import Dict, List, Tuple
 import numpy as np
 
 from tfkfp.components.common.schema import Column, Schema
+from tfkfp.components.train import tasks
 from tfkfp.components.train.config import TrainConfig, load_model_fn
 from tfkfp.components.train.errors import TrainConfigError
 
@@ -19,13 +22,16 @@ MAX_STRING_TOKENS = 100
 MIN_APPLICATION_SIZE = 32  # keras.applications need at least 32x32 inputs
 
 
-def build_model(config: TrainConfig, schema: Schema, sample: Dict[str, np.ndarray]):
-    """The model the config names, for the schema; ``sample`` feeds normalisation stats."""
+def build_model(config: TrainConfig, schema: Schema, sample: Dict[str, np.ndarray],
+                task=None):
+    """The model the config names, for the schema; ``sample`` feeds normalisation stats and
+    ``task`` (tasks.Classification or Regression) gives the head; default: the label's
+    classes."""
     import tf_keras
 
-    num_classes = len(schema.label.vocabulary)
-    if config.model_fn:
-        model = load_model_fn(config.model_fn)(schema, num_classes)
+    task = task or tasks.Classification(len(schema.label.vocabulary))
+    if config.model_fn:  # given the number of outputs: classes, or 1 for a regressor
+        model = load_model_fn(config.model_fn)(schema, task.outputs())
         if not isinstance(model, tf_keras.Model):
             raise TrainConfigError(f"model_fn {config.model_fn!r} returned "
                                    f"{type(model).__name__}, not a tf_keras.Model")
@@ -46,21 +52,31 @@ def build_model(config: TrainConfig, schema: Schema, sample: Dict[str, np.ndarra
             x = tf_keras.layers.Concatenate()([x, _tabular(inputs, others, sample)])
     for units in config.hidden_units:
         x = tf_keras.layers.Dense(units, activation="relu")(x)
-    outputs = tf_keras.layers.Dense(num_classes, activation="softmax", dtype="float32",
-                                    name="probabilities")(x)
-    return tf_keras.Model(inputs, outputs, name=config.model_name)
+    return tf_keras.Model(inputs, task.head(x), name=config.model_name)
 
 
-def compiled_model(config: TrainConfig, schema: Schema, strategy):
+def task_for(config: TrainConfig, schema: Schema):
+    """(the schema the task reads the data with, the task object): the task resolved from
+    the label and ``config.task``, with a regressor's label statistics from a sample."""
+    name = tasks.resolve(schema, config.task)
+    schema = tasks.training_schema(schema, name)
+    labels = sample_labels(config.dataset, schema) if name == "regression" else None
+    return schema, tasks.make(name, schema, labels, config.loss)
+
+
+def compiled_model(config: TrainConfig, schema: Schema, strategy, task=None):
     """The model, optimizer and loss exactly as train uses them, built under ``strategy``
-    (diagnose_bottleneck builds the same one to measure it)."""
+    (diagnose_bottleneck builds the same one to measure it). ``schema`` and ``task`` are
+    task_for's; without ``task``, task_for's own."""
     import tf_keras
 
     from tfkfp.components.common.reader import make_dataset
 
+    if task is None:
+        schema, task = task_for(config, schema)
     sample = sample_features(config.dataset, schema)
     with strategy.scope():
-        model = build_model(config, schema, sample)
+        model = build_model(config, schema, sample, task)
         if not model.built:  # a subclassed model from model_fn makes its weights when called
             features, _ = next(iter(make_dataset(config.dataset, schema, batch_size=2,
                                                  shuffle=False)))
@@ -68,8 +84,7 @@ def compiled_model(config: TrainConfig, schema: Schema, strategy):
         optimizer = {"adam": tf_keras.optimizers.Adam, "sgd": tf_keras.optimizers.SGD,
                      "rmsprop": tf_keras.optimizers.RMSprop}[config.optimizer](
                          learning_rate=config.learning_rate)
-        model.compile(optimizer=optimizer, loss="sparse_categorical_crossentropy",
-                      metrics=["accuracy"], jit_compile=config.jit_compile,
+        model.compile(optimizer=optimizer, **task.compile_args(), jit_compile=config.jit_compile,
                       steps_per_execution=config.steps_per_execution)
         model.optimizer.build(model.trainable_variables)  # so a checkpoint restores its slots
     return model
@@ -162,15 +177,26 @@ def _image_tower(name: str, image, col: Column):
 
 def sample_features(data: str, schema: Schema, rows: int = 10_000) -> Dict[str, np.ndarray]:
     """Up to ``rows`` training examples as NumPy arrays, for normalisation statistics."""
+    return _sample(data, schema, rows)[0]
+
+
+def sample_labels(data: str, schema: Schema, rows: int = 10_000) -> np.ndarray:
+    """The labels of the same rows sample_features takes (a regressor's label scale)."""
+    return _sample(data, schema, rows)[1]
+
+
+def _sample(data: str, schema: Schema, rows: int):
     from tfkfp.components.common.reader import make_dataset
 
     batches = make_dataset(data, schema, mode="train", batch_size=1024, shuffle=False)
     columns: Dict[str, list] = {c.name: [] for c in schema.features}
-    seen = 0
-    for features, _ in batches:
+    labels, seen = [], 0
+    for features, label in batches:
         for name, values in features.items():
             columns[name].append(values.numpy())
-        seen += len(next(iter(features.values())))
+        labels.append(label.numpy())
+        seen += len(labels[-1])
         if seen >= rows:
             break
-    return {name: np.concatenate(parts)[:rows] for name, parts in columns.items()}
+    return ({name: np.concatenate(parts)[:rows] for name, parts in columns.items()},
+            np.concatenate(labels)[:rows] if labels else np.zeros(0))

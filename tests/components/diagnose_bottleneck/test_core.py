@@ -132,7 +132,8 @@ def test_bad_options_are_refused_with_the_allowed_values(demo_dataset, options, 
 
 
 def test_dataset_without_a_label_is_refused(unlabeled_demo):
-    with pytest.raises(SchemaError, match="no categorical label column.*label=<column>"):
+    with pytest.raises(SchemaError, match="the schema has no label column.*label=<column>; "
+                                          "there is no training step to diagnose"):
         diagnose_bottleneck(unlabeled_demo)
 
 
@@ -183,3 +184,26 @@ def test_a_table_with_gaps_and_unicode_strings_is_diagnosed(tmp_path):
     assert result.verdict in (COMPUTE, INPUT, MEMORY)
     assert result.figures["input_records_per_second"] > 0
     assert result.figures["compute_records_per_second"] > 0
+
+
+def test_a_regression_table_is_diagnosed_like_a_classification_one(regression_dataset):
+    result = diagnose_bottleneck(regression_dataset, hidden_units=(32,), batch_size=64,
+                                 seconds=SECONDS)
+    f = result.figures
+    assert result.verdict in (INPUT, COMPUTE, MEMORY), result.summary
+    assert f["input_records_per_second"] > 0 and f["compute_records_per_second"] > 0
+    assert 0.0 <= f["input_wait_fraction"] <= 1.0
+
+
+def test_a_label_no_task_can_use_is_refused_naming_why(tmp_path):
+    from conftest import write_csv
+    from tfkfp.components.shard_tfrecords.core import MAX_VOCABULARY, shard_tfrecords
+
+    rows = [[i * 0.5, i] for i in range(MAX_VOCABULARY + 50)]  # too many whole numbers
+    data = str(tmp_path / "ranks")
+    shard_tfrecords(write_csv(tmp_path / "ranks.csv", ["x", "rank"], rows), data, label="rank")
+    with pytest.raises(SchemaError, match="label 'rank' \\(int64\\) has more distinct values "
+                                          "than shard_tfrecords keeps as classes, too many to "
+                                          "classify; classification needs class names: use "
+                                          "task='regression'"):
+        diagnose_bottleneck(data, seconds=SECONDS)

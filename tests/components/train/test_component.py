@@ -18,7 +18,7 @@ def test_trains_inside_a_local_pipeline(demo_dir, tmp_path):
     @dsl.pipeline
     def shard_and_train(csv: str) -> Trained:
         data = shard_tfrecords(input_uri=csv, label="label", keys=["id"])
-        task = train(dataset=data.outputs["dataset"], epochs=4, target_accuracy=0.5)
+        task = train(dataset=data.outputs["dataset"], epochs=4, target_value=0.5)
         return Trained(task.outputs["model"], task.outputs["classification"])
 
     local.init(runner=local.SubprocessRunner(use_venv=False),

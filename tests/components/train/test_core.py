@@ -20,7 +20,7 @@ def predictions(model_dir, dataset, signature="serving_raw"):
                                                ("mirrored", 2)])
 def test_in_process_strategies_learn_the_digits(demo_dataset, tmp_path, strategy, replicas):
     result = train(demo_dataset, str(tmp_path / "model"), strategy=strategy, epochs=4,
-                   batch_size=32, target_accuracy=0.8)
+                   batch_size=32, target_value=0.8)
     assert result.figures["replicas"] == replicas
     assert result.figures["global_batch_size"] == 32 * replicas
     assert result.figures["eval_accuracy"] > 0.9

@@ -1,0 +1,183 @@
+"""train fits regressors: the task follows from the label, the label is normalised inside the
+model (which serves raw values), and RMSE, MAE and R² are measured on the eval split."""
+
+import os
+
+import numpy as np
+import pytest
+
+from tfkfp.components.common.schema import Column, Schema, SchemaError
+from tfkfp.components.train import tasks
+
+
+def _schema(label: Column) -> Schema:
+    return Schema(columns=(Column("x", "float32"), label))
+
+
+@pytest.mark.parametrize("label, requested, task", [
+    (Column("y", "float32", role="label"), "auto", "regression"),
+    (Column("y", "string", role="label", vocabulary=("a", "b")), "auto", "classification"),
+    (Column("y", "int64", role="label", vocabulary=(1, 2, 3)), "auto", "classification"),
+    (Column("y", "int64", role="label", vocabulary=(1, 2, 3)), "regression", "regression"),
+    (Column("y", "int64", role="label"), "regression", "regression"),
+])
+def test_the_task_follows_the_label_unless_named(label, requested, task):
+    assert tasks.resolve(_schema(label), requested) == task
+
+
+@pytest.mark.parametrize("label, requested, words", [
+    (Column("y", "float32", role="label"), "classification",
+     ["'y' (float32)", "continuous", "task='regression'"]),
+    (Column("y", "string", role="label", vocabulary=("a",)), "regression",
+     ["'y' (string)", "text"]),
+    (Column("y", "int64", role="label"), "auto", ["too many to classify", "task='regression'"]),
+    (Column("y", "float32", (2,), role="label"), "auto", ["several values per row"]),
+    (Column("y", "float32", role="label"), "ranking", ["task 'ranking'", "regression"]),
+])
+def test_a_task_the_label_cannot_support_is_refused_with_the_reason(label, requested, words):
+    with pytest.raises(SchemaError) as err:
+        tasks.resolve(_schema(label), requested)
+    assert all(w in str(err.value) for w in words), str(err.value)
+
+
+def test_targets_work_in_either_direction_and_fit_the_task():
+    assert tasks.reached("rmse", 4.9, 5.0) and not tasks.reached("rmse", 5.1, 5.0)
+    assert tasks.reached("r2", 0.91, 0.9) and not tasks.reached("mae", 2.0, 1.0)
+    assert tasks.check_target("regression", "") == "rmse"
+    assert tasks.check_target("classification", "") == "accuracy"
+    with pytest.raises(SchemaError, match="target_metric 'accuracy' does not apply to "
+                                          "regression; expected one of rmse, mae, r2, loss"):
+        tasks.check_target("regression", "accuracy")
+    with pytest.raises(SchemaError, match="loss 'huber' does not apply to classification"):
+        tasks.check_loss("classification", "huber")
+
+
+def test_the_regression_loss_is_in_units_of_the_label_spread():
+    import tensorflow as tf
+
+    actual = tf.constant([1000.0, 3000.0, 5000.0])
+    predicted = tf.constant([[1500.0], [3000.0], [4000.0]])
+    for std in (1.0, 1000.0):
+        loss = tasks.Regression(0.0, std).loss_fn()(actual, predicted).numpy()
+        want = ((np.array([1000, 3000, 5000]) - np.array([1500, 3000, 4000])) / std) ** 2
+        np.testing.assert_allclose(loss, want, rtol=1e-5)
+    huber = tasks.Regression(0.0, 1000.0, "huber").loss_fn()(actual, predicted).numpy()
+    np.testing.assert_allclose(huber, [0.5 * 0.5 ** 2, 0.0, 1.0 - 0.5], rtol=1e-5)
+
+
+def test_eval_figures_from_batch_sums_equal_the_direct_computation():
+    from tfkfp.components.common.regression import summarise
+
+    rng = np.random.default_rng(3)
+    actual = rng.normal(5000.0, 30.0, 500)  # a large mean: the spread must not cancel
+    predicted = actual + rng.normal(0, 5.0, 500)
+    task = tasks.Regression(*tasks.label_moments(actual[:100]))
+    totals = None
+    for start in range(0, 500, 128):  # summed batch by batch, as the eval callback does
+        sums = [float(v) for v in task.eval_sums(predicted[start:start + 128, None],
+                                                 actual[start:start + 128])]
+        totals = sums if totals is None else [a + b for a, b in zip(totals, sums)]
+    figures, direct = task.eval_figures(totals), summarise(actual, predicted)
+    for name in ("rmse", "mae", "r2"):
+        assert figures[f"val_{name}"] == pytest.approx(direct[name], rel=1e-4)
+    assert direct["r2"] > 0.9 and direct["count"] == 500
+
+
+def test_a_regressor_serves_raw_values_in_the_labels_units(regression_model,
+                                                          regression_dataset):
+    import tensorflow as tf
+
+    from tfkfp.components.common import savedmodel
+    from tfkfp.components.common.reader import make_dataset
+
+    meta = savedmodel.load_metadata(regression_model)
+    assert meta["task"] == "regression" and meta["labels"] == []
+    assert {"eval_rmse", "eval_mae", "eval_r2", "eval_loss"} <= set(meta)
+    assert "eval_accuracy" not in meta
+    assert not os.path.exists(os.path.join(regression_model, "assets", "labels.txt"))
+    loaded = tf.saved_model.load(regression_model)
+    raw = loaded.signatures["serving_raw"]
+    assert set(raw.structured_outputs) == {"value"}
+    errors, labels = [], []
+    for features, label in make_dataset(regression_dataset, mode="eval", batch_size=100):
+        value = raw(**features)["value"].numpy()
+        errors.append(value - label.numpy())
+        labels.append(label.numpy())
+    errors, labels = np.concatenate(errors), np.concatenate(labels)
+    rmse = float(np.sqrt(np.mean(errors ** 2)))
+    assert rmse == pytest.approx(meta["eval_rmse"], rel=1e-3)  # the model answers in prices
+    assert rmse < 0.25 * labels.std()  # it learned: far better than predicting the mean
+    assert meta["eval_r2"] > 0.9
+
+
+def test_the_report_and_metrics_speak_of_the_regression(regression_dataset, tmp_path):
+    from tfkfp.components.train.core import train
+
+    result = train(regression_dataset, str(tmp_path / "m"), epochs=3, hidden_units="16",
+                   learning_rate=0.01, loss="huber", target_metric="r2", target_value=0.5)
+    metrics = result.metrics()
+    assert {"eval_rmse", "eval_mae", "eval_r2", "eval_loss"} <= set(metrics)
+    assert result.metadata()["task"] == "regression"
+    assert result.classification() is None
+    report = result.markdown()
+    assert "| eval RMSE |" in report and "time to target r2" in report
+    assert "## Predicted against actual (eval split" in report
+    assert "data:image/svg+xml;base64," in report
+    plotted = result.regression()
+    assert plotted["count"] == sum(1 for _ in _eval_rows(regression_dataset))
+    assert len(plotted["error_histogram"]["counts"]) == 20
+
+
+def _eval_rows(dataset):
+    from tfkfp.components.common.reader import make_dataset
+
+    for _, labels in make_dataset(dataset, mode="eval", batch_size=256):
+        yield from labels.numpy()
+
+
+def test_a_task_that_cannot_work_is_refused_before_any_work(regression_dataset, tmp_path):
+    from tfkfp.components.train.core import train
+
+    out = tmp_path / "never"
+    with pytest.raises(SchemaError, match="label 'price' \\(float32\\) is a continuous number "
+                                          "with no class vocabulary"):
+        train(regression_dataset, str(out), task="classification")
+    with pytest.raises(SchemaError, match="target_metric 'accuracy' does not apply"):
+        train(regression_dataset, str(out), target_metric="accuracy", target_value=0.9)
+    assert not out.exists()
+
+
+def test_a_whole_number_label_can_be_regressed_on(regression_csv, tmp_path):
+    from tfkfp.components.common import savedmodel
+    from tfkfp.components.shard_tfrecords.core import shard_tfrecords
+    from tfkfp.components.train.core import train
+
+    data = str(tmp_path / "rooms")
+    shard_tfrecords(regression_csv, data, label="rooms", keys=["house"])
+    assert Schema.load(data).label.vocabulary == (1, 2, 3, 4, 5, 6)  # classes by default
+    result = train(data, str(tmp_path / "m"), task="regression", epochs=2, hidden_units="8")
+    assert result.metadata()["task"] == "regression"
+    label = savedmodel.load_schema(str(tmp_path / "m")).label
+    assert label.vocabulary is None  # the model reads the label's values, not class ids
+    # a constant guess of the mean has RMSE ~1.7 rooms; ids 0-5 would be off by one
+    assert result.metrics()["eval_rmse"] < 2.5
+
+
+def test_warm_start_keeps_the_task(regression_model, regression_dataset, demo_dataset,
+                                   tmp_path):
+    from tfkfp.components.train.core import train
+    from tfkfp.components.train.errors import TrainConfigError
+
+    result = train(regression_dataset, str(tmp_path / "more"), epochs=1, hidden_units="32",
+                   warm_start=regression_model)
+    assert result.metrics()["eval_r2"] > 0.8  # continued from a trained model
+    with pytest.raises(TrainConfigError, match="it is a regression model; this run is "
+                                               "classification"):
+        train(demo_dataset, str(tmp_path / "never"), hidden_units="32",
+              warm_start=regression_model)
+
+
+def test_label_moments_of_a_constant_label_keep_a_unit_scale():
+    assert tasks.label_moments(np.full(10, 7.0)) == (7.0, 1.0)
+    mean, std = tasks.label_moments(np.array([1.0, 3.0]))
+    assert (mean, std) == (2.0, 1.0)
