@@ -18,6 +18,7 @@ import numpy as np
 from tfkfp.components.common import uris
 from tfkfp.components.common.cpus import threads_or_cpus
 from tfkfp.components.common.tflite_feeding import fill_gaps
+from tfkfp.components.common.tflite_inputs import fixed_batches
 
 
 class LiteRTError(ValueError):
@@ -74,9 +75,11 @@ def io_details(runner) -> Dict[str, Dict[str, Dict[str, Any]]]:
 
 
 def run(runner, inputs: Dict[str, np.ndarray], batch_size: int = 256,
-        fills: Dict[str, np.ndarray] | None = None) -> Dict[str, np.ndarray]:
-    """Run a signature over inputs in batches; quantized tensors are handled both ways and
-    gaps (NaN) in an input with a fill are fed as the fill."""
+        fills: Dict[str, np.ndarray] | None = None,
+        fixed_batch: int | None = None) -> Dict[str, np.ndarray]:
+    """Run a signature over inputs in batches (of exactly ``fixed_batch`` rows for a model
+    that fixes its batch size); quantized tensors are handled both ways and gaps (NaN) in an
+    input with a fill are fed as the fill."""
     in_details = runner.get_input_details()
     missing = sorted(set(in_details) - set(inputs))
     extra = sorted(set(inputs) - set(in_details))
@@ -84,13 +87,11 @@ def run(runner, inputs: Dict[str, np.ndarray], batch_size: int = 256,
         raise LiteRTError(f"the .tflite signature takes inputs {sorted(in_details)}; missing "
                           f"{missing}, unexpected {extra}")
     out_details = runner.get_output_details()
-    count = len(next(iter(inputs.values())))
     parts: Dict[str, List[np.ndarray]] = {}
-    for start in range(0, count, batch_size):
-        batch = {k: _to_input(v[start:start + batch_size], in_details[k], (fills or {}).get(k))
-                 for k, v in inputs.items()}
+    for rows, real in fixed_batches(inputs, batch_size, fixed_batch):
+        batch = {k: _to_input(v, in_details[k], (fills or {}).get(k)) for k, v in rows.items()}
         for name, value in runner(**batch).items():
-            parts.setdefault(name, []).append(_from_output(value, out_details[name]))
+            parts.setdefault(name, []).append(_from_output(value, out_details[name])[:real])
     return {name: np.concatenate(values) for name, values in parts.items()}
 
 

@@ -12,9 +12,12 @@ inputs is fed from a Dataset column:
 
 A column feeds an input when their dtypes agree (a whole-number or float column also feeds a
 float input, cast on the way in) and their per-example shapes agree where the signature fixes
-them; an image column (decoded to float32 in [0, 1]) with the input's channel count is
-resized to the input's height and width. Anything else is refused before any conversion,
-naming the signature input with its shape and dtype and the columns available.
+them; an image column (decoded to float32 in [0, 1]) is resized to the input's height and
+width, and a grey image fed to an RGB input (or an RGB image to a grey one) is converted
+(the grey value repeated; ITU-R 601 luma). A signature that fixes its batch size (e.g.
+``[1, 299, 299, 3]``) is fed in calls of exactly that many examples. Anything else is refused
+before any conversion, naming the signature input with its shape and dtype and the columns
+available.
 
 Outputs are whatever the signature returns. One float output of shape [batch, classes]
 (classes >= 2) is read as class scores: top-1 agreement is measured on it, and accuracy when
@@ -48,14 +51,18 @@ class Binding:
     dtypes: Dict[str, str]  # signature input -> its dtype (numpy name)
     resize: Dict[str, Tuple[int, int]]  # image inputs resized to the signature's HxW
     reading: Reading
+    channels: Dict[str, int] = dataclasses.field(default_factory=dict)  # grey <-> RGB
+    batch: int | None = None  # the batch size the signature fixes, if it fixes one
 
     def feed(self, by_column: Dict[str, np.ndarray]) -> Dict[str, np.ndarray]:
-        """Column arrays -> the signature's inputs (cast and resized as bound)."""
+        """Column arrays -> the signature's inputs (cast, resized, converted as bound)."""
         out = {}
         for name, column in self.columns.items():
             values = by_column[column]
             if name in self.resize:
                 values = _resize(values, self.resize[name])
+            if name in self.channels:
+                values = _to_channels(values, self.channels[name])
             if values.dtype.kind in "iuf" and values.dtype.name != self.dtypes[name]:
                 values = values.astype(self.dtypes[name])
             out[name] = values
@@ -98,15 +105,28 @@ def bind(fn, signature: str, schema: Schema, where: str,
                                  "nothing to feed from the Dataset")
     features = {c.name: c for c in schema.features}
     columns = _choose_columns(specs, features, signature, where, mapping or {})
-    resize = {}
+    resize, channels = {}, {}
     for name, column in columns.items():
-        size = _check_fits(name, specs[name], features[column], signature, where,
-                           _available(features))
+        size, converted = _check_fits(name, specs[name], features[column], signature, where,
+                                      _available(features))
         if size is not None:
             resize[name] = size
+        if converted is not None:
+            channels[name] = converted
     dtypes = {n: _dtype_name(s.dtype) for n, s in specs.items()}
     reading = _reading(fn, schema)
-    return Binding(signature, columns, dtypes, resize, reading)
+    return Binding(signature, columns, dtypes, resize, reading, channels,
+                   _fixed_batch(specs, signature))
+
+
+def _fixed_batch(specs, signature: str) -> int | None:
+    """The batch size every input fixes (None: any); inputs that fix different ones are
+    refused."""
+    fixed = {s.shape[0] for s in specs.values() if s.shape.rank and s.shape[0] is not None}
+    if len(fixed) > 1:
+        raise QuantizeInputError(f"signature {signature!r} fixes different batch sizes on its "
+                                 f"inputs: {_inputs(specs)}; one batch size feeds them all")
+    return fixed.pop() if fixed else None
 
 
 def _choose_columns(specs, features: Dict[str, Column], signature: str, where: str,
@@ -141,23 +161,25 @@ def _single_column(features: Dict[str, Column]) -> str | None:
 
 
 def _check_fits(name: str, spec, column: Column, signature: str, where: str,
-                available: List[str]) -> Tuple[int, int] | None:
-    """None, or the (height, width) an image column is resized to; refuses a misfit."""
+                available: List[str]) -> Tuple[Tuple[int, int] | None, int | None]:
+    """(the (height, width) an image column is resized to, the channels it is converted
+    to), each None when it is fed as it is; refuses a misfit."""
     dtype = _dtype_name(spec.dtype)
     have_dtype = "float32" if column.encoding == "image" else column.dtype
     have_shape = savedmodel.raw_shape(column)
     want = spec.shape.as_list() if spec.shape.rank is not None else None
     ok_dtype = dtype == have_dtype or (dtype in _FLOATS and have_dtype in ("float32", "int64"))
-    resize = None
+    resize = channels = None
     if want is not None and column.encoding == "image" and len(want) == 4 and \
-            want[3] == have_shape[2] and None not in want[1:3]:
+            _channels_fit(want[3], have_shape[2]) and None not in want[1:3]:
         resize = (want[1], want[2]) if want[1:3] != have_shape[:2] else None
+        channels = want[3] if want[3] not in (None, have_shape[2]) else None
         ok_shape = True
     else:
         ok_shape = want is None or (len(want) == len(have_shape) + 1 and all(
             w is None or w == h for w, h in zip(want[1:], have_shape)))
     if ok_dtype and ok_shape:
-        return resize
+        return resize, channels
     raise QuantizeInputError(
         f"column {column.name!r} of {where} ({_column_text(column)}) cannot feed signature "
         f"{signature!r} input {name!r} ({_spec_text(spec)}): "
@@ -193,6 +215,19 @@ def _regression_output(outputs, schema: Schema) -> str | None:
     (name, spec), = outputs.items()
     single = spec.shape.rank == 1 or (spec.shape.rank == 2 and spec.shape[-1] == 1)
     return name if single and _dtype_name(spec.dtype) in _FLOATS else None
+
+
+def _channels_fit(want: int | None, have: int) -> bool:
+    """The same channels, or grey and RGB (converted on the way in)."""
+    return want is None or want == have or {want, have} == {1, 3}
+
+
+def _to_channels(images: np.ndarray, channels: int) -> np.ndarray:
+    """Grey repeated into RGB, or RGB to grey by ITU-R 601 luma (as tf.image does)."""
+    if channels == 3:
+        return np.repeat(images, 3, axis=-1)
+    luma = np.asarray([0.2989, 0.5870, 0.1140], np.float32)
+    return (images @ luma)[..., None].astype(images.dtype)
 
 
 def _resize(values: np.ndarray, size: Tuple[int, int]) -> np.ndarray:

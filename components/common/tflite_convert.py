@@ -25,6 +25,7 @@ import numpy as np
 
 from tfkfp.components.common import tflite_feeding, tflite_graph
 from tfkfp.components.common.tflite_feeding import CALIBRATED, Feeding
+from tfkfp.components.common.tflite_inputs import fixed_batches
 
 MODES = ("none", "dynamic", "float16", "int8", "int16x8")
 
@@ -130,16 +131,17 @@ def conversion_error(err: Exception, model_dir: str, signature: str, mode: str,
 
 
 def representative_dataset(features: Dict[str, np.ndarray],
-                           fills: Dict[str, np.ndarray] | None = None
+                           fills: Dict[str, np.ndarray] | None = None,
+                           fixed_batch: int | None = None
                            ) -> Callable[[], Iterator[Dict[str, np.ndarray]]]:
-    """A generator factory yielding one example at a time, as the converter calibrates.
-    Gaps (NaN) are replaced by the model's fills: a NaN would spoil the calibrated ranges."""
-    count = len(next(iter(features.values())))
+    """A generator factory yielding one example at a time (a model's fixed batch at a time),
+    as the converter calibrates. Gaps (NaN) are replaced by the model's fills: a NaN would
+    spoil the calibrated ranges."""
     features = {name: tflite_feeding.fill_gaps(values, (fills or {}).get(name))
                 for name, values in features.items()}
 
     def generate() -> Iterator[Dict[str, np.ndarray]]:
-        for i in range(count):
-            yield {name: values[i:i + 1] for name, values in features.items()}
+        for batch, _ in fixed_batches(features, 1, fixed_batch):
+            yield batch
 
     return generate

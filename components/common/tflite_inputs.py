@@ -3,7 +3,7 @@ examples from a sharded Dataset that feeds it (common.tflite_binding), and the s
 outputs on them. Loaded and checked here for freeze_quantize and export_tflite."""
 
 import dataclasses
-from typing import Dict
+from typing import Dict, Iterator, Tuple
 
 import numpy as np
 
@@ -22,9 +22,31 @@ class Examples:
 
     features: Dict[str, np.ndarray]
     labels: np.ndarray | None
+    batch: int | None = None  # the signature's fixed batch size, when it fixes one
 
     def __len__(self) -> int:
         return len(next(iter(self.features.values())))
+
+    def batches(self, size: int) -> Iterator[Tuple[Dict[str, np.ndarray], int]]:
+        """(inputs, rows that are real) per call: ``size`` rows, or the signature's fixed
+        batch (see fixed_batches)."""
+        return fixed_batches(self.features, size, self.batch)
+
+
+def fixed_batches(features: Dict[str, np.ndarray], size: int, fixed: int | None = None
+                  ) -> Iterator[Tuple[Dict[str, np.ndarray], int]]:
+    """The arrays in calls of ``size`` rows; with ``fixed`` (a signature whose batch
+    dimension is fixed, e.g. 1) in calls of exactly that many, the last padded by repeating
+    its final row; yields (inputs, rows that are real)."""
+    step = fixed or size
+    count = len(next(iter(features.values())))
+    for start in range(0, count, step):
+        part = {k: v[start:start + step] for k, v in features.items()}
+        real = min(step, count - start)
+        if fixed and real < step:
+            part = {k: np.concatenate([v, np.repeat(v[-1:], step - real, axis=0)])
+                    for k, v in part.items()}
+        yield part, real
 
 
 def check_model_dir(model_dir: str) -> None:
@@ -99,7 +121,8 @@ def load_examples(dataset: str, split: str, limit: int, names, purpose: str,
                                  "has no records")
     by_column = {n: np.concatenate(v)[:limit] for n, v in parts.items()}
     return Examples(binding.feed(by_column) if binding else by_column,
-                    np.concatenate(labels)[:limit] if labelled else None)
+                    np.concatenate(labels)[:limit] if labelled else None,
+                    binding.batch if binding else None)
 
 
 def dataset_schema(dataset: str) -> Schema:
@@ -112,8 +135,7 @@ def dataset_schema(dataset: str) -> Schema:
 def reference_outputs(fn, examples: Examples, batch_size: int = 512) -> Dict[str, np.ndarray]:
     """The SavedModel signature's outputs on the examples (the float reference)."""
     parts: Dict[str, list] = {}
-    for start in range(0, len(examples), batch_size):
-        batch = {k: v[start:start + batch_size] for k, v in examples.features.items()}
+    for batch, real in examples.batches(batch_size):
         for name, value in fn(**batch).items():
-            parts.setdefault(name, []).append(value.numpy())
+            parts.setdefault(name, []).append(value.numpy()[:real])
     return {name: np.concatenate(v) for name, v in parts.items()}

@@ -131,18 +131,28 @@ def measure(mode: str, content: bytes, signature: str, examples: Examples,
     reading = reading or Reading()
     interpreter = litert.load_interpreter(content, timing.num_threads if timing else 0)
     runner = litert.signature_runner(interpreter, signature)
-    got = litert.run(runner, examples.features, fills=fills)
+    got = litert.run(runner, examples.features, fills=fills, fixed_batch=examples.batch)
     figures = dict(mode=mode, size_bytes=len(content), examples=len(examples),
                    **outputs_figures(got, reference, reading, examples.labels))
     if timing is not None:
-        batch = min(timing.batch_size, len(examples))
-        figures.update(
-            latency_example_ms=1000 * litert.latency(runner, examples.features, 1,
-                                                     timing.runs * 5, fills),
-            latency_batch_ms=1000 * litert.latency(runner, examples.features, batch,
-                                                   timing.runs, fills),
-            batch_size=batch)
+        figures.update(_latencies(runner, examples, timing, fills))
     return Figures(**figures), got
+
+
+def _latencies(runner, examples: Examples, timing: Timing, fills) -> Dict[str, float]:
+    """Per example and per batch; a model with a fixed batch size is timed on calls of that
+    batch (its per-example figure is a call's share per row)."""
+    if examples.batch:
+        rows, _ = next(examples.batches(examples.batch))
+        call = litert.latency(runner, rows, examples.batch, timing.runs, fills)
+        return dict(latency_example_ms=1000 * call / examples.batch,
+                    latency_batch_ms=1000 * call, batch_size=examples.batch)
+    batch = min(timing.batch_size, len(examples))
+    return dict(latency_example_ms=1000 * litert.latency(runner, examples.features, 1,
+                                                         timing.runs * 5, fills),
+                latency_batch_ms=1000 * litert.latency(runner, examples.features, batch,
+                                                       timing.runs, fills),
+                batch_size=batch)
 
 
 def outputs_figures(got: Dict[str, np.ndarray], reference: Dict[str, np.ndarray],

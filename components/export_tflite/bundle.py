@@ -48,6 +48,9 @@ def signature_json(content: bytes, signature: str, schema: Schema, labels: List[
         entry["normalization"] = _normalization(columns.get(column))
         if binding is not None and name in binding.resize:
             entry["normalization"] += " (resized to the input's height and width)"
+        if binding is not None and name in binding.channels:
+            entry["normalization"] += (" (grey repeated into RGB)" if binding.channels[name] == 3
+                                       else " (RGB to grey by ITU-R 601 luma)")
         entry.update(tflite_feeding.describe(name, entry, mode, feeding))
     reading = binding.reading if binding is not None else Reading()
     task = "regression" if reading.values else "classification" if reading.scores else "other"

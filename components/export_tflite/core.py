@@ -236,7 +236,8 @@ def _convert(model_dir, converted, dataset, signature, mode, binding, calibratio
     if mode in tflite_convert.CALIBRATED:
         calibration = tflite_inputs.load_examples(dataset, "train", calibration_examples,
                                                   binding, "calibration")
-        representative = tflite_convert.representative_dataset(calibration.features, fills)
+        representative = tflite_convert.representative_dataset(calibration.features, fills,
+                                                                calibration.batch)
     return tflite_convert.convert(model_dir, signature, mode, representative,
                                   integer_io=integer_io, select_tf_ops=select_tf_ops,
                                   source=converted)

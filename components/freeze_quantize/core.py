@@ -187,8 +187,9 @@ def _reason(err: Exception) -> str:
 
 def _convert_and_measure(run: _Run, source: str, mode: str):
     started = time.monotonic()
-    representative = (tflite_convert.representative_dataset(run.calibration.features, run.fills)
-                      if mode in tflite_convert.CALIBRATED else None)
+    representative = (tflite_convert.representative_dataset(
+        run.calibration.features, run.fills, run.calibration.batch)
+        if mode in tflite_convert.CALIBRATED else None)
     content = tflite_convert.convert(run.model_dir, run.signature, mode, representative,
                                      integer_io=run.integer_io,
                                      select_tf_ops=run.select_tf_ops, source=source)

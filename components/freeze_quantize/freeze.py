@@ -122,8 +122,12 @@ def run_graph(graph_def, inputs: Dict[str, str], outputs: Dict[str, str],
     names = sorted(inputs)
     pruned = wrapped.prune([graph.get_tensor_by_name(inputs[n]) for n in names],
                            {k: graph.get_tensor_by_name(v) for k, v in outputs.items()})
-    result = pruned(*[tf.constant(examples.features[n]) for n in names])
-    return {k: v.numpy() for k, v in result.items()}
+    parts: Dict[str, list] = {}
+    for batch, real in examples.batches(len(examples)):  # one call, or the fixed batches
+        result = pruned(*[tf.constant(batch[n]) for n in names])
+        for k, v in result.items():
+            parts.setdefault(k, []).append(v.numpy()[:real])
+    return {k: np.concatenate(v) for k, v in parts.items()}
 
 
 def load_graph_def(path: str):
