@@ -3,6 +3,7 @@ SavedModel's, the bundle says it is a regressor, and LiteRT answers the same val
 
 import json
 
+import numpy as np
 import pytest
 
 from tfkfp.components.common.tflite_parity import QualityGateError
@@ -61,3 +62,24 @@ def test_the_rmse_gate_fails_the_export_with_its_figures(regression_model,
     message = str(err.value)
     assert "export gate (none): RMSE" in message and "above max_rmse_increase -50.00%" in message
     assert not out.exists()
+
+
+def test_a_plain_regressor_is_read_by_its_single_value_output(regression_dataset, tmp_path):
+    """A model saved with tf.saved_model.save, one float per example out, on a Dataset whose
+    label is a number: its gate is the RMSE increase too."""
+    import tensorflow as tf
+    import tf_keras
+
+    area = tf_keras.Input((), name="area")
+    rooms = tf_keras.Input((), name="rooms", dtype="int64")
+    x = tf_keras.layers.Concatenate()([tf_keras.layers.Reshape((1,))(area / 100.0),
+                                       tf_keras.layers.Reshape((1,))(tf.cast(rooms, tf.float32))])
+    model = tf_keras.Model([area, rooms], tf_keras.layers.Dense(1, name="price")(x))
+    model.layers[-1].set_weights([np.array([[200.0], [5.0]], np.float32),
+                                  np.array([60.0], np.float32)])  # roughly the table's rule
+    out = str(tmp_path / "plain")
+    tf.saved_model.save(model, out)
+    result = export_tflite(out, regression_dataset, str(tmp_path / "bundle"),
+                           quantization="none")
+    assert result.figures.rmse == pytest.approx(result.figures.reference_rmse, rel=1e-4)
+    assert json.load(open(tmp_path / "bundle" / "signature.json"))["task"] == "regression"
