@@ -9,10 +9,12 @@ summary of a group goes to ``summary-group-G-of-M.json``.
 
 Per file, three stages overlap: a reader thread reads and parses batches (TensorFlow ops
 release the GIL), the calling thread runs the model, and a writer thread formats and writes
-the previous batch. Each output file is written under a temporary name and renamed when
-complete; a rerun overwrites it. Options, the model, the data's schema and a Dataset's shard
-sizes (against its manifest) are checked before anything is written, so a model/data
-mismatch or a truncated shard leaves no output behind. A record the manifest lists but the
+the previous batch; each stage's busy seconds, and the model's waits for its neighbours, are
+in the result (stages.py), so a run says which stage bounds it. Each output file is written
+under a temporary name and renamed when complete; a rerun overwrites it. Options, the
+model, the data's schema and a Dataset's shard sizes (against its manifest) are checked
+before anything is written, so a model/data mismatch or a truncated shard leaves no output
+behind. A record the manifest lists but the
 shard does not yield is an error row: inputs = predictions + errors = the manifest's count.
 """
 
@@ -29,6 +31,7 @@ from tfkfp.components.batch_predict.errors import PredictInputError
 from tfkfp.components.batch_predict.merge import SUMMARY_PREFIX
 from tfkfp.components.batch_predict.models import Predictor, load_predictor
 from tfkfp.components.batch_predict.records import Chunk, ErrorRow, prefetch, split_failures
+from tfkfp.components.batch_predict.stages import StageClock
 from tfkfp.components.batch_predict.tfrecords import missing_records
 from tfkfp.components.common import uris
 from tfkfp.components.common.dataset import select_group
@@ -55,6 +58,7 @@ class PredictResult:
     file_group: int
     file_groups: int
     seconds: float
+    stages: Dict = dataclasses.field(default_factory=dict)  # stages.StageClock's figures
 
     inputs = property(lambda self: sum(s.inputs for s in self.shards))
     predictions = property(lambda self: sum(s.predictions for s in self.shards))
@@ -70,7 +74,7 @@ class PredictResult:
                 "file_group": self.file_group, "file_groups": self.file_groups,
                 "shards_done": len(self.shards), "model": self.model,
                 "records_per_second": round(self.records_per_second, 1),
-                "seconds": round(self.seconds, 3)}
+                "seconds": round(self.seconds, 3), "stage_seconds": dict(self.stages)}
 
     def summary(self) -> Dict:
         return {**self.metadata(), "shards": [dataclasses.asdict(s) for s in self.shards]}
@@ -137,10 +141,14 @@ def batch_predict(
     progress.finish()
     result = PredictResult(output_dir, output_format, predictor.describe(), shards,
                            len(plan.files), file_group, file_groups,
-                           time.monotonic() - started)
+                           time.monotonic() - started, task.clock.figures())
     _finish(result)
-    log.info("predicted %d records (%d errors) in %.1fs (%.0f records/s)", result.inputs,
-             result.errors, result.seconds, result.records_per_second)
+    stages = result.stages
+    log.info("predicted %d records (%d errors) in %.1fs (%.0f records/s); busy seconds: "
+             "read+parse %.2f, model %.2f, format+write %.2f (bound by %s); the model waited "
+             "%.2f s for input, %.2f s for the writer", result.inputs, result.errors,
+             result.seconds, result.records_per_second, stages["read"], stages["predict"],
+             stages["write"], stages["bound_by"], stages["wait_input"], stages["wait_writer"])
     return result
 
 
@@ -189,30 +197,38 @@ class _Task:
                  output_dir: str, progress: Progress):
         self.predictor, self.key_columns, self.top_k = predictor, key_columns, top_k
         self.fmt, self.output_dir, self.progress = fmt, output_dir, progress
+        self.clock = StageClock()
 
     def run(self, plan: sources.InputPlan, chosen: List[int], read) -> List[ShardCounts]:
+        clock = self.clock
+
         def stream():
             for index in chosen:
-                yield from ((index, chunk) for chunk in read(plan.files[index]))
+                yield from ((index, chunk)
+                            for chunk in clock.timed_iter("read", read(plan.files[index])))
                 yield index, None
 
         shards: Dict[int, _Shard] = {}
         try:
             with concurrent.futures.ThreadPoolExecutor(1) as pool:
                 pending: List[concurrent.futures.Future] = []
-                for index, chunk in prefetch(stream(), ahead=3):
+                for index, chunk in clock.timed_iter("wait_input",
+                                                     prefetch(stream(), ahead=3)):
                     if index not in shards:
                         shards[index] = _Shard(plan, index, self.fmt, self.output_dir)
                     shard = shards[index]
                     if chunk is None:
                         pending.append(pool.submit(shard.finish, self.empty()))
                     else:
-                        preds, failed = self.predict(chunk, shard.path)
+                        with clock.timing("predict"):
+                            preds, failed = self.predict(chunk, shard.path)
                         shard.add(chunk, failed, preds.rows)
-                        pending.append(pool.submit(shard.out.write, preds))
+                        pending.append(pool.submit(clock.timed("write", shard.out.write),
+                                                   preds))
                         self.progress.update(chunk.inputs)
                     while len(pending) > 2:
-                        pending.pop(0).result()
+                        with clock.timing("wait_writer"):
+                            pending.pop(0).result()
                 for future in pending:
                     future.result()
         except BaseException:
