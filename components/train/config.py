@@ -45,7 +45,7 @@ class TrainConfig:
     optimizer: str = "adam"
     precision: str = "float32"
     jit_compile: bool = False
-    steps_per_execution: int = 1
+    steps_per_execution: int = 8  # per-step dispatch is a large share of a small model's step
     steps_per_epoch: int = 0
     eval_steps: int = 0
     cache: bool = False
