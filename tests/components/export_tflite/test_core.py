@@ -74,7 +74,8 @@ def test_metrics_and_report(float16_bundle):
     assert "| top-1 agreement | 1.0000 (min 0.9800) |" in float16_bundle.markdown()
     assert float16_bundle.metadata()["gate"] == {"max_accuracy_drop": 0.01,
                                                  "min_agreement": 0.98,
-                                                 "max_relative_error": 0.05}
+                                                 "max_relative_error": 0.05,
+                                                 "max_rmse_increase": 0.05}
 
 
 def test_exports_the_model_chosen_by_freeze_quantize(dynamic_dir, demo_model, demo_dataset,
