@@ -188,3 +188,19 @@ def test_freeze_heap_takes_what_is_alive_out_of_the_collectors_reach():
         assert probe() is None  # reference counting still frees it
     finally:
         gc.unfreeze()
+
+
+def test_kserve_timing_middleware_is_taken_out_and_the_others_kept():
+    from fastapi import FastAPI
+    from timing_asgi import TimingMiddleware
+    from timing_asgi.integrations import StarletteScopeToName
+
+    from tfkfp.components.serve.limits import BodyLimit
+    from tfkfp.components.serve.server import _drop_timing
+
+    app = FastAPI()
+    app.add_middleware(BodyLimit, limit=10)
+    app.add_middleware(TimingMiddleware, client=None,
+                       metric_namer=StarletteScopeToName(prefix="p", starlette_app=app))
+    _drop_timing(app)
+    assert [m.cls for m in app.user_middleware] == [BodyLimit]
