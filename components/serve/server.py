@@ -4,7 +4,8 @@ KServe's own pieces (its FastAPI app, DataPlane, RESTServer, GRPCServer) are put
 here rather than through ``kserve.ModelServer.start``, which listens on every address, refuses
 to start before a model is ready and parses ``sys.argv`` as its own. Added to KServe's app: a
 request body limit (413), RequestError as 400 and OverloadedError as 503, and server
-readiness (``/v2/health/ready``) that waits for the model. SIGTERM stops accepting
+readiness (``/v2/health/ready``) that waits for the model; taken out: its per-request timing
+middleware, whose log lines are silenced anyway. SIGTERM stops accepting
 connections, answers the requests in flight (up to ``grace_seconds``), then exits 0.
 """
 
@@ -102,8 +103,14 @@ def _servers(model, options: ServeOptions, app):
     dataplane = _DataPlane(model_registry=registry)
     extension = ModelRepositoryExtension(model_registry=registry)
     _extend_app(app, options.max_request_bytes)
-    rest = RESTServer("kserve.model_server:app", dataplane, extension, options.http_port,
-                      grace_period=options.grace_seconds, event_loop="asyncio")
+
+    class _RESTServer(RESTServer):
+        def _add_middlewares(self, app):
+            super()._add_middlewares(app)
+            _drop_timing(app)
+
+    rest = _RESTServer("kserve.model_server:app", dataplane, extension, options.http_port,
+                       grace_period=options.grace_seconds, event_loop="asyncio")
     rest.config.host = options.host
     grpc = None
     if options.grpc_port:
@@ -112,6 +119,16 @@ def _servers(model, options: ServeOptions, app):
                                   "grpc_max_receive_message_length": options.max_request_bytes},
                           grace_period=options.grace_seconds)
     return rest, grpc
+
+
+def _drop_timing(app) -> None:
+    """KServe's middlewares less its TimingMiddleware: its only output is two kserve.trace
+    lines per request, which _quiet_logs silences, yet it matches the request's route a second
+    time, formats both lines and calls getrusage twice, on the event loop, for every request
+    (about an eighth of the no-op server's time per request)."""
+    from timing_asgi import TimingMiddleware
+
+    app.user_middleware[:] = [m for m in app.user_middleware if m.cls is not TimingMiddleware]
 
 
 def _extend_app(app, max_bytes: int) -> None:

@@ -10,7 +10,7 @@ import pytest
 from tfkfp.components.serve.batcher import Batcher
 from tfkfp.components.serve.errors import OverloadedError, RequestError, ServeOptionsError
 from tfkfp.components.serve.options import ServeOptions
-from tfkfp.components.serve.rows import Field, RowDecoder
+from tfkfp.components.serve.rows import Field, RowDecoder, _column
 
 
 @pytest.mark.parametrize("change,words", [
@@ -50,6 +50,55 @@ def test_rows_with_gaps_become_the_stored_gap_values():
 def test_values_that_do_not_fit_are_named(row, words):
     with pytest.raises(RequestError, match=words.replace("(", r"\(").replace("[", r"\[")):
         decoder().v1({"instances": [row]})
+
+
+WIDE = [Field("a", "float32", ()), Field("n", "int64", ()), Field("b", "float32", ()),
+        Field("s", "string", ()), Field("c", "float32", ()), Field("v", "float32", (2,))]
+
+
+def wide_row(i):
+    return {"a": None if i % 3 == 0 else i / 7, "n": i, "b": i * 10**6 + 1, "s": "青" * i,
+            "c": 1e39 if i == 2 else -i - 0.1, "v": [i, 0.5], "id": i}
+
+
+def test_the_float_columns_are_decoded_together_as_column_by_column():
+    decoder = RowDecoder(WIDE, ["id"], [], None, max_instances=16)
+    instances = [wide_row(i) for i in range(5)]
+    with np.errstate(over="ignore"):  # 1e39 is past float32: inf either way
+        rows = decoder.v1({"instances": instances})
+        for field in WIDE:
+            want = _column([r[field.name] for r in instances], field)
+            got = rows.features[field.name]
+            assert got.dtype == want.dtype and got.shape == want.shape
+            if field.dtype == "float32":  # NaN gaps included, bit for bit
+                assert got.view(np.uint32).tolist() == want.view(np.uint32).tolist()
+            else:
+                assert got.tolist() == want.tolist()
+    assert list(rows.features) == [f.name for f in WIDE]
+    assert rows.keys == [{"id": i} for i in range(5)]
+
+
+@pytest.mark.parametrize("index,change,words", [
+    (1, {"b": True}, "instance 1, column 'b': expected float32"),
+    (2, {"c": "3.5"}, "instance 2, column 'c': expected float32"),
+    (1, {"a": [1.0]}, "instance 1, column 'a'"),
+    (0, {"s": 4, "c": "x"}, "instance 0, column 's'"),  # the first column in order
+    (1, {"zz": 1.0}, r"instance 1: unknown column \['zz'\]"),
+])
+def test_wide_rows_that_do_not_fit_are_named_as_before(index, change, words):
+    decoder = RowDecoder(WIDE, ["id"], [], None, max_instances=16)
+    instances = [wide_row(i) for i in range(3)]
+    instances[index] = {**instances[index], **change}
+    with pytest.raises(RequestError, match=words):
+        decoder.v1({"instances": instances})
+
+
+def test_a_row_missing_a_float_column_is_named():
+    decoder = RowDecoder(WIDE, ["id"], [], None, max_instances=16)
+    row = wide_row(1)
+    del row["b"]
+    with pytest.raises(RequestError, match=r"instance 0: missing column \['b'\]"):
+        decoder.v1({"instances": [row]})
 
 
 def test_b64_without_a_parser_is_refused():
@@ -139,3 +188,19 @@ def test_freeze_heap_takes_what_is_alive_out_of_the_collectors_reach():
         assert probe() is None  # reference counting still frees it
     finally:
         gc.unfreeze()
+
+
+def test_kserve_timing_middleware_is_taken_out_and_the_others_kept():
+    from fastapi import FastAPI
+    from timing_asgi import TimingMiddleware
+    from timing_asgi.integrations import StarletteScopeToName
+
+    from tfkfp.components.serve.limits import BodyLimit
+    from tfkfp.components.serve.server import _drop_timing
+
+    app = FastAPI()
+    app.add_middleware(BodyLimit, limit=10)
+    app.add_middleware(TimingMiddleware, client=None,
+                       metric_namer=StarletteScopeToName(prefix="p", starlette_app=app))
+    _drop_timing(app)
+    assert [m.cls for m in app.user_middleware] == [BodyLimit]
