@@ -72,15 +72,19 @@ def messy_rows(count: int, seed: int = 11):
 MESSY_HEADER = ["id", "x", "y", "colour", "count", "label"]
 
 
-def write_messy_csv(path, rows):
+def write_quoted_csv(path, header, rows):
     """A CSV written with the csv module, so commas and quotes inside values are quoted."""
     import csv
 
     with open(path, "w", newline="", encoding="utf-8") as f:
         writer = csv.writer(f)
-        writer.writerow(MESSY_HEADER)
+        writer.writerow(header)
         writer.writerows(rows)
     return str(path)
+
+
+def write_messy_csv(path, rows):
+    return write_quoted_csv(path, MESSY_HEADER, rows)
 
 
 @pytest.fixture
@@ -110,13 +114,7 @@ def regression_rows(count: int, seed: int = 5):
 
 
 def write_regression_csv(path, rows):
-    import csv
-
-    with open(path, "w", newline="", encoding="utf-8") as f:
-        writer = csv.writer(f)
-        writer.writerow(REGRESSION_HEADER)
-        writer.writerows(rows)
-    return str(path)
+    return write_quoted_csv(path, REGRESSION_HEADER, rows)
 
 
 @pytest.fixture(scope="session")
