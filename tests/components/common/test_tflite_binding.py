@@ -93,11 +93,14 @@ def test_a_shape_that_cannot_feed_the_input():
 
 
 def test_an_image_with_other_channels_and_a_string_for_a_number_are_refused():
-    rgb = signature({"input_1": ([None, 32, 32, 3], tf.float32)})
+    rgba = signature({"input_1": ([None, 32, 32, 4], tf.float32)})
     with pytest.raises(QuantizeInputError, match=r"column 'image' of dataset d \(image, decoded "
                                                  r"to float32 \[None, 8, 8, 1\]\) cannot feed "
-                                                 r".*\(float32 \[None, 32, 32, 3\]\): the shapes"):
-        bind(rgb, "serving_default", IMAGES, "dataset d")
+                                                 r".*\(float32 \[None, 32, 32, 4\]\): the shapes"):
+        bind(rgba, "serving_default", IMAGES, "dataset d")
+    rgb = bind(signature({"input_1": ([None, 32, 32, 3], tf.float32)}), "serving_default",
+               IMAGES, "dataset d")  # grey feeds RGB, converted on the way in
+    assert rgb.channels == {"input_1": 3} and rgb.resize == {"input_1": (32, 32)}
     fn = signature({"colour": ([None], tf.float32)})
     with pytest.raises(QuantizeInputError, match=r"column 'colour' of dataset d \(string "
                                                  r"\[None\]\) cannot feed .* input 'colour' "
