@@ -167,7 +167,7 @@ def make_training(gpu: Gpu | None = None):
         with dsl.If(diagnose == True, name="diagnose"):  # noqa: E712 - a KFP condition
             diagnose_bottleneck(dataset=dataset, model_name=model_name, model_fn=model_fn,
                                 hidden_units=hidden_units, batch_size=batch_size,
-                                precision=precision)
+                                precision=precision, task=task)
         trained = train_step(dataset=dataset, model_name=model_name, model_fn=model_fn,
                         hidden_units=hidden_units, strategy=strategy, workers=workers,
                         parameter_servers=parameter_servers, launcher=launcher,

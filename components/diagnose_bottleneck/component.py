@@ -18,6 +18,7 @@ def diagnose_bottleneck(
     strategy: str = "default",
     precision: str = "float32",
     cache: bool = False,
+    task: str = "auto",
     memory_limit_mb: int = 0,
     seconds: float = 3.0,
 ) -> str:
@@ -40,6 +41,8 @@ def diagnose_bottleneck(
         strategy: default, one_device, mirrored or tpu (strategies that run in one process).
         precision: float32, mixed_float16 or mixed_bfloat16.
         cache: Measure with train's in-memory cache of the records (after the first epoch).
+        task: auto (a float label is regressed on, an integer or string label classified),
+            classification or regression, as in train.
         memory_limit_mb: Memory training may use, in MB; 0 is what the machine has available.
         seconds: Wall time for each measurement.
 
@@ -54,7 +57,7 @@ def diagnose_bottleneck(
     logging.basicConfig(level=logging.INFO)
     result = diagnose(
         dataset.path, model_name=model_name, model_fn=model_fn, hidden_units=hidden_units,
-        batch_size=batch_size, strategy=strategy, precision=precision, cache=cache,
+        batch_size=batch_size, strategy=strategy, precision=precision, cache=cache, task=task,
         memory_limit_mb=memory_limit_mb, seconds=seconds)
     for name, value in result.metrics().items():
         metrics.log_metric(name, value)

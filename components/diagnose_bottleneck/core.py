@@ -64,6 +64,7 @@ def diagnose_bottleneck(
     cache: bool = False,
     memory_limit_mb: int = 0,
     seconds: float = 3.0,
+    task: str = "auto",
 ) -> BottleneckResult:
     """Diagnose what bounds training on a Dataset directory written by shard_tfrecords.
 
@@ -79,13 +80,14 @@ def diagnose_bottleneck(
         memory_limit_mb: the memory training may use, in MB; 0 is what the host has
             available (the pod's cgroup limit where lower), or a GPU's memory.
         seconds: wall time for each measurement (each runs at least a few steps).
+        task: auto, classification or regression, as in train.
     """
     started = time.perf_counter()
     tensorflow_threads()  # before TensorFlow's first op: pools sized to the CPU limit
     config = _config(dataset, model_name, model_fn, hidden_units, batch_size, strategy, precision,
-                     cache)
+                     cache, task)
     _check(config, memory_limit_mb, seconds)
-    schema = _check_dataset(dataset)
+    schema = _check_dataset(dataset, task)
     records = _train_records(dataset)
     figures = probe.run(config, schema, records, memory_limit_mb, seconds)
     figures.update(model=config.model_fn or config.model_name, strategy=strategy,
@@ -97,7 +99,7 @@ def diagnose_bottleneck(
 
 
 def _config(dataset, model_name, model_fn, hidden_units, batch_size, strategy, precision,
-            cache) -> TrainConfig:
+            cache, task="auto") -> TrainConfig:
     if isinstance(hidden_units, str):
         try:
             hidden_units = [int(u) for u in hidden_units.replace(" ", "").split(",") if u]
@@ -106,7 +108,7 @@ def _config(dataset, model_name, model_fn, hidden_units, batch_size, strategy, p
                                    "list of integers, e.g. '256,128'") from err
     return TrainConfig(dataset=dataset, model_dir="", model_name=model_name, model_fn=model_fn,
                        hidden_units=tuple(hidden_units), batch_size=batch_size,
-                       strategy=strategy, precision=precision, cache=cache)
+                       strategy=strategy, precision=precision, cache=cache, task=task)
 
 
 def _check(config: TrainConfig, memory_limit_mb: int, seconds: float) -> None:
@@ -124,11 +126,11 @@ def _check(config: TrainConfig, memory_limit_mb: int, seconds: float) -> None:
         raise TrainConfigError(f"seconds must be positive, got {seconds}")
 
 
-def _check_dataset(data: str) -> Schema:
+def _check_dataset(data: str, task: str = "auto") -> Schema:
     Manifest.load(data)  # says what is missing when data is not a Dataset directory
     schema = Schema.load(data)
     try:  # the label read as train reads it: a classifier's classes or a regressor's values
-        task = tasks.resolve(schema)
+        task = tasks.resolve(schema, task)
     except SchemaError as err:
         raise SchemaError(f"{data}: {err}; there is no training step to diagnose") from err
     if not schema.features:

@@ -207,3 +207,17 @@ def test_a_label_no_task_can_use_is_refused_naming_why(tmp_path):
                                           "classify; classification needs class names: use "
                                           "task='regression'"):
         diagnose_bottleneck(data, seconds=SECONDS)
+
+
+def test_a_label_is_diagnosed_for_the_task_asked(regression_csv, tmp_path):
+    from tfkfp.components.shard_tfrecords.core import shard_tfrecords
+
+    rooms, houses = str(tmp_path / "rooms"), str(tmp_path / "houses")
+    shard_tfrecords(regression_csv, rooms, label="rooms")  # 6 classes by default
+    result = diagnose_bottleneck(rooms, hidden_units=(16,), seconds=SECONDS, task="regression")
+    assert result.config.task == "regression"
+    assert result.figures["compute_records_per_second"] > 0
+    shard_tfrecords(regression_csv, houses, label="house")  # a string label
+    with pytest.raises(SchemaError, match="label 'house' \\(string\\) is text, which cannot "
+                                          "be regressed on"):
+        diagnose_bottleneck(houses, seconds=SECONDS, task="regression")
