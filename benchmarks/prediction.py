@@ -118,6 +118,8 @@ def run(csv_path: str, work: str, repeats: int) -> List[Record]:
     columns_dir = os.path.join(work, "pred-dataset-columns")
     shard_tfrecords(csv_path, dataset_dir, label="label", num_shards=8, layout="packed")
     shard_tfrecords(csv_path, columns_dir, label="label", num_shards=8, layout="columns")
+    blocks_dir = os.path.join(work, "pred-dataset-blocks")
+    shard_tfrecords(csv_path, blocks_dir, label="label", num_shards=8, layout="blocks")
     model = build_model(dataset_dir, model_dir)
     features = in_memory_table(csv_path)
     rows = len(features["f00"])
@@ -143,6 +145,8 @@ def run(csv_path: str, work: str, repeats: int) -> List[Record]:
         "tfkfp batch_predict (SavedModel)": lambda: ours(saved, "out-saved"),
         "tfkfp batch_predict (SavedModel, columns)": lambda: ours(saved, "out-columns",
                                                                  columns_dir),
+        "tfkfp batch_predict (SavedModel, blocks)": lambda: ours(saved, "out-blocks",
+                                                                blocks_dir),
         "tfkfp batch_predict (TFLite int8)": lambda: ours(lite, "out-lite"),
         "model.predict in memory": lambda: len(model.predict(features, batch_size=BATCH,
                                                              verbose=0)),
@@ -159,6 +163,12 @@ def run(csv_path: str, work: str, repeats: int) -> List[Record]:
           f"model {stages['predict']:.2f}, format+write {stages['write']:.2f}; bound by "
           f"{stages['bound_by']}; the model waited {stages['wait_input']:.2f} s for input and "
           f"{stages['wait_writer']:.2f} s for the writer", flush=True)
+    stages = batch_predict(model_dir, blocks_dir, os.path.join(work, "out-stages-blocks"),
+                           predict_batch_size=BATCH, predictor=saved).stages
+    print(f"  the same, blocks shards: read+parse {stages['read']:.2f}, model "
+          f"{stages['predict']:.2f}, format+write {stages['write']:.2f}; bound by "
+          f"{stages['bound_by']}; waited {stages['wait_input']:.2f} s for input and "
+          f"{stages['wait_writer']:.2f} s for the writer", flush=True)
     return [
         Record("batch_predict", "rows/s", mine, "per-example model.predict loop",
                rates["per-example model.predict"], 1000.0, load),
@@ -173,6 +183,13 @@ def run(csv_path: str, work: str, repeats: int) -> List[Record]:
                rates["tfkfp batch_predict (SavedModel, columns)"],
                f"model.predict in memory (batch {BATCH})", rates["model.predict in memory"],
                None, load),
+        Record("batch_predict blocks", "rows/s",
+               rates["tfkfp batch_predict (SavedModel, blocks)"],
+               f"model.predict in memory (batch {BATCH})", rates["model.predict in memory"],
+               0.8, load),
+        Record("batch_predict blocks", "rows/s",
+               rates["tfkfp batch_predict (SavedModel, blocks)"], "the packed shards (same run)",
+               mine, None, load),
         Record("batch_predict_tflite", "rows/s", rates["tfkfp batch_predict (TFLite int8)"],
                "same, SavedModel path", mine, None, load),
     ]

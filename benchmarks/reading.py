@@ -3,8 +3,8 @@
 Ours (``make_dataset``) on the default ``packed`` layout against pandas.read_csv to NumPy,
 against the naive ``map(parse_single_example)`` pipeline, and against the raw-bytes ceiling:
 the same TFRecords read with the same interleave and batching, but not parsed. The same
-table sharded one feature per column (``layout="columns"``) is read beside it, so the
-layouts compare within one run.
+table sharded one feature per column (``layout="columns"``) and in blocks of rows
+(``layout="blocks"``) is read beside it, so the layouts compare within one run.
 """
 
 import logging
@@ -57,6 +57,14 @@ def raw_bytes(dataset_dir: str) -> int:
     return sum(len(batch.numpy()) for batch in ds)
 
 
+def raw_block_rows(dataset_dir: str) -> int:
+    """The raw read of a blocks Dataset, counted in rows (from its manifest)."""
+    from tfkfp.components.common.dataset import Manifest
+
+    raw_bytes(dataset_dir)
+    return sum(Manifest.load(dataset_dir).records(s) for s in ("train", "eval"))
+
+
 def pandas_csv(csv_path: str) -> int:
     import pandas as pd
 
@@ -73,16 +81,21 @@ def run(csv_path: str, work: str, repeats: int) -> List[Record]:
     columns = os.path.join(work, "read-dataset-columns")
     shard_tfrecords(csv_path, packed, label="label", num_shards=8, layout="packed")
     shard_tfrecords(csv_path, columns, label="label", num_shards=8, layout="columns")
+    blocks = os.path.join(work, "read-dataset-blocks")
+    shard_tfrecords(csv_path, blocks, label="label", num_shards=8, layout="blocks")
     print("reading and parsing", flush=True)
     load = load_average()
     rates = best_rates({
         "tfkfp make_dataset (packed)": lambda: ours(packed),
         "tfkfp make_dataset (columns)": lambda: ours(columns),
+        "tfkfp make_dataset (blocks)": lambda: ours(blocks),
         "pandas.read_csv": lambda: pandas_csv(csv_path),
         "naive parse_single_example": lambda: naive(columns),
         "raw TFRecord bytes (packed)": lambda: raw_bytes(packed),
         "raw TFRecord bytes (columns)": lambda: raw_bytes(columns),
+        "raw TFRecord bytes (blocks)": lambda: raw_block_rows(blocks),
     }, repeats)
+    in_blocks = rates["tfkfp make_dataset (blocks)"]
     mine, per_column = rates["tfkfp make_dataset (packed)"], rates["tfkfp make_dataset (columns)"]
     return [
         Record("read_parse", "records/s", mine, "pandas.read_csv to NumPy",
@@ -97,4 +110,10 @@ def run(csv_path: str, work: str, repeats: int) -> List[Record]:
                rates["naive parse_single_example"], 10.0, load),
         Record("read_parse columns", "records/s", per_column, "raw bytes of the same files",
                rates["raw TFRecord bytes (columns)"], None, load),
+        Record("read_parse blocks", "records/s", in_blocks, "pandas.read_csv to NumPy",
+               rates["pandas.read_csv"], 1.0, load),
+        Record("read_parse blocks", "records/s", in_blocks, "raw bytes of the same files",
+               rates["raw TFRecord bytes (blocks)"], 0.7, load),
+        Record("read_parse blocks", "records/s", in_blocks, "layout=packed (same run)", mine,
+               None, load),
     ]

@@ -162,6 +162,18 @@ def demo_dataset(demo_dir, tmp_path_factory):
 
 
 @pytest.fixture(scope="session")
+def demo_blocks_dataset(demo_dir, tmp_path_factory):
+    """The demo digits sharded in blocks of 100 rows a record (``layout="blocks"``);
+    ``demo_dataset`` holds the same rows, one a record."""
+    from tfkfp.components.shard_tfrecords.core import shard_tfrecords
+
+    out = str(tmp_path_factory.mktemp("demo_blocks") / "dataset")
+    shard_tfrecords(demo_dir.csv, out, label="label", keys=["id"], layout="blocks",
+                    block_rows=100)
+    return out
+
+
+@pytest.fixture(scope="session")
 def demo_columns_dataset(demo_dir, tmp_path_factory):
     """The demo digits sharded one feature per column (``layout="columns"``), as every Dataset
     was before the packed layout; ``demo_dataset`` holds the same rows packed."""

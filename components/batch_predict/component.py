@@ -126,7 +126,8 @@ def vertex_batch_predict(
         model: A tfkfp SavedModel in Cloud Storage (gs://).
         project: Google Cloud project.
         region: Vertex AI region, e.g. us-central1.
-        input_uris: gs:// TFRecord shards (or patterns) to predict.
+        input_uris: gs:// TFRecord shards (or patterns) to predict, one row per record
+            (layout packed or columns, not blocks).
         output_uri_prefix: gs:// folder Vertex writes the predictions under.
         job: Output with the uploaded model's and the job's resource names.
         gcp_resources: Output naming the BatchPredictionJob, by which Vertex AI Pipelines
@@ -143,7 +144,12 @@ def vertex_batch_predict(
     """
     import json
 
-    from tfkfp.components.batch_predict.vertex import SERVING_IMAGE, VertexJob, submit
+    from tfkfp.components.batch_predict.vertex import (
+        SERVING_IMAGE,
+        VertexJob,
+        check_record_layout,
+        submit,
+    )
 
     spec = VertexJob(
         project=project, region=region, model_uri=model.uri, input_uris=input_uris,
@@ -152,6 +158,7 @@ def vertex_batch_predict(
         starting_replica_count=starting_replica_count, max_replica_count=max_replica_count,
         batch_size=vertex_batch_size, accelerator_type=gpu_type,
         accelerator_count=gpus, serving_image=serving_image or SERVING_IMAGE)
+    check_record_layout(input_uris)
     result = submit(spec, gcp_resources=gcp_resources)
     job.metadata.update(result)
     with open(job.path, "w") as f:

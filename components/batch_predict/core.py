@@ -176,11 +176,16 @@ def check_options(output_format: str, top_k: int, predict_batch_size: int) -> No
 def _reader(plan: sources.InputPlan, files: List[str], features, key_columns, batch_size: int):
     """``read(path) -> Iterator[Chunk]`` for the plan's format (text headers checked now)."""
     if plan.fmt == "tfrecord":
-        from tfkfp.components.batch_predict.tfrecords import make_parser, read_tfrecords
+        from tfkfp.components.batch_predict.tfrecords import (
+            make_parser,
+            read_tfrecords,
+            records_per_batch,
+        )
 
         # "both": a pattern read with the model's schema may hold either layout
         parse = make_parser(features, key_columns, plan.schema, accept="both")
-        return lambda path: read_tfrecords(path, plan.compression, parse, batch_size)
+        per_batch = records_per_batch(batch_size, plan.schema)
+        return lambda path: read_tfrecords(path, plan.compression, parse, per_batch)
     for path in files:
         text.check_columns(path, plan.fmt, features + key_columns)
     return lambda path: text.read_text(path, plan.fmt, features, key_columns, batch_size)

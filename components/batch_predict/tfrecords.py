@@ -11,6 +11,10 @@ go wrong, and neither aborts the run:
   of the batch in progress are read again one by one up to the failure, and the shard is
   reported with its file name, the record index and the byte offset where reading failed.
 
+In the ``blocks`` layout a record holds several rows: batches group as many records as hold
+about B rows, a row's ``record`` is its block's index in the file, and a block that does
+not parse is one error naming that block.
+
 A shard listed in a manifest yields as many inputs as the manifest lists: each listed record
 it did not yield (cut on a record boundary, or unread after a corruption) is an error row
 naming the shard and both counts (``missing_records``).
@@ -28,7 +32,7 @@ from tfkfp.components.batch_predict.records import (
     concat_columns,
     split_failures,
 )
-from tfkfp.components.common.parsing import example_parser
+from tfkfp.components.common.parsing import rows_parser
 from tfkfp.components.common.progress import log
 from tfkfp.components.common.reader import decode_column
 from tfkfp.components.common.schema import Column, Schema
@@ -39,24 +43,32 @@ _FRAME = 16  # length (8) + length CRC (4) + data CRC (4) around every TFRecord
 
 def make_parser(features: List[Column], keys: List[Column], schema: Schema | None = None,
                 accept: str = "schema"):
-    """A compiled ``serialized[B] -> (features, keys)`` for the feature and key columns, in
-    the record layout of ``schema`` (the data's; None: one feature per column)."""
+    """A compiled ``serialized[B] -> (features, keys, rows[B])`` for the feature and key
+    columns, in the record layout of ``schema`` (the data's; None: one feature per column),
+    with the rows each record holds."""
     import tensorflow as tf
 
     columns = features + [k for k in keys if k.name not in {c.name for c in features}]
-    parse_columns = example_parser(schema or Schema(tuple(columns)), columns, accept)
+    parse_columns = rows_parser(schema or Schema(tuple(columns)), columns, accept)
 
     @tf.function(input_signature=[tf.TensorSpec([None], tf.string)])
     def parse(serialized):
-        parsed = parse_columns(serialized)
+        parsed, rows = parse_columns(serialized)
         return ({c.name: decode_column(c, parsed[c.name]) for c in features},
-                {k.name: parsed[k.name] for k in keys})
+                {k.name: parsed[k.name] for k in keys}, rows)
 
     return parse
 
 
+def records_per_batch(batch_size: int, schema: Schema | None) -> int:
+    """Records to read for a batch of about ``batch_size`` rows."""
+    block = schema.block_rows if schema is not None else 0
+    return max(1, -(-batch_size // block)) if block else batch_size
+
+
 def read_tfrecords(path: str, compression: str, parse, batch_size: int) -> Iterator[Chunk]:
-    """Parsed chunks of one shard, then (if it is corrupt) one chunk naming where it broke."""
+    """Parsed chunks of one shard, ``batch_size`` records each, then (if it is corrupt) one
+    chunk naming where it broke."""
     import tensorflow as tf
 
     raw = tf.data.TFRecordDataset(path, compression_type=compression, buffer_size=1 << 20)
@@ -82,9 +94,9 @@ def parse_chunk(path: str, parse, serialized, first: int, offsets) -> Chunk:
     count = int(serialized.shape[0])
 
     def attempt(lo: int, hi: int):
-        features, keys = parse(serialized[lo:hi])
+        features, keys, rows = parse(serialized[lo:hi])
         return ({n: v.numpy() for n, v in features.items()},
-                {n: v.numpy() for n, v in keys.items()})
+                {n: v.numpy() for n, v in keys.items()}, rows.numpy())
 
     good, bad = split_failures(attempt, count)
     errors = [ErrorRow(path, first + i, int(offsets[i]) if offsets is not None else -1,
@@ -98,7 +110,8 @@ def _chunk(good, errors: List[ErrorRow], first: int) -> Chunk:
         return Chunk({}, {}, np.zeros(0, np.int64), errors)
     features = concat_columns([g[2][0] for g in good], list(good[0][2][0]))
     keys = concat_columns([g[2][1] for g in good], list(good[0][2][1]))
-    records = np.concatenate([np.arange(lo, hi, dtype=np.int64) for lo, hi, _ in good]) + first
+    records = np.concatenate([np.repeat(np.arange(lo, hi, dtype=np.int64), result[2])
+                              for lo, hi, result in good]) + first
     return Chunk(features, keys, records, errors)
 
 

@@ -13,7 +13,9 @@ input (each record base64-encoded), so the shards from shard_tfrecords are the i
 they are: ``serving_default`` reads one feature per column and the ``packed`` layout that
 shard_tfrecords writes for the model's own feature columns. Shards of a table with other
 numeric feature columns than the model's (or for a model exported before the packed
-layout existed) are sharded with ``layout="columns"``.
+layout existed) are sharded with ``layout="columns"``. Shards in the ``blocks`` layout hold
+many rows per record, which Vertex would send as one instance: they are refused before
+anything is uploaded (``check_record_layout``).
 """
 
 import dataclasses
@@ -23,7 +25,8 @@ import time
 from typing import Dict, List, Sequence
 
 from tfkfp.components.batch_predict.errors import PredictInputError
-from tfkfp.components.common import vertex_jobs
+from tfkfp.components.common import uris, vertex_jobs
+from tfkfp.components.common.schema import SCHEMA_FILE, Schema
 from tfkfp.components.common.signals import sigterm_raises
 
 log = logging.getLogger("tfkfp")
@@ -90,6 +93,24 @@ def check(job: VertexJob) -> None:
                                 f"{job.accelerator_type!r} x {job.accelerator_count}")
     if not re.fullmatch(r"[a-z][-a-z0-9]*", job.region):
         raise PredictInputError(f"region {job.region!r} is not a Vertex region, e.g. us-central1")
+
+
+def check_record_layout(input_uris: Sequence[str]) -> None:
+    """Refuse shards whose Dataset's schema.json (beside the shards or one folder up) says
+    ``blocks``: Vertex sends each record to ``serving_default`` as one instance."""
+    for uri in input_uris:
+        folder = uri.rstrip("/")
+        for _ in range(3):  # the URI itself, the folder of a shard, and the Dataset's
+            path = uris.join(folder, SCHEMA_FILE)
+            if uris.exists(path):
+                if Schema.load(path).layout == "blocks":
+                    raise PredictInputError(
+                        f"Vertex batch prediction: {uri} is sharded in the 'blocks' layout "
+                        f"({path}), several rows per record, but Vertex sends each record to "
+                        "serving_default as one instance; shard it with layout='packed' or "
+                        "'columns', or use batch_predict, which reads every layout")
+                break
+            folder = folder.rsplit("/", 1)[0]
 
 
 def build_requests(job: VertexJob, model_name: str = "") -> List:

@@ -116,7 +116,12 @@ class Manifest:
         return files
 
     def shard_records(self, split: str) -> List[int]:
+        """Each shard's rows (examples)."""
         return [int(s["records"]) for s in self.split(split)["shards"]]
+
+    def shard_blocks(self, split: str) -> List[int]:
+        """Each shard's TFRecord records: its rows but in the ``blocks`` layout."""
+        return [int(s.get("blocks", s["records"])) for s in self.split(split)["shards"]]
 
     def shard_sizes(self, split: str) -> List[int | None]:
         """Each shard's bytes as written (None where the manifest does not say)."""

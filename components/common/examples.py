@@ -178,6 +178,36 @@ def encode_examples(columns: Dict[str, Tuple[str, np.ndarray]]) -> Rows:
     return concat(pieces)
 
 
+def encode_blocks(columns: Dict[str, Tuple[str, np.ndarray]], block_rows: int
+                  ) -> Tuple[Rows, np.ndarray]:
+    """Serialise one Example per ``block_rows`` consecutive rows (the last block holds the
+    rest): each feature lists its rows' values one row after another. Returns the records
+    and the rows each holds."""
+    rows = len(next(iter(columns.values()))[1])
+    full, rest = divmod(rows, block_rows)
+    parts, counts = [], []
+    if full:
+        parts.append(encode_examples({
+            name: (dtype, _rows_of(values[:full * block_rows], full))
+            for name, (dtype, values) in columns.items()}))
+        counts.append(np.full(full, block_rows, dtype=np.int64))
+    if rest:
+        parts.append(encode_examples({
+            name: (dtype, _rows_of(values[full * block_rows:], 1))
+            for name, (dtype, values) in columns.items()}))
+        counts.append(np.array([rest], dtype=np.int64))
+    if len(parts) == 1:
+        return parts[0], counts[0]
+    flats = [part.flat() for part in parts]
+    return (Rows(np.concatenate([data for data, _ in flats]),
+                 np.concatenate([lengths for _, lengths in flats])), np.concatenate(counts))
+
+
+def _rows_of(values: np.ndarray, count: int) -> np.ndarray:
+    """``values`` regrouped as ``count`` rows (each holds a run of the original rows)."""
+    return values.reshape(count, values.size // count if count else 0)
+
+
 def pack_columns(columns: Dict[str, Tuple[str, np.ndarray]], groups: Sequence
                  ) -> Dict[str, Tuple[str, np.ndarray]]:
     """``columns`` with each packed group's scalar columns stacked into one ``(rows, n)``

@@ -8,6 +8,12 @@ or scalar numbers packed into one list per dtype) comes from ``schema.json``; ei
 same ``(features, label)`` dictionaries (see ``common.parsing``). When shuffling, records are
 interleaved and shuffled while still serialized, then batched. Images are decoded and resized
 per batch.
+
+In the ``blocks`` layout a record holds many rows, so records are grouped, parsed together
+and cut into batches of exactly ``batch_size`` rows (``rebatch``), never moving one row at a
+time. Shuffling stays honest: the blocks are shuffled (a buffer of the same number of rows),
+then the rows of several blocks are shuffled together before batching, so a batch draws on
+many parts of the input rather than one run of consecutive rows.
 """
 
 from typing import Dict, List, Tuple
@@ -87,6 +93,10 @@ def make_dataset(
     if input_context is not None:
         batch_size = input_context.get_per_replica_batch_size(batch_size)
 
+    if schema.layout == "blocks":
+        return _blocks_dataset(files, compression, schema, mode, batch_size, shuffle,
+                               shuffle_buffer, repeat, cache, deterministic, drop_remainder,
+                               num_parallel_reads, seed, input_context, auto_shard_policy)
     cycle = num_parallel_reads or min(len(files), 8) or 1
     pipelines = input_context.num_input_pipelines if input_context is not None else 1
     ds = tf.data.Dataset.from_tensor_slices(files)
@@ -113,10 +123,64 @@ def make_dataset(
         ds = ds.repeat() if repeat else ds
     ds = ds.map(_parser(schema, mode), num_parallel_calls=tf.data.AUTOTUNE,
                 deterministic=deterministic)
+    return _finish(ds, deterministic, auto_shard_policy)
+
+
+def _finish(ds, deterministic: bool, auto_shard_policy: str):
+    import tensorflow as tf
+
     options = tf.data.Options()
     options.deterministic = deterministic
     options.experimental_distribute.auto_shard_policy = _policy(auto_shard_policy)
     return ds.with_options(options).prefetch(tf.data.AUTOTUNE)
+
+
+MIX_BLOCKS = 8  # blocks whose rows are shuffled together when shuffling
+
+
+def _blocks_dataset(files, compression: str, schema: Schema, mode: str, batch_size: int,
+                    shuffle: bool, shuffle_buffer: int, repeat: bool, cache: str | None,
+                    deterministic: bool, drop_remainder: bool, num_parallel_reads,
+                    seed, input_context, auto_shard_policy: str):
+    """``make_dataset`` for the ``blocks`` layout (see the module docstring)."""
+    import tensorflow as tf
+
+    per_batch = -(-batch_size // schema.block_rows)  # records that hold one batch of rows
+    group = max(per_batch, MIX_BLOCKS) if shuffle else per_batch
+    cycle = num_parallel_reads or min(len(files), 8) or 1
+    pipelines = input_context.num_input_pipelines if input_context is not None else 1
+    ds = tf.data.Dataset.from_tensor_slices(files)
+    if pipelines > 1 and len(files) >= pipelines:
+        ds = ds.shard(pipelines, input_context.input_pipeline_id)
+    share = (pipelines, input_context.input_pipeline_id) if 1 < pipelines > len(files) else None
+    if shuffle:
+        ds = ds.shuffle(len(files), seed=seed, reshuffle_each_iteration=True)
+    ds = ds.interleave(lambda f: _records(f, compression, share), cycle_length=cycle,
+                       block_length=1 if shuffle else per_batch,
+                       num_parallel_calls=tf.data.AUTOTUNE, deterministic=deterministic)
+    ds = ds.cache(_cache_path(cache)) if cache else ds
+    if shuffle:
+        blocks = max(2, shuffle_buffer // schema.block_rows)
+        ds = ds.shuffle(blocks, seed=seed, reshuffle_each_iteration=True)
+    ds = ds.repeat() if repeat else ds
+    parse = _parser(schema, mode)
+    mix = _mixer(seed) if shuffle else None
+    ds = ds.batch(group).map(lambda records: mix(*parse(records)) if mix else parse(records),
+                             num_parallel_calls=tf.data.AUTOTUNE, deterministic=deterministic)
+    ds = ds.rebatch(batch_size, drop_remainder=drop_remainder)
+    return _finish(ds, deterministic, auto_shard_policy)
+
+
+def _mixer(seed: int | None):
+    """``(features, other) -> the same rows in a random order``."""
+    import tensorflow as tf
+
+    def mix(features, other):
+        rows = tf.shape(tf.nest.flatten((features, other))[0])[0]
+        order = tf.random.shuffle(tf.range(rows), seed=seed)
+        return tf.nest.map_structure(lambda t: tf.gather(t, order), (features, other))
+
+    return mix
 
 
 def _records(path, compression: str, share: Tuple[int, int] | None = None):

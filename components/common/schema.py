@@ -12,7 +12,11 @@ The record layout (``layout``) says how the columns sit in each ``tf.train.Examp
 ``packed``, where the scalar ``float32`` features share one ``FloatList`` feature and the
 scalar ``int64`` features one ``Int64List`` feature per row, in the order the schema's
 ``packed`` groups list them; strings, images, labels, keys and multi-value features keep one
-feature each. Readers take the layout from here alone (see ``common.parsing``).
+feature each. ``blocks`` has the ``packed`` features, but each Example holds up to
+``block_rows`` consecutive rows: every feature lists its values for those rows one row
+after another (a block of 3 rows of a ``float32[2]`` column holds 6 floats), so a reader
+pays the per-record costs once per block. Readers take the layout from here alone (see
+``common.parsing``).
 """
 
 import dataclasses
@@ -24,7 +28,9 @@ from tfkfp.components.common import uris
 DTYPES = ("float32", "int64", "string")
 ROLES = ("feature", "label", "key")
 ENCODINGS = ("image",)
-LAYOUTS = ("columns", "packed")
+LAYOUTS = ("columns", "packed", "blocks")
+DEFAULT_BLOCK_ROWS = 256
+MAX_BLOCK_ROWS = 65_536
 PACKED_DTYPES = ("float32", "int64")
 SCHEMA_FILE = "schema.json"
 SCHEMA_VERSION = 1
@@ -141,6 +147,7 @@ class Schema:
     columns: Tuple[Column, ...]
     layout: str = "columns"
     packed: Tuple[PackedGroup, ...] = ()
+    block_rows: int = 0  # rows per Example in the ``blocks`` layout (0 in the others)
 
     def __post_init__(self) -> None:
         names = [c.name for c in self.columns]
@@ -154,6 +161,7 @@ class Schema:
         if self.layout == "columns" and self.packed:
             raise SchemaError("schema layout 'columns' cannot have packed groups; expected "
                               "layout 'packed' with them")
+        self._check_block_rows()
         for group in self.packed:
             self._check_group(group, names)
         packed = [n for g in self.packed for n in g.columns]
@@ -175,11 +183,26 @@ class Schema:
         if not group.columns:
             raise SchemaError(f"{where} lists no columns")
 
-    def with_layout(self, layout: str) -> "Schema":
-        """This schema with its columns laid out as ``layout`` (one of LAYOUTS)."""
+    def _check_block_rows(self) -> None:
+        if self.layout != "blocks":
+            if self.block_rows:
+                raise SchemaError(f"schema layout {self.layout!r} cannot have block_rows "
+                                  f"{self.block_rows}; only layout 'blocks' has them")
+            return
+        if not isinstance(self.block_rows, int) or not 1 <= self.block_rows <= MAX_BLOCK_ROWS:
+            raise SchemaError(f"schema layout 'blocks' needs block_rows, a whole number from "
+                              f"1 to {MAX_BLOCK_ROWS}; found {self.block_rows!r}")
+        if not any(_width(c) for c in self.columns):
+            raise SchemaError("schema layout 'blocks' needs a column with at least one value "
+                              "per row, to count a block's rows")
+
+    def with_layout(self, layout: str, block_rows: int = DEFAULT_BLOCK_ROWS) -> "Schema":
+        """This schema with its columns laid out as ``layout`` (one of LAYOUTS); ``blocks``
+        holds ``block_rows`` rows per Example."""
         _require(layout in LAYOUTS, f"layout {layout!r}", LAYOUTS)
-        groups = packed_groups(self.columns) if layout == "packed" else ()
-        return dataclasses.replace(self, layout=layout, packed=groups)
+        groups = packed_groups(self.columns) if layout in ("packed", "blocks") else ()
+        return dataclasses.replace(self, layout=layout, packed=groups,
+                                   block_rows=block_rows if layout == "blocks" else 0)
 
     def with_raw_label(self) -> "Schema":
         """This schema with the label's class vocabulary dropped, so readers yield the
@@ -212,6 +235,8 @@ class Schema:
 
     def to_json(self) -> str:
         body = {"version": SCHEMA_VERSION, "layout": self.layout}
+        if self.block_rows:
+            body["block_rows"] = self.block_rows
         if self.packed:
             body["packed"] = [g.to_dict() for g in self.packed]
         body["columns"] = [c.to_dict() for c in self.columns]
@@ -227,7 +252,8 @@ class Schema:
         layout = body.get("layout", "columns")  # older schema files: one feature a column
         try:
             packed = tuple(PackedGroup.from_dict(g) for g in body.get("packed", ()))
-            return cls(tuple(Column.from_dict(c) for c in columns), layout, packed)
+            return cls(tuple(Column.from_dict(c) for c in columns), layout, packed,
+                       body.get("block_rows", 0))
         except SchemaError as err:
             raise SchemaError(f"{source}: {err}") from None
 
@@ -256,7 +282,16 @@ class Schema:
             "keys": [c.name for c in self.keys],
             "missing": {c.name: c.missing for c in self.columns if c.missing},
             "layout": self.layout,
+            **({"block_rows": self.block_rows} if self.block_rows else {}),
         }
+
+
+def _width(col: Column) -> int:
+    """Values a row of this column has in an Example."""
+    width = 1
+    for size in col.shape:
+        width *= size
+    return width
 
 
 def _shape_text(col: Column) -> str:

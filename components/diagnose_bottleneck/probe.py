@@ -66,6 +66,9 @@ def input_figures(config: TrainConfig, schema: Schema, global_batch: int, train_
     file_bytes = sum(uris.size(f) for f in files)
     cold = measure.evict_page_cache(files)
     read = measure.read_raw(files, tf_compression(manifest.compression), seconds)
+    # a TFRecord record holds several rows in the blocks layout; rates here are of rows
+    rows_per_record = train_records / max(sum(manifest.shard_blocks("train")), 1)
+    read = dataclasses.replace(read, records=round(read.records * rows_per_record))
     disk_per_record = file_bytes / train_records
     payload_per_record = read.payload_bytes / max(read.records, 1)
     measure.evict_page_cache(files)

@@ -117,10 +117,13 @@ def _example_parser(predictor: Predictor, model_uri: str):
     from tfkfp.components.batch_predict.tfrecords import make_parser
 
     features, _ = plan_columns(predictor, predictor.schema, [], model_uri)
-    parse = make_parser(features, [], predictor.schema, accept="both")
+    schema = predictor.schema
+    if schema.layout == "blocks":  # an instance is one row: read it as a packed Example
+        schema = schema.with_layout("packed")
+    parse = make_parser(features, [], schema, accept="both")
 
     def parse_examples(records: List[bytes]) -> Dict[str, np.ndarray]:
-        parsed, _ = parse(tf.constant(records, tf.string))
+        parsed, _, _ = parse(tf.constant(records, tf.string))
         return {name: value.numpy() for name, value in parsed.items()}
 
     return parse_examples

@@ -20,7 +20,13 @@ from tfkfp.components.common.cpus import threads_or_cpus
 from tfkfp.components.common.dataset import COMPRESSIONS, Manifest, select_group
 from tfkfp.components.common.missing import POLICIES as MISSING_POLICIES
 from tfkfp.components.common.progress import Progress, log
-from tfkfp.components.common.schema import LAYOUTS, Column, Schema
+from tfkfp.components.common.schema import (
+    DEFAULT_BLOCK_ROWS,
+    LAYOUTS,
+    MAX_BLOCK_ROWS,
+    Column,
+    Schema,
+)
 from tfkfp.components.shard_tfrecords import publish, sources, summary, writer
 from tfkfp.components.shard_tfrecords.errors import ShardInputError
 from tfkfp.components.shard_tfrecords.worker import ChunkResult, EncodePlan, encode_chunk
@@ -81,6 +87,7 @@ def shard_tfrecords(
     threads: int = 0,
     missing: str = "impute",
     layout: str = DEFAULT_LAYOUT,
+    block_rows: int = DEFAULT_BLOCK_ROWS,
     progress_stream=None,
 ) -> ShardResult:
     """Shard the input into TFRecords under dataset; see the module docstring.
@@ -109,19 +116,26 @@ def shard_tfrecords(
         layout: ``packed`` stores the scalar float32 features as one FloatList and the
             scalar int64 features as one Int64List per row (names and order in schema.json);
             ``columns`` one feature per column. Strings, images, labels and keys are one
-            feature each in both.
+            feature each in both. ``blocks`` packs as ``packed`` does, ``block_rows`` rows
+            per record: the fastest to read, but each record holds many rows, so tools that
+            expect one Example per row (``serving_default``, Vertex AI batch prediction)
+            cannot take its shards.
+        block_rows: rows per record in the ``blocks`` layout.
+
+    The manifest's ``records`` count rows (examples) in every layout; a ``blocks`` shard
+    also lists its ``blocks`` (TFRecord records).
     """
     started = time.monotonic()
     column_types = dict(column_types or {})
     check_options(eval_fraction, compression, shard_size_mb, num_shards, min_shards,
-                  column_types, split_column, missing, layout)
+                  column_types, split_column, missing, layout, block_rows)
     fmt, files = sources.resolve_files(input_uri, input_format)
     files = select_group(files, file_group, file_groups, error=ShardInputError)
     raw = sources.infer_columns(fmt, files, column_types)
     if fmt == "images":
         label, keys = sources.IMAGE_LABEL, [sources.IMAGE_KEY]
     _check_columns(raw, label, keys, split_column, files[0])
-    laid_out = Schema(_columns(raw, label, keys, split_column)).with_layout(layout)
+    laid_out = Schema(_columns(raw, label, keys, split_column)).with_layout(layout, block_rows)
     chunks = sources.plan_chunks(fmt, files)
     log.info("sharding %d %s file(s) in %d chunk(s) into %s", len(files), fmt, len(chunks),
              dataset)
@@ -132,7 +146,8 @@ def shard_tfrecords(
             scratch.owned_dir(publish.spool_parent(), publish.SPOOL_PREFIX) as spool_dir, \
             scratch.owned_dir(dataset, publish.STAGING_PREFIX) as staging:
         plan = EncodePlan(tuple(raw), tuple(keys), label or None, split_column or None,
-                          eval_fraction, spool_dir, missing, laid_out.packed)
+                          eval_fraction, spool_dir, missing, laid_out.packed,
+                          laid_out.block_rows)
         results = _encode_all(chunks, plan, threads, progress_stream)
         schema = _schema(laid_out, raw, results)
         shards = writer.write_shards(results, spool_dir, staging, compression, shard_size_mb,
@@ -156,10 +171,14 @@ def shard_tfrecords(
 
 def check_options(eval_fraction: float, compression: str, shard_size_mb: float,
                   num_shards: int, min_shards: int, column_types: Dict[str, str],
-                  split_column: str | None, missing: str, layout: str = DEFAULT_LAYOUT) -> None:
+                  split_column: str | None, missing: str, layout: str = DEFAULT_LAYOUT,
+                  block_rows: int = DEFAULT_BLOCK_ROWS) -> None:
     """What sharding refuses before reading anything (pipelines check requests with it)."""
     if layout not in LAYOUTS:
         raise ShardInputError(f"layout {layout!r} is not one of {LAYOUTS}")
+    if layout == "blocks" and not 1 <= block_rows <= MAX_BLOCK_ROWS:
+        raise ShardInputError(f"block_rows {block_rows} is outside 1..{MAX_BLOCK_ROWS}; "
+                              f"expected e.g. {DEFAULT_BLOCK_ROWS} rows per record")
     if missing not in MISSING_POLICIES:
         raise ShardInputError(f"missing {missing!r} is not one of {MISSING_POLICIES}")
     if not split_column and not 0.0 < eval_fraction < 1.0:

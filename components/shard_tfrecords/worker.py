@@ -13,7 +13,7 @@ import numpy as np
 
 from tfkfp.components.common import missing
 from tfkfp.components.common.dataset import SPLITS
-from tfkfp.components.common.examples import encode_examples, pack_columns
+from tfkfp.components.common.examples import encode_blocks, encode_examples, pack_columns
 from tfkfp.components.common.schema import PackedGroup
 from tfkfp.components.shard_tfrecords.errors import ShardInputError
 from tfkfp.components.shard_tfrecords.formats.base import row_location
@@ -34,6 +34,7 @@ class EncodePlan:
     spool_dir: str
     missing: str = "impute"  # a common.missing policy
     packed: Tuple[PackedGroup, ...] = ()  # the packed layout's groups (none: one per column)
+    block_rows: int = 0  # rows per record in the blocks layout (0: one row per record)
 
 
 @dataclasses.dataclass
@@ -42,6 +43,12 @@ class ChunkResult:
     lengths: Dict[str, np.ndarray]  # record sizes per split, in order
     labels: np.ndarray | None  # distinct label values seen
     gaps: Dict[str, int] = dataclasses.field(default_factory=dict)  # rows with gaps, by column
+    rows: Dict[str, np.ndarray] | None = None  # rows each record holds (None: one each)
+
+    def record_rows(self, split: str) -> np.ndarray:
+        if self.rows is None:
+            return np.ones(len(self.lengths[split]), dtype=np.int64)
+        return self.rows[split]
 
 
 def spool_path(spool_dir: str, index: int, split: str) -> str:
@@ -59,16 +66,18 @@ def encode_chunk(chunk: Chunk, plan: EncodePlan) -> ChunkResult:
     is_eval = _eval_mask(data, plan, chunk)
     written = {c.name: (c.dtype, data[c.name]) for c in plan.columns
                if c.name != plan.split_column}
-    lengths = {}
+    lengths, rows_per_record = {}, {}
     for split, mask in zip(SPLITS, (~is_eval, is_eval)):
         subset = {name: (dtype, values[mask]) for name, (dtype, values) in written.items()}
         path = spool_path(plan.spool_dir, chunk.index, split)
-        lengths[split] = _spool(pack_columns(subset, plan.packed), path)
+        lengths[split], rows_per_record[split] = _spool(pack_columns(subset, plan.packed),
+                                                        path, plan.block_rows)
     labels = None
     if plan.label is not None:
         labels = np.unique(data[plan.label].astype(str) if data[plan.label].dtype == object
                            else data[plan.label])
-    return ChunkResult(chunk.index, lengths, labels, gaps)
+    return ChunkResult(chunk.index, lengths, labels, gaps,
+                       rows_per_record if plan.block_rows else None)
 
 
 def count_gaps(data: Dict[str, np.ndarray], plan: EncodePlan, chunk: Chunk) -> Dict[str, int]:
@@ -90,15 +99,21 @@ def count_gaps(data: Dict[str, np.ndarray], plan: EncodePlan, chunk: Chunk) -> D
     return {name: int(found.sum()) for name, found in rows.items()}
 
 
-def _spool(columns: Dict[str, Tuple[str, np.ndarray]], path: str) -> np.ndarray:
-    if len(next(iter(columns.values()))[1]) == 0:
+def _spool(columns: Dict[str, Tuple[str, np.ndarray]], path: str, block_rows: int = 0
+           ) -> Tuple[np.ndarray, np.ndarray]:
+    """Write the records to ``path``; their sizes and the rows each holds."""
+    rows = len(next(iter(columns.values()))[1])
+    if rows == 0:
         open(path, "wb").close()
-        return np.zeros(0, dtype=np.int64)
-    records = encode_examples(columns)
+        return np.zeros(0, dtype=np.int64), np.zeros(0, dtype=np.int64)
+    if block_rows:
+        records, counts = encode_blocks(columns, block_rows)
+    else:
+        records, counts = encode_examples(columns), np.ones(rows, dtype=np.int64)
     data, lengths = records.flat()
     with open(path, "wb") as f:
         f.write(memoryview(np.ascontiguousarray(data)))
-    return lengths.copy()
+    return lengths.copy(), counts
 
 
 def _eval_mask(data: Dict[str, np.ndarray], plan: EncodePlan, chunk: Chunk) -> np.ndarray:

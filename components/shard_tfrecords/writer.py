@@ -22,12 +22,16 @@ from tfkfp.components.shard_tfrecords.worker import ChunkResult, spool_path
 @dataclasses.dataclass(frozen=True)
 class ShardInfo:
     file: str  # relative to the dataset directory
-    records: int
+    records: int  # rows (examples)
     bytes: int
     crc32c: str
+    blocks: int | None = None  # TFRecord records, in the blocks layout (several rows each)
 
     def to_dict(self) -> Dict:
-        return dataclasses.asdict(self)
+        out = dataclasses.asdict(self)
+        if self.blocks is None:
+            del out["blocks"]
+        return out
 
 
 def shard_name(split: str, index: int, count: int, compression: str,
@@ -50,12 +54,19 @@ class SplitSpool:
     """The spooled records of one split: chunk files in order, with every record's size."""
 
     def __init__(self, spool_dir: str, split: str, chunks: List[int],
-                 lengths: List[np.ndarray]):
+                 lengths: List[np.ndarray], rows: List[np.ndarray], blocks: bool = False):
         self.files = [spool_path(spool_dir, i, split) for i in chunks]
         self.lengths = lengths
         self.chunk_starts = np.cumsum([0] + [len(x) for x in lengths])
         self.count = int(self.chunk_starts[-1])
         self.bytes = int(sum(int(x.sum()) for x in lengths))
+        self.blocks = blocks  # whether records are blocks of rows
+        # rows before each record, and in all: a shard's row count without reading it
+        self.row_starts = np.concatenate([[0], np.cumsum(np.concatenate(rows or [[]]))]
+                                         ).astype(np.int64)
+
+    def rows(self, start: int, stop: int) -> int:
+        return int(self.row_starts[stop] - self.row_starts[start])
 
     def records(self, start: int, stop: int):
         """Yield records start..stop-1 (global indices within the split) as bytes."""
@@ -80,8 +91,10 @@ def write_shards(results: List[ChunkResult], spool_dir: str, out_dir: str, compr
     """Every split's shards from the spooled chunk results, written under out_dir."""
     import tensorflow  # noqa: F401 - imported here so its start-up is not billed as writing
 
+    blocks = any(r.rows is not None for r in results)
     spools = {s: SplitSpool(spool_dir, s, [r.index for r in results],
-                            [r.lengths[s] for r in results]) for s in SPLITS}
+                            [r.lengths[s] for r in results],
+                            [r.record_rows(s) for r in results], blocks) for s in SPLITS}
     progress = Progress("writing shards", total=sum(s.count for s in spools.values()),
                         stream=stream)
     lock = threading.Lock()
@@ -134,7 +147,8 @@ def _write_shard(spool: SplitSpool, out_dir: str, name: str, start: int, stop: i
                 on_records(4096)
         on_records(done % 4096)
     size, crc = _checksum(path)
-    return ShardInfo(name, stop - start, size, crc)
+    return ShardInfo(name, spool.rows(start, stop), size, crc,
+                     stop - start if spool.blocks else None)
 
 
 def _checksum(path: str):

@@ -1,8 +1,11 @@
-"""shard_tfrecords' ``layout``: every dtype round-trips through both layouts, gaps included,
+"""shard_tfrecords' ``layout``: every dtype round-trips through every layout, gaps included,
 and merged fan-out parts keep their layout."""
+
+import json
 
 import numpy as np
 import pytest
+import tensorflow as tf
 
 from conftest import write_csv
 from tfkfp.components.common.reader import make_dataset
@@ -40,14 +43,14 @@ def csv_file(tmp_path_factory):
     return write_csv(tmp_path_factory.mktemp("layout") / "t.csv", HEADER, rows())
 
 
-@pytest.mark.parametrize("layout", ["columns", "packed"])
-def test_every_dtype_round_trips_in_both_layouts(csv_file, tmp_path, layout):
+@pytest.mark.parametrize("layout", ["columns", "packed", "blocks"])
+def test_every_dtype_round_trips_in_every_layout(csv_file, tmp_path, layout):
     out = str(tmp_path / layout)
     shard_tfrecords(csv_file, out, label="label", keys=["id"], num_shards=2, layout=layout,
-                    column_types={"i": "int64", "j": "int64"})
+                    column_types={"i": "int64", "j": "int64"}, block_rows=7)
     schema = Schema.load(out)
-    assert schema.layout == layout
-    if layout == "packed":
+    assert schema.layout == layout and schema.block_rows == (7 if layout == "blocks" else 0)
+    if layout != "columns":
         assert [(g.dtype, g.columns) for g in schema.packed] == [
             ("float32", ("f", "g")), ("int64", ("i", "j"))]
     assert schema.column("f").missing == 20 and schema.column("s").missing == 24
@@ -60,6 +63,31 @@ def test_every_dtype_round_trips_in_both_layouts(csv_file, tmp_path, layout):
     assert table["i"].tolist() == [r[3] for r in expected] and table["i"].dtype == np.int64
     assert table["j"].tolist() == [r[4] for r in expected]
     assert [v.decode() for v in table["s"]] == [r[5] for r in expected]
+
+
+def test_a_blocks_manifest_counts_rows_and_blocks(csv_file, tmp_path):
+    out = tmp_path / "blocks"
+    result = shard_tfrecords(csv_file, str(out), label="label", num_shards=3, layout="blocks",
+                             block_rows=16)
+    manifest = json.loads((out / "manifest.json").read_text())
+    for split, body in manifest["splits"].items():
+        assert body["records"] == result.records[split]
+        for shard in body["shards"]:
+            records = list(tf.data.TFRecordDataset(str(out / shard["file"])))
+            rows = sum(len(tf.train.Example.FromString(r.numpy()).features.feature["label"]
+                           .bytes_list.value) for r in records)
+            assert shard["blocks"] == len(records) and shard["records"] == rows
+            assert len(records) == -(-rows // 16)  # several rows a record
+    assert sum(result.records.values()) == 120
+
+
+def test_a_rerun_in_blocks_gives_the_same_rows(csv_file, tmp_path):
+    out = str(tmp_path / "blocks")
+    for _ in range(2):
+        shard_tfrecords(csv_file, out, label="label", keys=["id"], num_shards=2,
+                        layout="blocks", block_rows=5)
+        table = read_all(out)
+        np.testing.assert_array_equal(table["id"], np.arange(120))
 
 
 def test_merged_parts_keep_the_packed_layout(csv_file, tmp_path):
@@ -80,8 +108,24 @@ def test_parts_of_different_layouts_are_not_merged(csv_file, tmp_path):
         merge_datasets([a, b], str(tmp_path / "merged"))
 
 
+def test_parts_of_other_block_rows_are_not_merged(csv_file, tmp_path):
+    a, b = str(tmp_path / "a"), str(tmp_path / "b")
+    shard_tfrecords(csv_file, a, label="label", num_shards=1, layout="blocks", block_rows=8)
+    shard_tfrecords(csv_file, b, label="label", num_shards=1, layout="blocks", block_rows=9)
+    with pytest.raises(ValueError, match="only Datasets of one table can be merged"):
+        merge_datasets([a, b], str(tmp_path / "merged"))
+
+
+@pytest.mark.parametrize("block_rows", [0, 65_537])
+def test_block_rows_out_of_range_are_refused_before_reading(csv_file, tmp_path, block_rows):
+    with pytest.raises(ShardInputError, match=f"block_rows {block_rows} is outside 1..65536"):
+        shard_tfrecords(csv_file, str(tmp_path / "out"), label="label", layout="blocks",
+                        block_rows=block_rows)
+    assert not (tmp_path / "out").exists()
+
+
 def test_an_unknown_layout_is_refused_naming_the_allowed_values(csv_file, tmp_path):
-    message = r"layout 'rows' is not one of \('columns', 'packed'\)"
+    message = r"layout 'rows' is not one of \('columns', 'packed', 'blocks'\)"
     with pytest.raises(ShardInputError, match=message):
         check_options(0.1, "none", 128.0, 0, 2, {}, None, "impute", "rows")
     with pytest.raises(ShardInputError, match=message):
