@@ -129,11 +129,12 @@ def test_shuffled_blocks_mix_rows_of_many_blocks(both):
     ids = [keys["id"].numpy() for _, keys in ds]
     assert sorted(np.concatenate(ids).tolist()) == list(range(ROWS))
     blocks_per_batch = [len(set((batch // BLOCK_ROWS).tolist())) for batch in ids[:-1]]
-    assert min(blocks_per_batch) >= 4  # 8 rows from at least 4 of the 3-row blocks
-    again = [keys["id"].numpy() for _, keys in make_dataset(
-        pattern, schema=schema, mode="predict", batch_size=8, split="eval", shuffle=True,
-        seed=3)]
-    assert not all(np.array_equal(a, b) for a, b in zip(ids, again))  # reshuffled each epoch
+    # intact blocks put 8 rows in 3 or 4 of them; mixed rows came from 5 to 6 on average
+    # (over 40 seeds)
+    assert np.mean(blocks_per_batch) > 4.5, blocks_per_batch
+    again = np.concatenate([keys["id"].numpy() for _, keys in ds])  # a second epoch
+    assert sorted(again.tolist()) == list(range(ROWS))
+    assert not np.array_equal(np.concatenate(ids), again)  # reshuffled each epoch
 
 
 def test_block_records_hold_block_rows_rows_of_every_feature(both):
