@@ -97,13 +97,16 @@ def check(job: VertexJob) -> None:
 
 def check_record_layout(input_uris: Sequence[str]) -> None:
     """Refuse shards whose Dataset's schema.json (beside the shards or one folder up) says
-    ``blocks``: Vertex sends each record to ``serving_default`` as one instance."""
+    ``blocks``: Vertex sends each record to ``serving_default`` as one instance. Storage
+    this step cannot read is not checked (said in the log): Vertex reads it with its own
+    access."""
     for uri in input_uris:
         folder = uri.rstrip("/")
         for _ in range(3):  # the URI itself, the folder of a shard, and the Dataset's
             path = uris.join(folder, SCHEMA_FILE)
-            if uris.exists(path):
-                if Schema.load(path).layout == "blocks":
+            schema = _readable_schema(path)
+            if schema is not None:
+                if schema.layout == "blocks":
                     raise PredictInputError(
                         f"Vertex batch prediction: {uri} is sharded in the 'blocks' layout "
                         f"({path}), several rows per record, but Vertex sends each record to "
@@ -111,6 +114,15 @@ def check_record_layout(input_uris: Sequence[str]) -> None:
                         "'columns', or use batch_predict, which reads every layout")
                 break
             folder = folder.rsplit("/", 1)[0]
+
+
+def _readable_schema(path: str) -> Schema | None:
+    try:
+        return Schema.load(path) if uris.exists(path) else None
+    except Exception as err:  # noqa: BLE001 - any storage error: not checkable from here
+        log.warning("record layout not checked: %s cannot be read here (%s)", path,
+                    " ".join(str(err).split())[:200])
+        return None
 
 
 def build_requests(job: VertexJob, model_name: str = "") -> List:
