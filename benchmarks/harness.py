@@ -42,16 +42,12 @@ def best_rates(runs: Dict[str, Callable[[], int]], repeats: int) -> Dict[str, fl
     order of contenders rotates every round so none always runs on a warm or cold cache.
     """
     best = {name: 0.0 for name in runs}
-    names = list(runs)
-    for round_no in range(repeats):
-        order = names[round_no % len(names):] + names[:round_no % len(names)]
-        for name in order:
-            gc.collect()
-            started = time.perf_counter()
-            items = runs[name]()
-            rate = items / (time.perf_counter() - started)
-            best[name] = max(best[name], rate)
-            print(f"  {name}: {rate:,.0f} items/s", flush=True)
+    for name in _rounds(list(runs), repeats):
+        started = time.perf_counter()
+        items = runs[name]()
+        rate = items / (time.perf_counter() - started)
+        best[name] = max(best[name], rate)
+        print(f"  {name}: {rate:,.0f} items/s", flush=True)
     return best
 
 
@@ -60,20 +56,25 @@ def best_streaming_rates(runs: Dict[str, Callable[[], Iterator[int]]], repeats: 
     """As ``best_rates``, but each callable yields the items of each batch it hands out and
     the clock starts after the first: the steady rate, without the pipeline's start."""
     best = {name: 0.0 for name in runs}
-    names = list(runs)
-    for round_no in range(repeats):
-        order = names[round_no % len(names):] + names[:round_no % len(names)]
-        for name in order:
-            gc.collect()
-            batches = runs[name]()
-            next(batches)
-            started, items = time.perf_counter(), 0
-            for count in batches:
-                items += count
-            rate = items / (time.perf_counter() - started)
-            best[name] = max(best[name], rate)
-            print(f"  {name}, streaming: {rate:,.0f} items/s", flush=True)
+    for name in _rounds(list(runs), repeats):
+        batches = runs[name]()
+        next(batches)
+        started, items = time.perf_counter(), 0
+        for count in batches:
+            items += count
+        rate = items / (time.perf_counter() - started)
+        best[name] = max(best[name], rate)
+        print(f"  {name}, streaming: {rate:,.0f} items/s", flush=True)
     return best
+
+
+def _rounds(names: List[str], repeats: int) -> Iterator[str]:
+    """Each contender ``repeats`` times, the order rotating every round (none always runs
+    on a warm or cold cache), garbage collected before each."""
+    for round_no in range(repeats):
+        for name in names[round_no % len(names):] + names[:round_no % len(names)]:
+            gc.collect()
+            yield name
 
 
 def print_records(records: List[Record]) -> None:

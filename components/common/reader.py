@@ -97,15 +97,7 @@ def make_dataset(
         return _blocks_dataset(files, compression, schema, mode, batch_size, shuffle,
                                shuffle_buffer, repeat, cache, deterministic, drop_remainder,
                                num_parallel_reads, seed, input_context, auto_shard_policy)
-    cycle = num_parallel_reads or min(len(files), 8) or 1
-    pipelines = input_context.num_input_pipelines if input_context is not None else 1
-    ds = tf.data.Dataset.from_tensor_slices(files)
-    if pipelines > 1 and len(files) >= pipelines:
-        ds = ds.shard(pipelines, input_context.input_pipeline_id)
-    # Too few files to go round: every pipeline reads all files, keeping every n-th record.
-    share = (pipelines, input_context.input_pipeline_id) if 1 < pipelines > len(files) else None
-    if shuffle:
-        ds = ds.shuffle(len(files), seed=seed, reshuffle_each_iteration=True)
+    ds, share, cycle = _file_dataset(files, shuffle, seed, input_context, num_parallel_reads)
     if shuffle:  # records must mix before batching; costs per-record tf.data overhead
         ds = ds.interleave(lambda f: _records(f, compression, share), cycle_length=cycle,
                            num_parallel_calls=tf.data.AUTOTUNE, deterministic=deterministic)
@@ -147,14 +139,7 @@ def _blocks_dataset(files, compression: str, schema: Schema, mode: str, batch_si
 
     per_batch = -(-batch_size // schema.block_rows)  # records that hold one batch of rows
     group = max(per_batch, MIX_BLOCKS) if shuffle else per_batch
-    cycle = num_parallel_reads or min(len(files), 8) or 1
-    pipelines = input_context.num_input_pipelines if input_context is not None else 1
-    ds = tf.data.Dataset.from_tensor_slices(files)
-    if pipelines > 1 and len(files) >= pipelines:
-        ds = ds.shard(pipelines, input_context.input_pipeline_id)
-    share = (pipelines, input_context.input_pipeline_id) if 1 < pipelines > len(files) else None
-    if shuffle:
-        ds = ds.shuffle(len(files), seed=seed, reshuffle_each_iteration=True)
+    ds, share, cycle = _file_dataset(files, shuffle, seed, input_context, num_parallel_reads)
     ds = ds.interleave(lambda f: _records(f, compression, share), cycle_length=cycle,
                        block_length=1 if shuffle else per_batch,
                        num_parallel_calls=tf.data.AUTOTUNE, deterministic=deterministic)
@@ -181,6 +166,23 @@ def _mixer(seed: int | None):
         return tf.nest.map_structure(lambda t: tf.gather(t, order), (features, other))
 
     return mix
+
+
+def _file_dataset(files, shuffle: bool, seed, input_context, num_parallel_reads):
+    """The files this input pipeline reads (shuffled when shuffling), the share of records
+    it keeps when there are too few files to go round, and how many files to read at once."""
+    import tensorflow as tf
+
+    cycle = num_parallel_reads or min(len(files), 8) or 1
+    pipelines = input_context.num_input_pipelines if input_context is not None else 1
+    ds = tf.data.Dataset.from_tensor_slices(files)
+    if pipelines > 1 and len(files) >= pipelines:
+        ds = ds.shard(pipelines, input_context.input_pipeline_id)
+    # Too few files to go round: every pipeline reads all files, keeping every n-th record.
+    share = (pipelines, input_context.input_pipeline_id) if 1 < pipelines > len(files) else None
+    if shuffle:
+        ds = ds.shuffle(len(files), seed=seed, reshuffle_each_iteration=True)
+    return ds, share, cycle
 
 
 def _records(path, compression: str, share: Tuple[int, int] | None = None):
