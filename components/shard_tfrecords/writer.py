@@ -95,8 +95,8 @@ def write_shards(results: List[ChunkResult], spool_dir: str, out_dir: str, compr
     spools = {s: SplitSpool(spool_dir, s, [r.index for r in results],
                             [r.lengths[s] for r in results],
                             [r.record_rows(s) for r in results], blocks) for s in SPLITS}
-    progress = Progress("writing shards", total=sum(s.count for s in spools.values()),
-                        stream=stream)
+    progress = Progress("writing shards", total=sum(s.rows(0, s.count) for s in spools.values()),
+                        stream=stream)  # in rows, as the manifest counts: a block holds many
     lock = threading.Lock()
 
     def on_records(n: int) -> None:
@@ -139,13 +139,14 @@ def _write_shard(spool: SplitSpool, out_dir: str, name: str, start: int, stop: i
     path = uris.join(out_dir, name)
     options = tf.io.TFRecordOptions(compression_type=tf_compression(compression))
     with tf.io.TFRecordWriter(path, options) as writer:
-        done = 0
+        done = reported = start
         for record in spool.records(start, stop):
             writer.write(record)
             done += 1
-            if done % 4096 == 0:
-                on_records(4096)
-        on_records(done % 4096)
+            if done - reported == 4096:
+                on_records(spool.rows(reported, done))
+                reported = done
+        on_records(spool.rows(reported, done))
     size, crc = _checksum(path)
     return ShardInfo(name, spool.rows(start, stop), size, crc,
                      stop - start if spool.blocks else None)
