@@ -9,7 +9,7 @@ def render(result) -> str:
         "",
         f"{result.total_records:,} records from {result.input_files} input file(s) in "
         f"{result.seconds:.1f}s ({result.records_per_second:,.0f} records/s), "
-        f"compression: {result.compression}.",
+        f"compression: {result.compression}, layout: {_layout(result.schema)}.",
         "",
         "| split | records | shards | MB |",
         "|---|---:|---:|---:|",
@@ -29,3 +29,9 @@ def render(result) -> str:
         if col is shown[-2] and len(shown) < len(columns):
             lines.append(f"| ... {len(columns) - len(shown)} more | | | | |")
     return "\n".join(lines) + "\n"
+
+
+def _layout(schema) -> str:
+    if schema.layout == "blocks":
+        return f"blocks ({schema.block_rows:,} rows per record)"
+    return schema.layout

@@ -79,6 +79,7 @@ def test_a_blocks_manifest_counts_rows_and_blocks(csv_file, tmp_path):
             assert shard["blocks"] == len(records) and shard["records"] == rows
             assert len(records) == -(-rows // 16)  # several rows a record
     assert sum(result.records.values()) == 120
+    assert "compression: none, layout: blocks (16 rows per record)." in result.markdown()
 
 
 def test_the_writing_meter_counts_rows_in_blocks(csv_file, tmp_path, caplog):
