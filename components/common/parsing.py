@@ -17,6 +17,7 @@ model trained on packed shards still serves what outside clients send. A batch t
 layouts is refused by TensorFlow naming the feature a record lacks.
 """
 
+import math
 from typing import Callable, Dict, Sequence
 
 from tfkfp.components.common.schema import Column, PackedGroup, Schema
@@ -123,7 +124,7 @@ def _blocks_fn(groups: Dict[str, PackedGroup], columns: Sequence[Column]):
     shapes.update({f: (g.dtype, (len(g.columns),)) for f, g in groups.items()})
     spec = {f: tf.io.RaggedFeature(tf.dtypes.as_dtype(dtype), row_splits_dtype=tf.int64)
             for f, (dtype, _) in shapes.items()}
-    widths = {f: _size(shape) for f, (_, shape) in shapes.items()}
+    widths = {f: math.prod(shape) for f, (_, shape) in shapes.items()}  # values a row
     counted = [f for f in shapes if widths[f]]
 
     def parse(serialized):
@@ -150,13 +151,6 @@ def _check_block(reference: str, reference_width: int, feature: str, width: int,
         f"a block record whose features disagree on its row count: {feature} holds x "
         f"values where the rows counted from {reference} ({reference_width} value(s) a row) "
         f"need y ({width} a row)"))
-
-
-def _size(shape) -> int:
-    size = 1
-    for dim in shape:
-        size *= dim
-    return size
 
 
 def _either(serialized, probe: PackedGroup, packed, per_column):

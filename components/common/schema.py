@@ -21,6 +21,7 @@ pays the per-record costs once per block. Readers take the layout from here alon
 
 import dataclasses
 import json
+import math
 from typing import Any, Dict, List, Sequence, Tuple
 
 from tfkfp.components.common import uris
@@ -192,7 +193,7 @@ class Schema:
         if not isinstance(self.block_rows, int) or not 1 <= self.block_rows <= MAX_BLOCK_ROWS:
             raise SchemaError(f"schema layout 'blocks' needs block_rows, a whole number from "
                               f"1 to {MAX_BLOCK_ROWS}; found {self.block_rows!r}")
-        if not any(_width(c) for c in self.columns):
+        if not any(math.prod(c.shape) for c in self.columns):  # values a row
             raise SchemaError("schema layout 'blocks' needs a column with at least one value "
                               "per row, to count a block's rows")
 
@@ -284,14 +285,6 @@ class Schema:
             "layout": self.layout,
             **({"block_rows": self.block_rows} if self.block_rows else {}),
         }
-
-
-def _width(col: Column) -> int:
-    """Values a row of this column has in an Example."""
-    width = 1
-    for size in col.shape:
-        width *= size
-    return width
 
 
 def _shape_text(col: Column) -> str:
