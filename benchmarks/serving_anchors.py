@@ -9,7 +9,6 @@
 ``python -m benchmarks.serving_anchors KIND PORT [KERAS_FILE]``; ready at /v2/health/ready.
 """
 
-import asyncio
 import os
 import sys
 from typing import Dict
@@ -70,7 +69,7 @@ def main(argv=None) -> int:
     options = ServeOptions(name="model", host="127.0.0.1", http_port=port)
     rest, grpc = server._servers(model, options, model_server.app)
     server._quiet_logs(kserve_logging)
-    asyncio.new_event_loop().run_until_complete(server._run(model, rest, grpc))
+    server.new_event_loop().run_until_complete(server._run(model, rest, grpc))
     return 0
 
 

@@ -157,7 +157,8 @@ def _add_serve_parser(commands) -> None:
                        help="request body limit (413 above it)")
     serve.add_argument("--top-k", type=int, default=1, help="best classes per answer")
     serve.add_argument("--threads", type=int, default=0,
-                       help="model threads (default: the container's CPU limit)")
+                       help="model threads (default: the container's CPU limit less "
+                            "one, for the event loop; at least 1)")
     serve.add_argument("--keys", action="extend", nargs="+", default=None, metavar="COLUMN",
                        help="columns echoed into answers (default: the schema's keys)")
     serve.add_argument("--precomputed", default="", metavar="PREDICTIONS",

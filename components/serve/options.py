@@ -23,7 +23,7 @@ class ServeOptions:
         max_request_bytes: request body size limit (413 above it).
         top_k: best classes (and scores) listed in each answer.
         threads: model threads (LiteRT interpreter, TensorFlow intra-op); 0: the container's
-            CPU limit.
+            CPU limit less the event loop's one (at least 1).
         keys: columns echoed from each instance into its answer (None: the schema's keys).
         grace_seconds: how long a SIGTERM waits for requests in flight.
         precomputed: batch_predict's predictions folder answering known keys ("": none).

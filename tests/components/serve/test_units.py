@@ -204,3 +204,23 @@ def test_kserve_timing_middleware_is_taken_out_and_the_others_kept():
                        metric_namer=StarletteScopeToName(prefix="p", starlette_app=app))
     _drop_timing(app)
     assert [m.cls for m in app.user_middleware] == [BodyLimit]
+
+
+@pytest.mark.parametrize("cpus,threads", [(1, 1), (2, 1), (4, 3), (16, 15)])
+def test_the_model_gets_the_cpus_the_event_loop_leaves(cpus, threads):
+    from tfkfp.components.serve.server import model_threads
+
+    assert model_threads(cpus) == threads
+
+
+def test_the_server_runs_on_uvloop_as_kserve_does():
+    import uvloop
+
+    from tfkfp.components.serve.server import new_event_loop
+
+    loop = new_event_loop()
+    try:
+        assert isinstance(loop, uvloop.Loop)
+        assert loop.run_until_complete(asyncio.sleep(0, result="ran")) == "ran"
+    finally:
+        loop.close()
