@@ -34,10 +34,24 @@ class InputSpec:
     shape: Tuple[int, ...]  # per example
 
 
+class _FloatBlock:
+    """The key under which ``predict`` also takes a Predictor's ``float_block`` columns as
+    one ``[rows, n]`` float32 matrix (an object, so no column name can be it)."""
+
+    def __repr__(self) -> str:
+        return "FLOAT_BLOCK"
+
+
+FLOAT_BLOCK = _FloatBlock()
+
+
 @dataclasses.dataclass
 class Predictor:
     """A loaded model: ``predict({input: array})`` gives a classifier's probabilities
-    [rows, classes], or a regressor's values [rows]."""
+    [rows, classes], or a regressor's values [rows]. Where ``float_block`` names inputs,
+    ``predict`` also takes them as one matrix under FLOAT_BLOCK, columns in that order (a
+    server decodes them so, and batches requests with one concatenation instead of one per
+    column)."""
 
     kind: str  # savedmodel | tflite
     uri: str
@@ -47,6 +61,7 @@ class Predictor:
     schema: Schema | None = None  # the schema it was trained on, when the model carries it
     handle: object = None  # the loaded model or interpreter, kept alive with the predictor
     task: str = "classification"  # or regression
+    float_block: Tuple[str, ...] = ()  # inputs predict takes as one matrix (FLOAT_BLOCK)
 
     @property
     def regressor(self) -> bool:
@@ -108,15 +123,20 @@ def _load_savedmodel(model_dir: str, threads: int) -> Predictor:
         out = fn(**{name: tf.constant(features[name]) for name in inputs})
         return out[output].numpy()
 
-    predict = _packed_call(fn, specs, per_column, output)
+    packed = [n for n, s in specs.items() if s.dtype == tf.float32 and s.shape.rank == 1]
+    if len(packed) < 2:
+        packed, predict = [], per_column
+    else:
+        predict = _packed_call(fn, specs, packed, per_column, output)
     return Predictor("savedmodel", model_dir, inputs, savedmodel.load_labels(model_dir),
-                     predict, savedmodel.load_schema(model_dir), handle=loaded, task=task)
+                     predict, savedmodel.load_schema(model_dir), handle=loaded, task=task,
+                     float_block=tuple(packed))
 
 
-def _packed_call(fn, specs: Dict, per_column: Callable, output: str = "probabilities"
-                 ) -> Callable:
+def _packed_call(fn, specs: Dict, packed: List[str], per_column: Callable,
+                 output: str = "probabilities") -> Callable:
     """``predict`` (the signature's ``output``) with one Python-to-TensorFlow crossing for
-    the scalar float32 columns.
+    the scalar float32 columns ``packed``, given one by one or as the FLOAT_BLOCK matrix.
 
     Calling the signature costs a fixed amount of Python per input (most of a small batch's
     time for a wide table), so the scalar float32 columns go in as one ``[rows, n]`` matrix,
@@ -127,9 +147,6 @@ def _packed_call(fn, specs: Dict, per_column: Callable, output: str = "probabili
     """
     import tensorflow as tf
 
-    packed = [n for n, s in specs.items() if s.dtype == tf.float32 and s.shape.rank == 1]
-    if len(packed) < 2:
-        return per_column
     others = [n for n in specs if n not in packed]
 
     @tf.function(input_signature=[tf.TensorSpec([None, len(packed)], tf.float32,
@@ -143,12 +160,14 @@ def _packed_call(fn, specs: Dict, per_column: Callable, output: str = "probabili
     concrete = call.get_concrete_function()
 
     def predict(features: Dict[str, np.ndarray]) -> np.ndarray:
-        columns = [features[n] for n in packed]
-        rows = len(columns[0])
-        if any(not isinstance(c, np.ndarray) or c.dtype != np.float32 or c.shape != (rows,)
-               for c in columns):
-            return per_column(features)
-        matrix = np.stack(columns, axis=1)
+        matrix = features.get(FLOAT_BLOCK)
+        if matrix is None:
+            columns = [features[n] for n in packed]
+            rows = len(columns[0])
+            if any(not isinstance(c, np.ndarray) or c.dtype != np.float32
+                   or c.shape != (rows,) for c in columns):
+                return per_column(features)
+            matrix = np.stack(columns, axis=1)
         return concrete(tf.constant(matrix), *[tf.constant(features[n]) for n in others]
                         ).numpy()
 

@@ -16,11 +16,13 @@ top_k > 1, ``top_classes`` and ``top_scores``; v1 answers also echo the key colu
 import base64
 import binascii
 import dataclasses
+import itertools
 import json
 from typing import Any, Callable, Dict, List, Sequence
 
 import numpy as np
 
+from tfkfp.components.batch_predict.models import FLOAT_BLOCK
 from tfkfp.components.common import missing
 from tfkfp.components.serve.errors import RequestError
 
@@ -55,18 +57,22 @@ class RowDecoder:
         ignored: other columns a row may carry (e.g. the schema's label); dropped.
         parse_examples: ``serialized[] -> {input: array}`` for b64 Examples, or None.
         max_instances: rows one request may carry.
+        float_block: the model's Predictor.float_block: these scalar float32 columns are
+            handed over as one matrix under FLOAT_BLOCK, from every kind of request.
     """
 
     def __init__(self, fields: Sequence[Field], keys: Sequence[str], ignored: Sequence[str],
                  parse_examples: Callable[[List[bytes]], Dict[str, np.ndarray]] | None,
-                 max_instances: int):
+                 max_instances: int, float_block: Sequence[str] = ()):
         self.fields = {f.name: f for f in fields}
         self.keys, self.parse_examples = list(keys), parse_examples
         self.allowed = set(self.fields) | set(keys) | set(ignored)
         self.max_instances = max_instances
         self._names = frozenset(self.fields)
+        self.block = list(float_block)
         # scalar float32 columns, decoded together as one matrix (most of a wide table)
-        self._floats = [f.name for f in fields if f.dtype == "float32" and not f.shape]
+        self._floats = self.block or [f.name for f in fields
+                                      if f.dtype == "float32" and not f.shape]
         self._others = [f for f in fields if f.name not in set(self._floats)]
 
     def v1(self, body: Any) -> Rows:
@@ -90,16 +96,28 @@ class RowDecoder:
             if not isinstance(row, dict) or not (row.keys() >= self._names
                                                  and row.keys() <= self.allowed):
                 self._check_row(i, row)
-        features = _floats(instances, self._floats)
-        if features is None:  # decoded column by column, the first bad value named
-            features = {name: _column([row[name] for row in instances], field)
-                        for name, field in self.fields.items()}
-        elif self._others:
-            features.update({f.name: _column([row[f.name] for row in instances], f)
-                             for f in self._others})
-            features = {name: features[name] for name in self.fields}
         keys = [{k: row[k] for k in self.keys if k in row} for row in instances]
-        return Rows(features, len(instances), keys)
+        matrix = _floats(instances, self._floats)
+        if matrix is None:  # decoded column by column, the first bad value named
+            return Rows(self.finish({name: _column([row[name] for row in instances], field)
+                                     for name, field in self.fields.items()}),
+                        len(instances), keys)
+        others = {f.name: _column([row[f.name] for row in instances], f)
+                  for f in self._others}
+        if self.block:
+            return Rows({FLOAT_BLOCK: matrix, **others}, len(instances), keys)
+        features = dict(zip(self._floats, matrix.T.copy()))  # a contiguous row per column
+        features.update(others)
+        return Rows({name: features[name] for name in self.fields}, len(instances), keys)
+
+    def finish(self, features: Dict[str, np.ndarray]) -> Dict:
+        """Features by column as the model takes them: the float block stacked, if any."""
+        if not self.block:
+            return features
+        block = np.stack([features[n] for n in self.block], axis=1).astype(np.float32,
+                                                                           copy=False)
+        return {FLOAT_BLOCK: block,
+                **{n: v for n, v in features.items() if n not in set(self.block)}}
 
     def check_count(self, count: int, where: str) -> None:
         if count > self.max_instances:
@@ -132,7 +150,7 @@ class RowDecoder:
         except Exception as err:  # noqa: BLE001 - any parse failure is the request's fault
             raise RequestError("instances: the b64 records are not tf.train.Examples of the "
                                f"model's schema: {' '.join(str(err).split())[:300]}") from None
-        return Rows(features, len(records), [{} for _ in records])
+        return Rows(self.finish(features), len(records), [{} for _ in records])
 
     def v2(self, inputs: Sequence[Any]) -> Rows:
         """Rows of v2 InferInputs: one tensor per model input, all with the same rows."""
@@ -150,26 +168,25 @@ class RowDecoder:
                                f"{ {n: len(v) for n, v in features.items()} }")
         count = counts.pop()
         self.check_count(count, "inputs")
-        return Rows(features, count, [{} for _ in range(count)])
+        return Rows(self.finish(features), count, [{} for _ in range(count)])
 
 
 _NUMBERS = frozenset({float, int, type(None)})
 
 
-def _floats(instances: List[Dict], names: List[str]) -> Dict[str, np.ndarray] | None:
-    """The scalar float32 columns of checked rows, converted in one numpy call (a gap,
-    ``null``, is NaN as in ``_column``), or None when some value is not a JSON number or
-    null (``_column`` then names it)."""
+def _floats(instances: List[Dict], names: List[str]) -> np.ndarray | None:
+    """The scalar float32 columns of checked rows as one ``[rows, columns]`` matrix,
+    converted in one numpy call (a gap, ``null``, is NaN as in ``_column``), or None when
+    some value is not a JSON number or null (``_column`` then names it)."""
     if not names:
         return None
-    values = [[row[n] for n in names] for row in instances]
-    if not {type(v) for row in values for v in row} <= _NUMBERS:
+    values = [list(map(row.__getitem__, names)) for row in instances]
+    if not set(map(type, itertools.chain.from_iterable(values))) <= _NUMBERS:
         return None
     try:
-        matrix = np.array(values, dtype=np.float32).T.copy()  # a contiguous row per column
+        return np.array(values, dtype=np.float32)
     except (OverflowError, TypeError, ValueError):
         return None
-    return dict(zip(names, matrix))
 
 
 def _column(values: List[Any], field: Field) -> np.ndarray:

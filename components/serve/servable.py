@@ -43,7 +43,8 @@ class Servable:
     def warm_up(self, rows: int) -> None:
         """Run one row and a full batch, so the first requests find everything allocated."""
         for count in sorted({1, rows}):
-            self.run({f.name: _blank(f, count) for f in self.decoder.fields.values()})
+            self.run(self.decoder.finish({f.name: _blank(f, count)
+                                          for f in self.decoder.fields.values()}))
 
     def v1_answers(self, rows: Rows, ids: np.ndarray, scores: np.ndarray | None
                    ) -> List[Dict]:
@@ -103,7 +104,7 @@ def load_servable(model_uri: str, options: ServeOptions, threads: int) -> Servab
         [c.name for c in schema.keys] if schema is not None else []
     ignored = schema.names if schema is not None else []
     decoder = RowDecoder(fields, keys, ignored, _example_parser(predictor, model_uri),
-                         options.max_instances)
+                         options.max_instances, predictor.float_block)
     return Servable(predictor, decoder, options.top_k)
 
 

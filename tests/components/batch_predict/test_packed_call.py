@@ -5,7 +5,7 @@ table of floats with gaps, an int64 column, a string column and a shaped float c
 import numpy as np
 import pytest
 
-from tfkfp.components.batch_predict.models import load_predictor
+from tfkfp.components.batch_predict.models import FLOAT_BLOCK, load_predictor
 
 FLOATS = ["a", "b", "c"]
 COLOURS = ["red", "vert clair", "青"]
@@ -70,6 +70,15 @@ def test_the_packed_call_answers_exactly_as_the_per_column_call(mixed_model, cou
     want = _per_column(mixed_model, features)
     assert got.shape == (count, 3) and got.dtype == np.float32
     np.testing.assert_array_equal(got, want)
+
+
+def test_the_float_block_given_as_one_matrix_answers_exactly_as_the_columns(mixed_model):
+    predictor = load_predictor(mixed_model)
+    assert predictor.float_block == tuple(FLOATS)
+    features = _rows(9, seed=3)
+    block = {FLOAT_BLOCK: np.stack([features[n] for n in FLOATS], axis=1),
+             **{n: v for n, v in features.items() if n not in FLOATS}}
+    np.testing.assert_array_equal(predictor.predict(block), _per_column(mixed_model, features))
 
 
 def test_columns_the_matrix_cannot_take_go_one_per_column_as_before(mixed_model):

@@ -82,3 +82,26 @@ def test_the_server_answers_a_regressors_value_over_v1_and_v2(regression_model, 
         assert output["name"] == "value" and output["datatype"] == "FP32"
         np.testing.assert_allclose(output["data"], [want[i["house"]] for i in instances],
                                    rtol=1e-5)
+        # b64 Examples, one feature per column: the same values (the floats as one block)
+        status, body = server.v1([{"b64": _example(i)} for i in instances])
+        assert status == 200, body
+        np.testing.assert_allclose([p["value"] for p in body["predictions"]],
+                                   [want[i["house"]] for i in instances], rtol=1e-5)
+
+
+def _example(instance) -> str:
+    import base64
+
+    import tensorflow as tf
+
+    def floats(v):
+        return tf.train.Feature(float_list=tf.train.FloatList(
+            value=[float("nan") if v is None else v]))
+
+    feature = {"area": floats(instance["area"]), "age": floats(instance["age"]),
+               "district": tf.train.Feature(bytes_list=tf.train.BytesList(
+                   value=[instance["district"].encode()])),
+               "rooms": tf.train.Feature(int64_list=tf.train.Int64List(
+                   value=[instance["rooms"]]))}
+    record = tf.train.Example(features=tf.train.Features(feature=feature))
+    return base64.b64encode(record.SerializeToString()).decode()

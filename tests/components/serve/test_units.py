@@ -101,6 +101,28 @@ def test_a_row_missing_a_float_column_is_named():
         decoder.v1({"instances": [row]})
 
 
+def test_a_float_block_is_handed_over_as_one_matrix_from_v1_and_v2_alike():
+    from kserve.protocol.infer_type import InferInput
+
+    from tfkfp.components.batch_predict.models import FLOAT_BLOCK
+
+    fields = [Field("a", "float32", ()), Field("s", "string", ()), Field("b", "float32", ())]
+    block = RowDecoder(fields, ["id"], [], None, max_instances=4, float_block=["a", "b"])
+    v1 = block.v1({"instances": [{"a": 1.5, "s": "x", "b": None, "id": 7},
+                                 {"a": -2, "s": None, "b": 3.25}]})
+    assert set(v1.features) == {FLOAT_BLOCK, "s"} and v1.keys == [{"id": 7}, {}]
+    matrix = v1.features[FLOAT_BLOCK]
+    assert matrix.dtype == np.float32 and matrix.shape == (2, 2)
+    np.testing.assert_array_equal(matrix, [[1.5, np.nan], [-2, 3.25]])
+    v2 = block.v2([InferInput("a", [2], "FP32", [1.5, -2.0]),
+                   InferInput("s", [2], "BYTES", ["x", ""]),
+                   InferInput("b", [2], "FP64", [np.nan, 3.25])])
+    np.testing.assert_array_equal(v2.features[FLOAT_BLOCK], matrix)
+    assert v2.features["s"].tolist() == v1.features["s"].tolist() == [b"x", b""]
+    with pytest.raises(RequestError, match="instance 1, column 'b'"):  # still named
+        block.v1({"instances": [{"a": 1, "s": "x", "b": 2}, {"a": 1, "s": "x", "b": "2"}]})
+
+
 def test_b64_without_a_parser_is_refused():
     with pytest.raises(RequestError, match="need a SavedModel"):
         decoder().v1({"instances": [{"b64": "AAAA"}]})
