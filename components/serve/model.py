@@ -52,6 +52,11 @@ class TfkfpModel(Model):
         self.failure: BaseException | None = None
         self._loader: threading.Thread | None = None
         self.ready = False
+        # each request touches these: labelled once, not per request
+        self._in_flight = metrics.IN_FLIGHT.labels(self.name)
+        self._refused = metrics.REFUSED.labels(self.name)
+        self._shed = metrics.SHED.labels(self.name)
+        self._precomputed = metrics.PRECOMPUTED.labels(self.name)
 
     def load(self) -> bool:
         """Start loading in the background (once); True when ready."""
@@ -90,7 +95,7 @@ class TfkfpModel(Model):
 
     async def predict(self, payload, headers: Dict[str, str] | None = None):
         """Decode, queue for the batcher, answer in the request's protocol."""
-        in_flight = metrics.IN_FLIGHT.labels(self.name)
+        in_flight = self._in_flight
         in_flight.inc()
         try:
             if not isinstance(payload, InferRequest):  # v1
@@ -113,7 +118,7 @@ class TfkfpModel(Model):
         self._decoded(self.servable.decoder.check_count, len(instances), '"instances"')
         answers = [self.precomputed.answer(instance) for instance in instances]
         todo = [i for i, answer in enumerate(answers) if answer is None]
-        metrics.PRECOMPUTED.labels(self.name).inc(len(instances) - len(todo))
+        self._precomputed.inc(len(instances) - len(todo))
         if todo:
             try:
                 rows = self.servable.decoder.v1({"instances": [instances[i] for i in todo]})
@@ -129,14 +134,14 @@ class TfkfpModel(Model):
         try:
             return decode(*args)
         except RequestError:
-            metrics.REFUSED.labels(self.name).inc()
+            self._refused.inc()
             raise
 
     async def _model(self, rows):
         try:
             return await self.batcher.predict(rows.features, rows.count)
         except OverloadedError:
-            metrics.SHED.labels(self.name).inc()
+            self._shed.inc()
             raise
 
     def get_input_types(self) -> List[Dict]:
