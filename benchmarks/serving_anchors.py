@@ -4,9 +4,13 @@
 - ``noop``: answers every v1 instance with a fixed class and score without a model: the
   ceiling of the HTTP and JSON path for the same payload;
 - ``predict``: a tf_keras model loaded from a ``.keras`` file and called with
-  ``model.predict`` once per request, what a user's first server does.
+  ``model.predict`` once per request, what a user's first server does;
+- ``tffunction``: the issue's "KServe model server, custom model, tf.function per request,
+  no batching": the SavedModel's ``serving_raw`` concrete function called once per request
+  with one tensor per column, on the event loop, as a KServe custom model is written.
 
-``python -m benchmarks.serving_anchors KIND PORT [KERAS_FILE]``; ready at /v2/health/ready.
+``python -m benchmarks.serving_anchors KIND PORT [KERAS_FILE | SAVEDMODEL]``; ready at
+/v2/health/ready.
 """
 
 import os
@@ -51,7 +55,30 @@ def _model_classes():
             return {"predictions": [{"class": str(int(s.argmax())), "score": float(s.max())}
                                     for s in scores]}
 
-    return NoOp, KerasPredict
+    class FunctionPerRequest(Model):
+        def __init__(self, name: str, path: str):
+            super().__init__(name)
+            self.path = path
+
+        def load(self) -> bool:
+            import tensorflow as tf
+
+            self.function = tf.saved_model.load(self.path).signatures["serving_raw"]
+            self.specs = self.function.structured_input_signature[1]
+            self.ready = True
+            return True
+
+        async def predict(self, payload, headers: Dict[str, str] | None = None):
+            import tensorflow as tf
+
+            rows = payload["instances"]
+            inputs = {n: tf.constant([r[n] for r in rows], dtype=spec.dtype)
+                      for n, spec in self.specs.items()}
+            scores = self.function(**inputs)["probabilities"].numpy()
+            return {"predictions": [{"class": str(int(s.argmax())), "score": float(s.max())}
+                                    for s in scores]}
+
+    return {"noop": NoOp, "predict": KerasPredict, "tffunction": FunctionPerRequest}
 
 
 def main(argv=None) -> int:
@@ -64,8 +91,8 @@ def main(argv=None) -> int:
     from tfkfp.components.serve import server
     from tfkfp.components.serve.options import ServeOptions
 
-    no_op, keras_predict = _model_classes()
-    model = no_op("model") if kind == "noop" else keras_predict("model", argv[2])
+    cls = _model_classes()[kind]
+    model = cls("model", *argv[2:3])
     options = ServeOptions(name="model", host="127.0.0.1", http_port=port)
     rest, grpc = server._servers(model, options, model_server.app)
     server._quiet_logs(kserve_logging)
