@@ -128,6 +128,10 @@ def _servers(model, options: ServeOptions, app):
             super()._add_middlewares(app)
             _drop_timing(app)
 
+        def _add_exception_handlers(self, app):
+            super()._add_exception_handlers(app)
+            _quiet_not_ready(app)
+
     rest = _RESTServer("kserve.model_server:app", dataplane, extension, options.http_port,
                        grace_period=options.grace_seconds, event_loop="asyncio")
     rest.config.host = options.host
@@ -148,6 +152,19 @@ def _drop_timing(app) -> None:
     from timing_asgi import TimingMiddleware
 
     app.user_middleware[:] = [m for m in app.user_middleware if m.cls is not TimingMiddleware]
+
+
+def _quiet_not_ready(app) -> None:
+    """503 for "not ready yet" without KServe's traceback in the log: readiness probes ask
+    every few seconds while the model loads, and a traceback per probe buries the log."""
+    from fastapi.responses import ORJSONResponse
+    from kserve.errors import ModelNotReady, ServerNotReady
+
+    async def not_ready(_, err: Exception):
+        return ORJSONResponse({"error": str(err)}, status_code=503)
+
+    app.add_exception_handler(ServerNotReady, not_ready)
+    app.add_exception_handler(ModelNotReady, not_ready)
 
 
 def _extend_app(app, max_bytes: int) -> None:

@@ -186,6 +186,7 @@ def test_ready_only_after_the_model_is_loaded(string_table, tmp_path):
             assert server.request("GET", path)[0] == 503, path
         assert server.request("GET", "/v2/health/live")[0] == 200
         assert server.v1([{"x": 1.0, "colour": "blue"}])[0] == 503
+        assert "Traceback" not in server.tail()  # "not ready yet" is no error to log
         gate.write_text("")
         server.wait_until(server.ready, "ready once the gate opened")
         for path in ("/v2/health/ready", "/v2/models/model/ready", "/v1/models/model"):
