@@ -34,24 +34,28 @@ class InputSpec:
     shape: Tuple[int, ...]  # per example
 
 
-class _FloatBlock:
-    """The key under which ``predict`` also takes a Predictor's ``float_block`` columns as
-    one ``[rows, n]`` float32 matrix (an object, so no column name can be it)."""
+class _Block:
+    """The key under which ``predict`` also takes a Predictor's block of scalar columns of
+    one dtype as one ``[rows, n]`` matrix (an object, so no column name can be it)."""
+
+    def __init__(self, dtype: str):
+        self.dtype = dtype
 
     def __repr__(self) -> str:
-        return "FLOAT_BLOCK"
+        return f"BLOCK[{self.dtype}]"
 
 
-FLOAT_BLOCK = _FloatBlock()
+BLOCKS = {"float32": _Block("float32"), "int64": _Block("int64")}  # dtype -> its key
+FLOAT_BLOCK, INT64_BLOCK = BLOCKS["float32"], BLOCKS["int64"]
 
 
 @dataclasses.dataclass
 class Predictor:
     """A loaded model: ``predict({input: array})`` gives a classifier's probabilities
-    [rows, classes], or a regressor's values [rows]. Where ``float_block`` names inputs,
-    ``predict`` also takes them as one matrix under FLOAT_BLOCK, columns in that order (a
-    server decodes them so, and batches requests with one concatenation instead of one per
-    column)."""
+    [rows, classes], or a regressor's values [rows]. Where ``blocks`` names inputs of a
+    dtype, ``predict`` also takes them as one matrix under ``BLOCKS[dtype]``, columns in that
+    order (a server decodes them so, and batches requests with one concatenation per block
+    instead of one per column)."""
 
     kind: str  # savedmodel | tflite
     uri: str
@@ -61,7 +65,7 @@ class Predictor:
     schema: Schema | None = None  # the schema it was trained on, when the model carries it
     handle: object = None  # the loaded model or interpreter, kept alive with the predictor
     task: str = "classification"  # or regression
-    float_block: Tuple[str, ...] = ()  # inputs predict takes as one matrix (FLOAT_BLOCK)
+    blocks: Dict[str, Tuple[str, ...]] = dataclasses.field(default_factory=dict)  # by dtype
 
     @property
     def regressor(self) -> bool:
@@ -123,55 +127,72 @@ def _load_savedmodel(model_dir: str, threads: int) -> Predictor:
         out = fn(**{name: tf.constant(features[name]) for name in inputs})
         return out[output].numpy()
 
-    packed = [n for n, s in specs.items() if s.dtype == tf.float32 and s.shape.rank == 1]
-    if len(packed) < 2:
-        packed, predict = [], per_column
-    else:
-        predict = _packed_call(fn, specs, packed, per_column, output)
+    blocks = {}
+    for dtype in BLOCKS:  # scalar columns of one dtype, two or more: one matrix each
+        names = [n for n, s in specs.items() if s.dtype.name == dtype and s.shape.rank == 1]
+        if len(names) >= 2:
+            blocks[dtype] = tuple(names)
+    predict = _packed_call(fn, specs, blocks, per_column, output) if blocks else per_column
     return Predictor("savedmodel", model_dir, inputs, savedmodel.load_labels(model_dir),
                      predict, savedmodel.load_schema(model_dir), handle=loaded, task=task,
-                     float_block=tuple(packed))
+                     blocks=blocks)
 
 
-def _packed_call(fn, specs: Dict, packed: List[str], per_column: Callable,
+def _packed_call(fn, specs: Dict, blocks: Dict[str, Tuple[str, ...]], per_column: Callable,
                  output: str = "probabilities") -> Callable:
-    """``predict`` (the signature's ``output``) with one Python-to-TensorFlow crossing for
-    the scalar float32 columns ``packed``, given one by one or as the FLOAT_BLOCK matrix.
+    """``predict`` (the signature's ``output``) with one Python-to-TensorFlow crossing per
+    block of scalar columns of one dtype, given one by one or as the ``BLOCKS[dtype]``
+    matrix.
 
     Calling the signature costs a fixed amount of Python per input (most of a small batch's
-    time for a wide table), so the scalar float32 columns go in as one ``[rows, n]`` matrix,
-    split back into columns inside a tf.function that calls the signature; the other inputs
-    are passed as they are. The model computes exactly what it computes on the columns.
-    Features the matrix cannot take as they are (another dtype or shape, ragged rows) go
-    through ``per_column``, the signature called one input per column, as before.
+    time for a wide table), so the scalar float32 columns, and the scalar int64 ones, go in
+    as one ``[rows, n]`` matrix each, split back into columns inside a tf.function that
+    calls the signature; the other inputs are passed as they are. The model computes exactly
+    what it computes on the columns. Features a matrix cannot take as they are (another
+    dtype or shape, ragged rows) go through ``per_column``, the signature called one input
+    per column, as before.
     """
     import tensorflow as tf
 
-    others = [n for n in specs if n not in packed]
+    grouped = {n for names in blocks.values() for n in names}
+    others = [n for n in specs if n not in grouped]
 
-    @tf.function(input_signature=[tf.TensorSpec([None, len(packed)], tf.float32,
-                                               name="packed_float32_columns")]
+    @tf.function(input_signature=[tf.TensorSpec([None, len(names)], tf.as_dtype(dtype),
+                                                name=f"packed_{dtype}_columns")
+                                  for dtype, names in blocks.items()]
                  + [specs[n] for n in others])
-    def call(matrix, *rest):
-        columns = tf.unstack(matrix, num=len(packed), axis=1)
-        out = fn(**dict(zip(packed, columns)), **dict(zip(others, rest)))
-        return out[output]
+    def call(*tensors):
+        columns = {}
+        for matrix, names in zip(tensors, blocks.values()):
+            columns.update(zip(names, tf.unstack(matrix, num=len(names), axis=1)))
+        columns.update(zip(others, tensors[len(blocks):]))
+        return fn(**columns)[output]
 
     concrete = call.get_concrete_function()
 
     def predict(features: Dict[str, np.ndarray]) -> np.ndarray:
-        matrix = features.get(FLOAT_BLOCK)
-        if matrix is None:
-            columns = [features[n] for n in packed]
-            rows = len(columns[0])
-            if any(not isinstance(c, np.ndarray) or c.dtype != np.float32
-                   or c.shape != (rows,) for c in columns):
-                return per_column(features)
-            matrix = np.stack(columns, axis=1)
-        return concrete(tf.constant(matrix), *[tf.constant(features[n]) for n in others]
-                        ).numpy()
+        matrices = []
+        for dtype, names in blocks.items():
+            matrix = features.get(BLOCKS[dtype])
+            if matrix is None:
+                matrix = _stacked([features[n] for n in names], np.dtype(dtype))
+                if matrix is None:
+                    return per_column(features)
+            matrices.append(matrix)
+        return concrete(*[tf.constant(m) for m in matrices],
+                        *[tf.constant(features[n]) for n in others]).numpy()
 
     return predict
+
+
+def _stacked(columns: List, dtype: np.dtype) -> np.ndarray | None:
+    """The columns as one [rows, n] matrix, or None when one is not a [rows] array of
+    ``dtype`` (the per-column call then takes them, or names what does not fit)."""
+    rows = len(columns[0])
+    if any(not isinstance(c, np.ndarray) or c.dtype != dtype or c.shape != (rows,)
+           for c in columns):
+        return None
+    return np.stack(columns, axis=1)
 
 
 def _load_tflite(path: str, labels_uri: str, threads: int) -> Predictor:

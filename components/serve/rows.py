@@ -22,7 +22,7 @@ from typing import Any, Callable, Dict, List, Sequence
 
 import numpy as np
 
-from tfkfp.components.batch_predict.models import FLOAT_BLOCK
+from tfkfp.components.batch_predict.models import BLOCKS
 from tfkfp.components.common import missing
 from tfkfp.components.serve.errors import RequestError
 
@@ -57,23 +57,28 @@ class RowDecoder:
         ignored: other columns a row may carry (e.g. the schema's label); dropped.
         parse_examples: ``serialized[] -> {input: array}`` for b64 Examples, or None.
         max_instances: rows one request may carry.
-        float_block: the model's Predictor.float_block: these scalar float32 columns are
-            handed over as one matrix under FLOAT_BLOCK, from every kind of request.
+        blocks: the model's Predictor.blocks: by dtype, scalar columns handed over as one
+            matrix under ``BLOCKS[dtype]``, from every kind of request.
     """
 
     def __init__(self, fields: Sequence[Field], keys: Sequence[str], ignored: Sequence[str],
                  parse_examples: Callable[[List[bytes]], Dict[str, np.ndarray]] | None,
-                 max_instances: int, float_block: Sequence[str] = ()):
+                 max_instances: int, blocks: Dict[str, Sequence[str]] | None = None):
         self.fields = {f.name: f for f in fields}
         self.keys, self.parse_examples = list(keys), parse_examples
         self.allowed = set(self.fields) | set(keys) | set(ignored)
         self.max_instances = max_instances
         self._names = frozenset(self.fields)
-        self.block = list(float_block)
-        # scalar float32 columns, decoded together as one matrix (most of a wide table)
-        self._floats = self.block or [f.name for f in fields
-                                      if f.dtype == "float32" and not f.shape]
-        self._others = [f for f in fields if f.name not in set(self._floats)]
+        self.blocks = {dtype: list(names) for dtype, names in (blocks or {}).items()}
+        # scalar columns decoded together, one numpy call per dtype (most of a wide table):
+        # the blocks, and the scalar float32 columns of a model without a float block
+        self._matrices = dict(self.blocks)
+        if "float32" not in self._matrices:
+            floats = [f.name for f in fields if f.dtype == "float32" and not f.shape]
+            if floats:
+                self._matrices["float32"] = floats
+        together = {n for names in self._matrices.values() for n in names}
+        self._others = [f for f in fields if f.name not in together]
 
     def v1(self, body: Any) -> Rows:
         """Rows of a v1 body ``{"instances": [...]}`` (JSON text or already decoded)."""
@@ -97,27 +102,31 @@ class RowDecoder:
                                                  and row.keys() <= self.allowed):
                 self._check_row(i, row)
         keys = [{k: row[k] for k in self.keys if k in row} for row in instances]
-        matrix = _floats(instances, self._floats)
-        if matrix is None:  # decoded column by column, the first bad value named
-            return Rows(self.finish({name: _column([row[name] for row in instances], field)
-                                     for name, field in self.fields.items()}),
-                        len(instances), keys)
-        others = {f.name: _column([row[f.name] for row in instances], f)
-                  for f in self._others}
-        if self.block:
-            return Rows({FLOAT_BLOCK: matrix, **others}, len(instances), keys)
-        features = dict(zip(self._floats, matrix.T.copy()))  # a contiguous row per column
-        features.update(others)
-        return Rows({name: features[name] for name in self.fields}, len(instances), keys)
+        features = {}
+        for dtype, names in self._matrices.items():
+            matrix = _matrix(instances, names, dtype)
+            if matrix is None:  # decoded column by column, the first bad value named
+                return Rows(self.finish({name: _column([row[name] for row in instances], f)
+                                         for name, f in self.fields.items()}),
+                            len(instances), keys)
+            if dtype in self.blocks:
+                features[BLOCKS[dtype]] = matrix
+            else:
+                features.update(zip(names, matrix.T.copy()))  # a contiguous row per column
+        features.update({f.name: _column([row[f.name] for row in instances], f)
+                         for f in self._others})
+        order = [BLOCKS[d] for d in self.blocks] + [n for n in self.fields if n in features]
+        return Rows({k: features[k] for k in order}, len(instances), keys)
 
     def finish(self, features: Dict[str, np.ndarray]) -> Dict:
-        """Features by column as the model takes them: the float block stacked, if any."""
-        if not self.block:
+        """Features by column as the model takes them: its blocks stacked, if any."""
+        if not self.blocks:
             return features
-        block = np.stack([features[n] for n in self.block], axis=1).astype(np.float32,
-                                                                           copy=False)
-        return {FLOAT_BLOCK: block,
-                **{n: v for n, v in features.items() if n not in set(self.block)}}
+        out = {BLOCKS[dtype]: np.stack([features[n] for n in names], axis=1).astype(
+            dtype, copy=False) for dtype, names in self.blocks.items()}
+        grouped = {n for names in self.blocks.values() for n in names}
+        out.update((n, v) for n, v in features.items() if n not in grouped)
+        return out
 
     def check_count(self, count: int, where: str) -> None:
         if count > self.max_instances:
@@ -171,20 +180,18 @@ class RowDecoder:
         return Rows(self.finish(features), count, [{} for _ in range(count)])
 
 
-_NUMBERS = frozenset({float, int, type(None)})
+_FITS = {"float32": frozenset({float, int, type(None)}), "int64": frozenset({int})}
 
 
-def _floats(instances: List[Dict], names: List[str]) -> np.ndarray | None:
-    """The scalar float32 columns of checked rows as one ``[rows, columns]`` matrix,
-    converted in one numpy call (a gap, ``null``, is NaN as in ``_column``), or None when
-    some value is not a JSON number or null (``_column`` then names it)."""
-    if not names:
-        return None
+def _matrix(instances: List[Dict], names: List[str], dtype: str) -> np.ndarray | None:
+    """Scalar columns of one dtype of checked rows as one ``[rows, columns]`` matrix,
+    converted in one numpy call (a float gap, ``null``, is NaN as in ``_column``), or None
+    when some value does not fit (``_column`` then names it)."""
     values = [list(map(row.__getitem__, names)) for row in instances]
-    if not set(map(type, itertools.chain.from_iterable(values))) <= _NUMBERS:
+    if not set(map(type, itertools.chain.from_iterable(values))) <= _FITS[dtype]:
         return None
     try:
-        return np.array(values, dtype=np.float32)
+        return np.array(values, dtype=dtype)
     except (OverflowError, TypeError, ValueError):
         return None
 

@@ -1,19 +1,21 @@
 """The SavedModel Predictor feeds the scalar float32 columns as one packed matrix: its answers
 must be exactly those of the ``serving_raw`` signature called one input per column, for a
-table of floats with gaps, an int64 column, a string column and a shaped float column."""
+table of floats with gaps, int64 columns (a second block), a string column and a shaped float
+column."""
 
 import numpy as np
 import pytest
 
-from tfkfp.components.batch_predict.models import FLOAT_BLOCK, load_predictor
+from tfkfp.components.batch_predict.models import FLOAT_BLOCK, INT64_BLOCK, load_predictor
 
 FLOATS = ["a", "b", "c"]
+INTS = ["n", "m"]
 COLOURS = ["red", "vert clair", "青"]
 
 
 @pytest.fixture(scope="module")
 def mixed_model(tmp_path_factory):
-    """An untrained tfkfp SavedModel over three floats (imputed in the graph), an int64, a
+    """An untrained tfkfp SavedModel over three floats (imputed in the graph), two int64, a
     string (one-hot through StringLookup) and a float[2] column; three classes."""
     import tensorflow as tf
     import tf_keras
@@ -22,17 +24,19 @@ def mixed_model(tmp_path_factory):
     from tfkfp.components.common.schema import Column, Schema
 
     schema = Schema((*[Column(n, "float32") for n in FLOATS], Column("n", "int64"),
+                     Column("m", "int64"),
                      Column("s", "string"), Column("v", "float32", shape=(2,)),
                      Column("id", "int64", role="key"),
                      Column("label", "string", role="label", vocabulary=("x", "y", "z"))))
     tf_keras.utils.set_random_seed(5)
     inputs = {n: tf_keras.Input((), name=n, dtype=tf.float32) for n in FLOATS}
     inputs["n"] = tf_keras.Input((), name="n", dtype=tf.int64)
+    inputs["m"] = tf_keras.Input((), name="m", dtype=tf.int64)
     inputs["s"] = tf_keras.Input((), name="s", dtype=tf.string)
     inputs["v"] = tf_keras.Input((2,), name="v", dtype=tf.float32)
     parts = [tf_keras.layers.Reshape((1,))(tf.where(tf.math.is_nan(inputs[n]), 0.25,
                                                      inputs[n])) for n in FLOATS]
-    parts.append(tf_keras.layers.Reshape((1,))(tf.cast(inputs["n"], tf.float32)))
+    parts += [tf_keras.layers.Reshape((1,))(tf.cast(inputs[n], tf.float32)) for n in INTS]
     parts.append(tf_keras.layers.StringLookup(vocabulary=COLOURS,
                                               output_mode="one_hot")(inputs["s"]))
     parts.append(inputs["v"])
@@ -47,6 +51,7 @@ def _rows(count, seed=0):
     features["a"][::3] = np.nan  # gaps
     features["c"][1::4] = np.nan
     features["n"] = rng.integers(-5, 50, size=count)
+    features["m"] = rng.integers(-2**40, 2**40, size=count)
     features["s"] = np.array([b"", "青".encode(), b"red", b"unknown"] * count,
                              dtype=object)[:count]
     features["v"] = rng.normal(size=(count, 2)).astype(np.float32)
@@ -72,12 +77,14 @@ def test_the_packed_call_answers_exactly_as_the_per_column_call(mixed_model, cou
     np.testing.assert_array_equal(got, want)
 
 
-def test_the_float_block_given_as_one_matrix_answers_exactly_as_the_columns(mixed_model):
+def test_the_blocks_given_as_one_matrix_each_answer_exactly_as_the_columns(mixed_model):
     predictor = load_predictor(mixed_model)
-    assert predictor.float_block == tuple(FLOATS)
+    floats, ints = predictor.blocks["float32"], predictor.blocks["int64"]  # columns in order
+    assert (sorted(floats), sorted(ints)) == (sorted(FLOATS), sorted(INTS))
     features = _rows(9, seed=3)
-    block = {FLOAT_BLOCK: np.stack([features[n] for n in FLOATS], axis=1),
-             **{n: v for n, v in features.items() if n not in FLOATS}}
+    block = {FLOAT_BLOCK: np.stack([features[n] for n in floats], axis=1),
+             INT64_BLOCK: np.stack([features[n] for n in ints], axis=1),
+             **{n: v for n, v in features.items() if n not in FLOATS + INTS}}
     np.testing.assert_array_equal(predictor.predict(block), _per_column(mixed_model, features))
 
 

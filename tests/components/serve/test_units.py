@@ -101,26 +101,47 @@ def test_a_row_missing_a_float_column_is_named():
         decoder.v1({"instances": [row]})
 
 
-def test_a_float_block_is_handed_over_as_one_matrix_from_v1_and_v2_alike():
+def test_blocks_are_handed_over_as_one_matrix_each_from_v1_and_v2_alike():
     from kserve.protocol.infer_type import InferInput
 
-    from tfkfp.components.batch_predict.models import FLOAT_BLOCK
+    from tfkfp.components.batch_predict.models import FLOAT_BLOCK, INT64_BLOCK
 
-    fields = [Field("a", "float32", ()), Field("s", "string", ()), Field("b", "float32", ())]
-    block = RowDecoder(fields, ["id"], [], None, max_instances=4, float_block=["a", "b"])
-    v1 = block.v1({"instances": [{"a": 1.5, "s": "x", "b": None, "id": 7},
-                                 {"a": -2, "s": None, "b": 3.25}]})
-    assert set(v1.features) == {FLOAT_BLOCK, "s"} and v1.keys == [{"id": 7}, {}]
-    matrix = v1.features[FLOAT_BLOCK]
-    assert matrix.dtype == np.float32 and matrix.shape == (2, 2)
-    np.testing.assert_array_equal(matrix, [[1.5, np.nan], [-2, 3.25]])
+    fields = [Field("a", "float32", ()), Field("s", "string", ()), Field("i", "int64", ()),
+              Field("b", "float32", ()), Field("j", "int64", ())]
+    block = RowDecoder(fields, ["id"], [], None, max_instances=4,
+                       blocks={"float32": ["a", "b"], "int64": ["i", "j"]})
+    v1 = block.v1({"instances": [{"a": 1.5, "s": "x", "b": None, "i": 2**40, "j": -1, "id": 7},
+                                 {"a": -2, "s": None, "b": 3.25, "i": 0, "j": 5}]})
+    assert list(v1.features) == [FLOAT_BLOCK, INT64_BLOCK, "s"] and v1.keys == [{"id": 7}, {}]
+    floats, ints = v1.features[FLOAT_BLOCK], v1.features[INT64_BLOCK]
+    assert (floats.dtype, ints.dtype) == (np.float32, np.int64)
+    np.testing.assert_array_equal(floats, [[1.5, np.nan], [-2, 3.25]])
+    np.testing.assert_array_equal(ints, [[2**40, -1], [0, 5]])
     v2 = block.v2([InferInput("a", [2], "FP32", [1.5, -2.0]),
                    InferInput("s", [2], "BYTES", ["x", ""]),
-                   InferInput("b", [2], "FP64", [np.nan, 3.25])])
-    np.testing.assert_array_equal(v2.features[FLOAT_BLOCK], matrix)
+                   InferInput("i", [2], "INT64", [2**40, 0]),
+                   InferInput("b", [2], "FP64", [np.nan, 3.25]),
+                   InferInput("j", [2], "INT32", [-1, 5])])
+    np.testing.assert_array_equal(v2.features[FLOAT_BLOCK], floats)
+    np.testing.assert_array_equal(v2.features[INT64_BLOCK], ints)
     assert v2.features["s"].tolist() == v1.features["s"].tolist() == [b"x", b""]
-    with pytest.raises(RequestError, match="instance 1, column 'b'"):  # still named
-        block.v1({"instances": [{"a": 1, "s": "x", "b": 2}, {"a": 1, "s": "x", "b": "2"}]})
+
+
+@pytest.mark.parametrize("row,words", [
+    ({"b": "2"}, "instance 1, column 'b': expected float32"),
+    ({"j": 1.5}, "instance 1, column 'j': expected int64"),
+    ({"j": None}, "instance 1, column 'j': expected int64"),
+    ({"i": True}, "instance 1, column 'i': expected int64"),
+    ({"i": 2**63}, "instance 1, column 'i': expected int64"),
+])
+def test_a_value_a_block_cannot_take_is_still_named(row, words):
+    fields = [Field("a", "float32", ()), Field("i", "int64", ()), Field("b", "float32", ()),
+              Field("j", "int64", ())]
+    block = RowDecoder(fields, [], [], None, max_instances=4,
+                       blocks={"float32": ["a", "b"], "int64": ["i", "j"]})
+    good = {"a": 1, "b": 2, "i": 3, "j": 4}
+    with pytest.raises(RequestError, match=words):
+        block.v1({"instances": [good, dict(good, **row)]})
 
 
 def test_b64_without_a_parser_is_refused():
