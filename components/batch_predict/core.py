@@ -177,6 +177,7 @@ def _reader(plan: sources.InputPlan, files: List[str], features, key_columns, ba
     """``read(path) -> Iterator[Chunk]`` for the plan's format (text headers checked now)."""
     if plan.fmt == "tfrecord":
         from tfkfp.components.batch_predict.tfrecords import (
+            first_record_rows,
             make_parser,
             read_tfrecords,
             records_per_batch,
@@ -184,7 +185,9 @@ def _reader(plan: sources.InputPlan, files: List[str], features, key_columns, ba
 
         # "both": a pattern read with the model's schema may hold either layout
         parse = make_parser(features, key_columns, plan.schema, accept="both")
-        per_batch = records_per_batch(batch_size, plan.schema)
+        counted = first_record_rows(files, plan.compression, parse) \
+            if plan.schema.layout == "blocks" else 0
+        per_batch = records_per_batch(batch_size, plan.schema, counted)
         return lambda path: read_tfrecords(path, plan.compression, parse, per_batch)
     for path in files:
         text.check_columns(path, plan.fmt, features + key_columns)

@@ -60,10 +60,27 @@ def make_parser(features: List[Column], keys: List[Column], schema: Schema | Non
     return parse
 
 
-def records_per_batch(batch_size: int, schema: Schema | None) -> int:
-    """Records to read for a batch of about ``batch_size`` rows."""
-    block = schema.block_rows if schema is not None else 0
+def records_per_batch(batch_size: int, schema: Schema | None, first_record_rows: int = 0
+                      ) -> int:
+    """Records to read for a batch of about ``batch_size`` rows: by the rows the first
+    record holds, where it was counted, else by the schema's layout."""
+    block = first_record_rows or (schema.block_rows if schema is not None else 0)
     return max(1, -(-batch_size // block)) if block else batch_size
+
+
+def first_record_rows(files: List[str], compression: str, parse) -> int:
+    """The rows the first record of the first non-empty file holds (0: none was read). A
+    schema taken from the model says how it was trained, not how these files were written:
+    blocks, or a row a record."""
+    import tensorflow as tf
+
+    for path in files:
+        try:
+            for record in tf.data.TFRecordDataset(path, compression_type=compression).take(1):
+                return int(parse(tf.reshape(record, [1]))[2].numpy()[0])
+        except tf.errors.OpError:  # unreadable: the read itself reports it, record by record
+            return 0
+    return 0
 
 
 def read_tfrecords(path: str, compression: str, parse, batch_size: int) -> Iterator[Chunk]:
