@@ -2,7 +2,7 @@
 
 The model is the issue's pilot: a 64-1024-1024-10 MLP (about 1.1M parameters) over 64 float
 columns, briefly trained by tfkfp and served as a tfkfp SavedModel. One row per request, on
-loopback, at 1 and 32 concurrent clients, with tfkfp loadtest's engine (Python threads on
+loopback, at 1 and 32 concurrent clients, with tfkfp loadtest's engine (one event loop on
 the same cores, so it weighs on every server alike); each figure is the median of ``--runs``
 runs, the servers measured in a rotated order each round while all of them run. Contenders,
 each in its own process on the same KServe stack:

@@ -1,24 +1,25 @@
 """``tfkfp loadtest``: QPS and latency of a served model at given concurrency levels.
 
-A closed loop: each of ``clients`` threads keeps one HTTP connection and sends the next v1
-request when the previous answer arrives, until ``requests`` are answered or ``seconds``
-pass (both bounded). Rows come from a Dataset directory (its eval split), as the model's
-clients would send them. The load generator runs on the caller's cores: on one machine with
-the server it takes CPU from it, so compare servers under the same generator.
+A closed loop: each of ``clients`` keep-alive HTTP connections sends the next v1 request
+when the previous answer arrives, until ``requests`` are answered or ``seconds`` pass (both
+bounded). Rows come from a Dataset directory (its eval split), as the model's clients would
+send them. The load generator runs on the caller's cores: on one machine with the server it
+takes CPU from it, so compare servers under the same generator.
 """
 
+import asyncio
 import dataclasses
 import http.client
 import json
 import math
-import threading
 import time
 import urllib.parse
-from typing import Any, Dict, List, Sequence
+from typing import Any, Dict, List, Sequence, Tuple
 
 from tfkfp.components.serve.errors import ServeOptionsError
 
 MAX_REQUESTS, MAX_SECONDS, MAX_CLIENTS = 1_000_000, 600.0, 256
+ANSWER_TIMEOUT_S = 30.0  # past the level's end, what is still unanswered is an error
 
 
 @dataclasses.dataclass(frozen=True)
@@ -92,42 +93,99 @@ def _json_value(value):
 
 def run_level(netloc: str, path: str, bodies: List[bytes], clients: int, requests: int,
               seconds: float) -> Level:
-    """One concurrency level: a closed loop of ``clients`` connections."""
+    """One concurrency level: a closed loop of ``clients`` keep-alive connections, all on
+    one event loop (uvloop's where installed) in this thread. Each request is written as
+    prepared bytes and its answer read by its length, so the generator spends about a third
+    of the CPU per request that threads with ``http.client`` did: less taken from a server
+    on the same machine, and more requests per second from one process."""
+    from tfkfp.components.serve.server import new_event_loop
+
+    loop = new_event_loop()
+    try:
+        return loop.run_until_complete(_level(netloc, path, bodies, clients, requests,
+                                              seconds))
+    finally:
+        loop.close()
+
+
+async def _level(netloc: str, path: str, bodies: List[bytes], clients: int, requests: int,
+                 seconds: float) -> Level:
+    parsed = urllib.parse.urlsplit(f"//{netloc}")
+    host, port = parsed.hostname, parsed.port or 80
+    prepared = [_request(netloc, path, body) for body in bodies]
     latencies: List[float] = []
-    errors = [0]
-    sent = [0]
-    lock = threading.Lock()
+    counts = {"sent": 0, "errors": 0}
     deadline = time.monotonic() + seconds
 
-    def client() -> None:
-        conn = http.client.HTTPConnection(netloc, timeout=30)
-        while time.monotonic() < deadline:
-            with lock:
-                if sent[0] >= requests:
-                    break
-                body = bodies[sent[0] % len(bodies)]
-                sent[0] += 1
-            started = time.perf_counter()
-            ok = _post(conn, path, body)
-            took = time.perf_counter() - started
-            with lock:
-                if ok:
-                    latencies.append(took)
+    async def client() -> None:
+        connection = None
+        try:
+            while time.monotonic() < deadline and counts["sent"] < requests:
+                request = prepared[counts["sent"] % len(prepared)]
+                counts["sent"] += 1
+                started = time.perf_counter()
+                try:
+                    if connection is None:
+                        connection = await asyncio.open_connection(host, port)
+                    connection[1].write(request)
+                    status, keep = await _answer(connection[0])
+                except (OSError, EOFError, ValueError, IndexError, asyncio.LimitOverrunError):
+                    status, keep = 0, False
+                if status == 200:
+                    latencies.append(time.perf_counter() - started)
                 else:
-                    errors[0] += 1
-                    conn.close()  # a fresh connection after a failure
-        conn.close()
+                    counts["errors"] += 1
+                if status != 200 or not keep:  # a fresh connection after a failure
+                    _close(connection)
+                    connection = None
+        finally:
+            _close(connection)
 
-    threads = [threading.Thread(target=client, daemon=True) for _ in range(clients)]
     started = time.perf_counter()
-    for t in threads:
-        t.start()
-    for t in threads:
-        t.join()
+    tasks = [asyncio.ensure_future(client()) for _ in range(clients)]
+    _, late = await asyncio.wait(tasks, timeout=seconds + ANSWER_TIMEOUT_S)
+    for task in late:  # a request unanswered this long counts as an error
+        task.cancel()
+        counts["errors"] += 1
+    if late:
+        await asyncio.wait(late)
     wall = time.perf_counter() - started
     ms = sorted(x * 1000 for x in latencies)
-    return Level(clients, len(ms), errors[0], wall, _percentile(ms, 0.50),
+    return Level(clients, len(ms), counts["errors"], wall, _percentile(ms, 0.50),
                  _percentile(ms, 0.95), _percentile(ms, 0.99))
+
+
+def _request(netloc: str, path: str, body: bytes) -> bytes:
+    return (f"POST {path} HTTP/1.1\r\nHost: {netloc}\r\nContent-Type: application/json\r\n"
+            f"Content-Length: {len(body)}\r\n\r\n").encode() + body
+
+
+async def _answer(reader: asyncio.StreamReader) -> Tuple[int, bool]:
+    """(status, whether the connection stays open) of one HTTP/1.1 answer, read whole."""
+    head = await reader.readuntil(b"\r\n\r\n")
+    lines = head.split(b"\r\n")
+    status = int(lines[0].split(b" ", 2)[1])
+    headers = {}
+    for line in lines[1:]:
+        name, _, value = line.partition(b":")
+        headers[name.strip().lower()] = value.strip().lower()
+    if b"chunked" in headers.get(b"transfer-encoding", b""):
+        while True:
+            size = int((await reader.readuntil(b"\r\n")).split(b";")[0], 16)
+            await reader.readexactly(size + 2)  # the chunk and its CRLF
+            if size == 0:
+                break
+    elif b"content-length" in headers:
+        await reader.readexactly(int(headers[b"content-length"]))
+    else:  # the body runs to the end of the connection
+        await reader.read()
+        return status, False
+    return status, headers.get(b"connection") != b"close"
+
+
+def _close(connection) -> None:
+    if connection is not None:
+        connection[1].close()
 
 
 def _check_ready(netloc: str, model: str, url: str) -> None:
@@ -142,16 +200,6 @@ def _check_ready(netloc: str, model: str, url: str) -> None:
     if status != 200:
         raise ServeOptionsError(f"{url}: model {model!r} is not ready (HTTP {status} from "
                                 f"/v1/models/{model})")
-
-
-def _post(conn: http.client.HTTPConnection, path: str, body: bytes) -> bool:
-    try:
-        conn.request("POST", path, body=body, headers={"content-type": "application/json"})
-        response = conn.getresponse()
-        response.read()
-        return response.status == 200
-    except (OSError, http.client.HTTPException):
-        return False
 
 
 def _percentile(sorted_ms: List[float], q: float) -> float:
