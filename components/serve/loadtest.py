@@ -20,6 +20,7 @@ from tfkfp.components.serve.errors import ServeOptionsError
 
 MAX_REQUESTS, MAX_SECONDS, MAX_CLIENTS = 1_000_000, 600.0, 256
 ANSWER_TIMEOUT_S = 30.0  # past the level's end, what is still unanswered is an error
+MAX_BACKOFF_S = 1.0  # the longest a client waits after a request got no answer at all
 
 
 @dataclasses.dataclass(frozen=True)
@@ -118,7 +119,7 @@ async def _level(netloc: str, path: str, bodies: List[bytes], clients: int, requ
     deadline = time.monotonic() + seconds
 
     async def client() -> None:
-        connection = None
+        connection, backoff = None, 0.0
         try:
             while time.monotonic() < deadline and counts["sent"] < requests:
                 request = prepared[counts["sent"] % len(prepared)]
@@ -138,6 +139,11 @@ async def _level(netloc: str, path: str, bodies: List[bytes], clients: int, requ
                 if status != 200 or not keep:  # a fresh connection after a failure
                     _close(connection)
                     connection = None
+                # no answer at all (a server gone or restarting): back off, as clients do,
+                # rather than spin on refused connections until the level ends
+                backoff = 0.0 if status else min(MAX_BACKOFF_S, max(2 * backoff, 0.01))
+                if backoff:
+                    await asyncio.sleep(min(backoff, max(0.0, deadline - time.monotonic())))
         finally:
             _close(connection)
 

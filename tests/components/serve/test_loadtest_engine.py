@@ -72,6 +72,10 @@ def test_nothing_listening_is_errors_within_the_bounds():
 
     level = loadtest.run_level(f"127.0.0.1:{free_port()}", "/ok", [b"{}"], 2, 6, 30.0)
     assert (level.requests, level.errors) == (0, 6)
+    # for a whole second: each client backs off (10 ms, doubling) rather than spinning on
+    # refused connections (thousands of errors a second per client)
+    level = loadtest.run_level(f"127.0.0.1:{free_port()}", "/ok", [b"{}"], 2, 10**6, 1.0)
+    assert level.requests == 0 and 2 <= level.errors <= 2 * 12
 
 
 def test_an_unanswered_request_is_an_error_once_the_level_is_over(server, monkeypatch):
