@@ -20,6 +20,12 @@ from typing import Dict
 os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "2")
 
 
+def _top_class(scores) -> Dict:
+    """A user's answer body: each row's best class and its score."""
+    return {"predictions": [{"class": str(int(s.argmax())), "score": float(s.max())}
+                            for s in scores]}
+
+
 def _model_classes():
     from kserve import Model
 
@@ -52,8 +58,7 @@ def _model_classes():
             inputs = {n: np.asarray([r[n] for r in rows], dtype=np.float32)
                       for n in self.names}
             scores = self.model.predict(inputs, verbose=0)
-            return {"predictions": [{"class": str(int(s.argmax())), "score": float(s.max())}
-                                    for s in scores]}
+            return _top_class(scores)
 
     class FunctionPerRequest(Model):
         def __init__(self, name: str, path: str):
@@ -75,8 +80,7 @@ def _model_classes():
             inputs = {n: tf.constant([r[n] for r in rows], dtype=spec.dtype)
                       for n, spec in self.specs.items()}
             scores = self.function(**inputs)["probabilities"].numpy()
-            return {"predictions": [{"class": str(int(s.argmax())), "score": float(s.max())}
-                                    for s in scores]}
+            return _top_class(scores)
 
     return {"noop": NoOp, "predict": KerasPredict, "tffunction": FunctionPerRequest}
 

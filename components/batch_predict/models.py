@@ -171,28 +171,33 @@ def _packed_call(fn, specs: Dict, blocks: Dict[str, Tuple[str, ...]], per_column
     concrete = call.get_concrete_function()
 
     def predict(features: Dict[str, np.ndarray]) -> np.ndarray:
-        matrices = []
-        for dtype, names in blocks.items():
-            matrix = features.get(BLOCKS[dtype])
-            if matrix is None:
-                matrix = _stacked([features[n] for n in names], np.dtype(dtype))
-                if matrix is None:
-                    return per_column(features)
-            matrices.append(matrix)
-        return concrete(*[tf.constant(m) for m in matrices],
-                        *[tf.constant(features[n]) for n in others]).numpy()
+        packed = to_blocks(features, blocks)
+        if packed is None:  # the per-column call takes them, or names what does not fit
+            return per_column(features)
+        return concrete(*[tf.constant(packed[BLOCKS[d]]) for d in blocks],
+                        *[tf.constant(packed[n]) for n in others]).numpy()
 
     return predict
 
 
-def _stacked(columns: List, dtype: np.dtype) -> np.ndarray | None:
-    """The columns as one [rows, n] matrix, or None when one is not a [rows] array of
-    ``dtype`` (the per-column call then takes them, or names what does not fit)."""
-    rows = len(columns[0])
-    if any(not isinstance(c, np.ndarray) or c.dtype != dtype or c.shape != (rows,)
-           for c in columns):
-        return None
-    return np.stack(columns, axis=1)
+def to_blocks(features: Dict, blocks: Dict[str, Tuple[str, ...]], cast: bool = False
+              ) -> Dict | None:
+    """``features`` with each block's columns stacked into one ``[rows, n]`` matrix under
+    ``BLOCKS[dtype]`` (a block already there is kept); None when a column is not a [rows]
+    array of the block's dtype (with ``cast``, of any dtype: converted)."""
+    out, grouped = {}, set()
+    for dtype, names in blocks.items():
+        grouped.update(names)
+        if BLOCKS[dtype] in features:
+            continue
+        columns = [features[n] for n in names]
+        rows = len(columns[0])
+        if any(not isinstance(c, np.ndarray) or c.shape != (rows,)
+               or (c.dtype != dtype and not cast) for c in columns):
+            return None
+        out[BLOCKS[dtype]] = np.stack(columns, axis=1).astype(dtype, copy=False)
+    out.update((n, v) for n, v in features.items() if n not in grouped)
+    return out
 
 
 def _load_tflite(path: str, labels_uri: str, threads: int) -> Predictor:

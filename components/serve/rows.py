@@ -22,7 +22,7 @@ from typing import Any, Callable, Dict, List, Sequence
 
 import numpy as np
 
-from tfkfp.components.batch_predict.models import BLOCKS
+from tfkfp.components.batch_predict.models import BLOCKS, to_blocks
 from tfkfp.components.common import missing
 from tfkfp.components.serve.errors import RequestError
 
@@ -120,13 +120,7 @@ class RowDecoder:
 
     def finish(self, features: Dict[str, np.ndarray]) -> Dict:
         """Features by column as the model takes them: its blocks stacked, if any."""
-        if not self.blocks:
-            return features
-        out = {BLOCKS[dtype]: np.stack([features[n] for n in names], axis=1).astype(
-            dtype, copy=False) for dtype, names in self.blocks.items()}
-        grouped = {n for names in self.blocks.values() for n in names}
-        out.update((n, v) for n, v in features.items() if n not in grouped)
-        return out
+        return to_blocks(features, self.blocks, cast=True) if self.blocks else features
 
     def check_count(self, count: int, where: str) -> None:
         if count > self.max_instances:
