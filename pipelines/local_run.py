@@ -11,6 +11,7 @@ import time
 from typing import Any, Dict, List, TextIO
 
 from tfkfp.pipelines import figures, registry
+from tfkfp.pipelines.local_tasks import tasks_die_with_this_process
 from tfkfp.pipelines.task_logs import TaskConsole, TaskRecord
 
 
@@ -56,7 +57,8 @@ def run_pipeline(pipeline, parameters: Dict[str, Any], pipeline_root: str,
     local.init(runner=local.SubprocessRunner(use_venv=False),
                pipeline_root=os.path.abspath(pipeline_root), raise_on_error=True)
     started = time.monotonic()
-    with TaskConsole(pipeline_root, console, verbose) as tasks:
+    # a task dies with this process, even a SIGKILLed one (it would otherwise run on)
+    with tasks_die_with_this_process(), TaskConsole(pipeline_root, console, verbose) as tasks:
         try:
             task = pipeline(**parameters)
         except RuntimeError as err:

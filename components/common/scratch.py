@@ -27,7 +27,7 @@ import sys
 import threading
 import time
 import uuid
-from typing import Iterator, List
+from typing import IO, Iterator, List
 
 from tfkfp.components.common import uris
 from tfkfp.components.common.progress import log
@@ -76,11 +76,34 @@ def owner_name(prefix: str) -> str:
     return f"{prefix}{_host()}-{pid}.{_start_time(pid)}-{uuid.uuid4().hex[:8]}"
 
 
+def open_private(path: str, mode: str = "wb") -> IO:
+    """A new local file only its owner may read or write (0600, whatever the umask): scratch
+    files hold the user's rows, and the temp directory is shared with every local user."""
+    return open(path, mode, opener=lambda name, flags: os.open(name, flags, 0o600))
+
+
+def make_private_dir(path: str) -> None:
+    """Make the folder ``path``: 0700 where local (see open_private); a gs:// prefix has no
+    modes to set."""
+    if uris.is_remote(path):
+        uris.makedirs(path)
+        return
+    os.makedirs(uris.local_path(path), mode=0o700)
+    os.chmod(uris.local_path(path), 0o700)  # the umask may have taken bits off
+
+
 def _beat(folder: str) -> None:
     pid = os.getpid()
     body = {"host": _host(), "boot_id": _boot_id(), "pid": pid, "start": _start_time(pid),
             "beat": time.time()}
-    uris.write_text_atomic(uris.join(folder, HEARTBEAT), json.dumps(body))
+    target = uris.join(folder, HEARTBEAT)
+    if uris.is_remote(target):
+        uris.write_text_atomic(target, json.dumps(body))
+        return
+    temp = uris.sibling_temp(target)
+    with open_private(uris.local_path(temp)) as f:
+        f.write(json.dumps(body).encode("utf-8"))
+    os.replace(uris.local_path(temp), uris.local_path(target))
 
 
 def _heartbeat(folder: str) -> dict:
@@ -126,9 +149,10 @@ def remove_abandoned(parent: str, prefix: str) -> List[str]:
 
 @contextlib.contextmanager
 def owned_dir(parent: str, prefix: str) -> Iterator[str]:
-    """A scratch folder in parent, kept alive by a heartbeat and removed whatever happens."""
+    """A scratch folder in parent, private to the user (0700 where local), kept alive by a
+    heartbeat and removed whatever happens."""
     path = uris.join(parent, owner_name(prefix))
-    uris.makedirs(path)
+    make_private_dir(path)
     stop = threading.Event()
     beats = threading.Thread(target=_beat_until, args=(path, stop), daemon=True)
     try:

@@ -11,7 +11,7 @@ from typing import Dict, List, Tuple
 
 import numpy as np
 
-from tfkfp.components.common import missing
+from tfkfp.components.common import missing, scratch
 from tfkfp.components.common.dataset import SPLITS
 from tfkfp.components.common.examples import encode_blocks, encode_examples, pack_columns
 from tfkfp.components.common.schema import PackedGroup
@@ -60,7 +60,7 @@ def encode_chunk(chunk: Chunk, plan: EncodePlan) -> ChunkResult:
     rows = len(next(iter(data.values())))
     if rows == 0:
         for split in SPLITS:
-            open(spool_path(plan.spool_dir, chunk.index, split), "wb").close()
+            scratch.open_private(spool_path(plan.spool_dir, chunk.index, split)).close()
         return ChunkResult(chunk.index, {s: np.zeros(0, np.int64) for s in SPLITS}, None)
     gaps = count_gaps(data, plan, chunk)
     is_eval = _eval_mask(data, plan, chunk)
@@ -104,14 +104,14 @@ def _spool(columns: Dict[str, Tuple[str, np.ndarray]], path: str, block_rows: in
     """Write the records to ``path``; their sizes and the rows each holds."""
     rows = len(next(iter(columns.values()))[1])
     if rows == 0:
-        open(path, "wb").close()
+        scratch.open_private(path).close()
         return np.zeros(0, dtype=np.int64), np.zeros(0, dtype=np.int64)
     if block_rows:
         records, counts = encode_blocks(columns, block_rows)
     else:
         records, counts = encode_examples(columns), np.ones(rows, dtype=np.int64)
     data, lengths = records.flat()
-    with open(path, "wb") as f:
+    with scratch.open_private(path) as f:  # the user's rows, in the shared temp directory
         f.write(memoryview(np.ascontiguousarray(data)))
     return lengths.copy(), counts
 

@@ -4,8 +4,6 @@ fails if any task fails, and every task is shut down whatever happens. The tasks
 servers listen on 127.0.0.1 only (see train/loopback.py)."""
 
 import collections
-import contextlib
-import ctypes
 import dataclasses
 import json
 import os
@@ -18,6 +16,7 @@ import threading
 import time
 from typing import Deque, Dict, List, TextIO
 
+from tfkfp.components.common import lifeline
 from tfkfp.components.common.cpus import thread_environment
 from tfkfp.components.common.signals import sigterm_raises
 from tfkfp.components.train import loopback, strategies
@@ -97,16 +96,10 @@ def run_cluster(config: TrainConfig, result_path: str, stream: TextIO | None = N
 
 
 def _start(env: Dict[str, str], config_path: str, result_path: str) -> subprocess.Popen:
-    return subprocess.Popen(
+    # SIGKILL if the launcher dies, even by SIGKILL: no orphan keeps training or a port
+    return lifeline.popen(
         [sys.executable, "-m", "tfkfp.components.train.worker", config_path, result_path],
-        env={**os.environ, **env}, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True,
-        preexec_fn=_die_with_parent)
-
-
-def _die_with_parent() -> None:
-    """Linux: the task gets SIGKILL if the launcher dies, so no orphan keeps a port."""
-    with contextlib.suppress(OSError):
-        ctypes.CDLL("libc.so.6", use_errno=True).prctl(1, signal.SIGKILL)  # PR_SET_PDEATHSIG
+        env={**os.environ, **env}, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
 
 
 def _stream(process: subprocess.Popen, task: Task, tail: Deque[str], out: TextIO):
