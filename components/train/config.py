@@ -23,6 +23,11 @@ TARGET_METRICS = {"classification": ("accuracy", "loss"),
                   "regression": ("rmse", "mae", "r2", "loss")}
 # What tf.io.gfile reads in the suite's image, besides local paths.
 WARM_START_SCHEMES = ("gs://", "file://")
+# The settings a checkpoint_dir records (checkpoint_record.py), besides the model (model_fn
+# or model_name): those that change the weights' shapes or meaning, or the optimizer and loss
+# scale state kept with them. A rerun may change the others (epochs to continue, batch size,
+# learning rate, strategy and cluster shape after a preemption) and still resume.
+CHECKPOINT_SETTINGS = ("hidden_units", "task", "loss", "optimizer", "precision")
 
 
 

@@ -17,7 +17,7 @@ from typing import Any, Dict, Tuple
 from tfkfp.components.common import savedmodel, uris, vertex_jobs
 from tfkfp.components.common.dataset import Manifest
 from tfkfp.components.common.schema import Schema, SchemaError
-from tfkfp.components.train import loop, report, strategies, tasks
+from tfkfp.components.train import checkpoint_record, loop, report, strategies, tasks
 from tfkfp.components.train.config import TrainConfig
 from tfkfp.components.train.errors import TrainConfigError
 from tfkfp.components.train.launchers import job, kube, local, tfjob, trainjob, vertex
@@ -84,6 +84,8 @@ def train(dataset: str, model_dir: str, launcher: str = "local",
     _check_splits(config.dataset)
     if config.warm_start:
         _check_warm_start(config)
+    if config.checkpoint_dir:  # refused here, before any process or cluster job starts
+        checkpoint_record.check(config)
     if gcp_resources:
         vertex_jobs.write_gcp_resources(gcp_resources)  # the vertex launcher fills it in
     if launcher != "local":

@@ -8,6 +8,11 @@ class TrainConfigError(ValueError):
     """A training request that cannot run; raised before any training work."""
 
 
+class CheckpointMismatch(TrainConfigError):
+    """checkpoint_dir keeps checkpoints of another Dataset, schema or model settings, or
+    checkpoints that do not fit this model; nothing is resumed from them."""
+
+
 class TrainingDiverged(RuntimeError):
     """The loss became NaN or infinite; the last good checkpoint, if any, is kept."""
 

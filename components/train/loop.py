@@ -18,7 +18,7 @@ from tfkfp.components.common.cpus import tensorflow_threads
 from tfkfp.components.common.dataset import Manifest
 from tfkfp.components.common.reader import make_dataset
 from tfkfp.components.common.schema import Schema
-from tfkfp.components.train import models, strategies, tasks
+from tfkfp.components.train import checkpoint_record, models, strategies, tasks
 from tfkfp.components.train.callbacks import (
     EpochCheckpoint,
     EpochTimer,
@@ -28,6 +28,7 @@ from tfkfp.components.train.callbacks import (
     load_history,
 )
 from tfkfp.components.train.config import TrainConfig, check_batch
+from tfkfp.components.train.errors import CheckpointMismatch
 
 log = logging.getLogger("tfkfp")
 HISTORY_FILE = "history.json"
@@ -54,7 +55,8 @@ def run(config: TrainConfig, result_path: str) -> Dict[str, Any] | None:
     scratch = tempfile.mkdtemp(prefix="tfkfp-train-")
     try:
         checkpoint_dir = config.checkpoint_dir or os.path.join(scratch, "checkpoints")
-        manager, epoch_var, initial_epoch = _checkpoints(model, checkpoint_dir, chief, scratch)
+        manager, epoch_var, initial_epoch = _checkpoints(model, config, checkpoint_dir, chief,
+                                                         scratch)
         timer = EpochTimer(steps, global_batch)
         evaluation = Evaluation(_eval_dataset(config, schema), task, timer, target_metric,
                                 config.target_value)
@@ -112,19 +114,39 @@ def _compiled_model(config: TrainConfig, schema: Schema, strategy, task):
     return model
 
 
-def _checkpoints(model, checkpoint_dir: str, chief: bool, scratch: str):
+def _checkpoints(model, config: TrainConfig, checkpoint_dir: str, chief: bool, scratch: str):
     """Restore the newest checkpoint; only the chief writes to the shared directory (other
-    workers must still save, so they write to scratch)."""
+    workers must still save, so they write to scratch). A kept checkpoint_dir resumes only
+    the run its record names (checkpoint_record.py)."""
     import tensorflow as tf
 
+    record = checkpoint_record.check(config) if config.checkpoint_dir else None
     epoch = tf.Variable(0, dtype=tf.int64, trainable=False, name="completed_epochs")
     checkpoint = tf.train.Checkpoint(model=model, optimizer=model.optimizer, epoch=epoch)
     latest = tf.train.latest_checkpoint(checkpoint_dir)
     if latest:
-        checkpoint.restore(latest).assert_existing_objects_matched()
+        _restore(checkpoint, latest, checkpoint_dir)
+    if record and chief:
+        checkpoint_record.save(checkpoint_dir, record)
     directory = checkpoint_dir if chief else os.path.join(scratch, "checkpoints")
     manager = tf.train.CheckpointManager(checkpoint, directory, max_to_keep=3)
     return manager, epoch, int(epoch.numpy())
+
+
+def _restore(checkpoint, latest: str, checkpoint_dir: str) -> None:
+    """Restore ``latest``; when it does not fit this model, say so naming the folder
+    (TensorFlow's error names only a variable and a shape)."""
+    import tensorflow as tf
+
+    try:
+        checkpoint.restore(latest).assert_existing_objects_matched()
+    except (ValueError, AssertionError, tf.errors.OpError) as err:
+        reason = (str(err).strip() or repr(err)).splitlines()[0][:300]  # TF's can run long
+        raise CheckpointMismatch(
+            f"checkpoint_dir {checkpoint_dir}: its newest checkpoint {latest} cannot be "
+            f"restored into this model ({type(err).__name__}: {reason}); a run with another "
+            f"model, schema or settings wrote it (or it is damaged). Give this run a new "
+            f"checkpoint_dir, or empty {checkpoint_dir} to start over there") from err
 
 
 def _train_input(config: TrainConfig, schema: Schema, global_batch: int):

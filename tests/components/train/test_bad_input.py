@@ -81,6 +81,9 @@ def test_nan_loss_stops_with_epoch_and_step_and_keeps_the_last_checkpoint(tmp_pa
         row[1] = -5.0
     bad = write_csv(tmp_path / "bad.csv", ["id", "x", "label"], rows)
     shard_tfrecords(bad, str(tmp_path / "bad"), label="label", keys=["id"])
+    # The folder's record would refuse other data (test_checkpoint_record.py); without one,
+    # as an earlier tfkfp left it, the run resumes from a checkpoint that fits the model.
+    os.remove(os.path.join(checkpoints, "tfkfp_checkpoint.json"))
     with pytest.raises(TrainingDiverged) as err:
         train(str(tmp_path / "bad"), str(tmp_path / "model2"), epochs=3, **options)
     assert re.search(r"became nan at epoch 2, step \d+", str(err.value))
