@@ -168,6 +168,7 @@ class TaskConsole:
 
 _TRACEBACK = "Traceback (most recent call last):"
 _EXCEPTION = re.compile(r"^(?P<cls>[A-Za-z_][\w.]*)(?::\s?(?P<message>.*))?$")
+_CARETS = re.compile(r"^[\^~]+$")  # a traceback frame's pointer to the failing expression
 _NATIVE_LOG = re.compile(r"^[IWEF]\d{4} ")  # absl's C++ log lines (TensorFlow's)
 
 
@@ -181,7 +182,9 @@ def task_error(log: str) -> str:
     indent = len(lines[starts[-1]]) - len(lines[starts[-1]].lstrip())
     rest = iter(lines[starts[-1] + 1:])
     for line in rest:  # the frames are indented deeper than the exception line after them
-        if line.strip() and len(line) - len(line.lstrip()) <= indent:
+        # (a frame's caret markers can sit at any depth: they are never the exception)
+        if line.strip() and len(line) - len(line.lstrip()) <= indent \
+                and not _CARETS.match(line.strip()):
             break
     else:
         return ""

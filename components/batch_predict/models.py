@@ -66,6 +66,9 @@ class Predictor:
     handle: object = None  # the loaded model or interpreter, kept alive with the predictor
     task: str = "classification"  # or regression
     blocks: Dict[str, Tuple[str, ...]] = dataclasses.field(default_factory=dict)  # by dtype
+    # {the model's own input name: the column it takes} where they differ (a column whose
+    # name TensorFlow cannot take, see common.schema); ``inputs`` are keyed by the column
+    aliases: Dict[str, str] = dataclasses.field(default_factory=dict)
 
     @property
     def regressor(self) -> bool:
@@ -117,33 +120,50 @@ def _load_savedmodel(model_dir: str, threads: int) -> Predictor:
             f"tfkfp {savedmodel.SIGNATURE_RAW!r} signature (one input per feature column), as "
             "written by common.savedmodel.export_model")
     fn = loaded.signatures[savedmodel.SIGNATURE_RAW]
-    specs = fn.structured_input_signature[1]
+    schema = savedmodel.load_schema(model_dir)
+    tensors = {c.name: c.tensor for c in schema.features}
+    # the signature's inputs, keyed by the column each takes
+    specs = {_column_of(schema, t): spec for t, spec in fn.structured_input_signature[1].items()}
     inputs = {name: InputSpec(spec.dtype.name if spec.dtype != tf.string else "string",
                               tuple(spec.shape[1:].as_list())) for name, spec in specs.items()}
     task = savedmodel.model_task(model_dir)
     output = "value" if task == "regression" else "probabilities"
 
+    def call(columns: Dict) -> Dict:
+        return fn(**{tensors.get(name, name): value for name, value in columns.items()})
+
     def per_column(features: Dict[str, np.ndarray]) -> np.ndarray:
-        out = fn(**{name: tf.constant(features[name]) for name in inputs})
-        return out[output].numpy()
+        return call({name: tf.constant(features[name]) for name in inputs})[output].numpy()
 
     blocks = {}
     for dtype in BLOCKS:  # scalar columns of one dtype, two or more: one matrix each
         names = [n for n, s in specs.items() if s.dtype.name == dtype and s.shape.rank == 1]
         if len(names) >= 2:
             blocks[dtype] = tuple(names)
-    predict = _packed_call(fn, specs, blocks, per_column, output) if blocks else per_column
+    predict = _packed_call(call, specs, blocks, per_column, output) if blocks else per_column
     return Predictor("savedmodel", model_dir, inputs, savedmodel.load_labels(model_dir),
-                     predict, savedmodel.load_schema(model_dir), handle=loaded, task=task,
-                     blocks=blocks)
+                     predict, schema, handle=loaded, task=task, blocks=blocks,
+                     aliases=_aliases(tensors))
 
 
-def _packed_call(fn, specs: Dict, blocks: Dict[str, Tuple[str, ...]], per_column: Callable,
-                 output: str = "probabilities") -> Callable:
+def _column_of(schema: Schema | None, tensor: str) -> str:
+    """The column a model input takes: the schema's column of that tensor name, else the
+    input's own name (a model made elsewhere)."""
+    column = schema.column_of_tensor(tensor) if schema is not None else None
+    return column.name if column is not None else tensor
+
+
+def _aliases(tensors: Dict[str, str]) -> Dict[str, str]:
+    return {t: c for c, t in tensors.items() if t != c}
+
+
+def _packed_call(fn: Callable, specs: Dict, blocks: Dict[str, Tuple[str, ...]],
+                 per_column: Callable, output: str = "probabilities") -> Callable:
     """``predict`` (the signature's ``output``) with one Python-to-TensorFlow crossing per
     block of scalar columns of one dtype, given one by one or as the ``BLOCKS[dtype]``
     matrix.
 
+    ``fn`` calls the signature on a dict of tensors keyed as ``specs`` (by column).
     Calling the signature costs a fixed amount of Python per input (most of a small batch's
     time for a wide table), so the scalar float32 columns, and the scalar int64 ones, go in
     as one ``[rows, n]`` matrix each, split back into columns inside a tf.function that
@@ -157,8 +177,9 @@ def _packed_call(fn, specs: Dict, blocks: Dict[str, Tuple[str, ...]], per_column
     grouped = {n for names in blocks.values() for n in names}
     others = [n for n in specs if n not in grouped]
 
+    # '__' keeps the matrices' names apart from every input's (common.schema)
     @tf.function(input_signature=[tf.TensorSpec([None, len(names)], tf.as_dtype(dtype),
-                                                name=f"packed_{dtype}_columns")
+                                                name=f"packed__{dtype}")
                                   for dtype, names in blocks.items()]
                  + [specs[n] for n in others])
     def call(*tensors):
@@ -166,7 +187,7 @@ def _packed_call(fn, specs: Dict, blocks: Dict[str, Tuple[str, ...]], per_column
         for matrix, names in zip(tensors, blocks.values()):
             columns.update(zip(names, tf.unstack(matrix, num=len(names), axis=1)))
         columns.update(zip(others, tensors[len(blocks):]))
-        return fn(**columns)[output]
+        return fn(columns)[output]
 
     concrete = call.get_concrete_function()
 
@@ -212,7 +233,9 @@ def _load_tflite(path: str, labels_uri: str, threads: int) -> Predictor:
                                 f"expected {savedmodel.SIGNATURE_RAW!r} (converted from the "
                                 "SavedModel's raw-feature signature)")
     runner = interpreter.get_signature_runner(savedmodel.SIGNATURE_RAW)
-    details = runner.get_input_details()
+    schema = _bundle_schema(path)
+    details = {_column_of(schema, t): d for t, d in runner.get_input_details().items()}
+    tensors = {column: _tensor_of(schema, column) for column in details}
     inputs = {name: _tflite_input(d) for name, d in details.items()}
     outputs = runner.get_output_details()
     task = "regression" if set(outputs) == set(savedmodel.REGRESSION_OUTPUTS) else \
@@ -223,13 +246,18 @@ def _load_tflite(path: str, labels_uri: str, threads: int) -> Predictor:
     fills = _bundle_fills(path)
 
     def predict(features: Dict[str, np.ndarray]) -> np.ndarray:
-        out = runner(**{name: _quantize(tflite_feeding.fill_gaps(features[name],
-                                                                 fills.get(name)),
-                                        details[name]) for name in inputs})
+        out = runner(**{tensors[name]: _quantize(
+            tflite_feeding.fill_gaps(features[name], fills.get(tensors[name])), details[name])
+            for name in inputs})
         return _dequantize(out[output_name], output)
 
-    return Predictor("tflite", path, inputs, labels, predict, _bundle_schema(path),
-                     handle=interpreter, task=task)
+    return Predictor("tflite", path, inputs, labels, predict, schema,
+                     handle=interpreter, task=task, aliases=_aliases(tensors))
+
+
+def _tensor_of(schema: Schema | None, column: str) -> str:
+    return schema.column(column).tensor if schema is not None and column in schema.names \
+        else column
 
 
 def _tflite_labels(path: str, labels_uri: str) -> List[str]:

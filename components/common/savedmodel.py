@@ -6,14 +6,16 @@ A tfkfp SavedModel has two serving signatures over the same classifier or regres
   with one feature per column (what outside clients send) or in the ``packed`` layout that
   shard_tfrecords writes for the model's feature columns (each batch in the layout of its
   first record), for batch prediction straight from TFRecords;
-- ``serving_raw``: one input per feature column, named and shaped as in the schema (images
+- ``serving_raw``: one input per feature column, named by the column's tensor name (its own
+  name when that is a plain identifier, see common.schema) and shaped as in the schema (images
   already decoded to float32 in [0, 1]), for apps and for TFLite conversion.
 
 A classifier's signatures return ``probabilities`` (float32 [batch, classes]), ``class_ids``
 (int64 [batch]) and ``classes`` (string [batch], the label vocabulary entry); a regressor's
 return ``value`` (float32 [batch], in the label's units). The schema (``schema.json``) and a
 classifier's label vocabulary (``labels.txt``, one per line) are assets of the model;
-``tfkfp_model.json`` says which task it is.
+``tfkfp_model.json`` says which task it is and which column each ``serving_raw`` input
+takes (``input_columns``).
 """
 
 import json
@@ -56,10 +58,15 @@ def export_model(model, schema: Schema, export_dir: str, metadata: Dict[str, Any
             SIGNATURE_EXAMPLES: module.from_examples, SIGNATURE_RAW: module.from_features})
         model.save_weights(uris.join(staging, WEIGHTS_PREFIX))
         body = {"task": task, "labels": labels, "signatures": [SIGNATURE_EXAMPLES, SIGNATURE_RAW],
-                **(metadata or {})}
+                "input_columns": input_columns(schema), **(metadata or {})}
         uris.write_text_atomic(uris.join(staging, METADATA_FILE),
                                json.dumps(body, indent=2) + "\n")
     return export_dir
+
+
+def input_columns(schema: Schema) -> Dict[str, str]:
+    """{serving_raw input: the column it takes}, as published in tfkfp_model.json."""
+    return {c.tensor: c.name for c in schema.features}
 
 
 def label_names(schema: Schema) -> List[str]:
@@ -110,12 +117,12 @@ def _serving_module(model, schema: Schema, labels: List[str], tmp: str):
         parsed = parse(examples)
         return outputs({c.name: decode_column(c, parsed[c.name]) for c in features})
 
-    raw_spec = {c.name: tf.TensorSpec([None, *raw_shape(c)], raw_dtype(c), name=c.name)
+    raw_spec = {c.tensor: tf.TensorSpec([None, *raw_shape(c)], raw_dtype(c), name=c.tensor)
                 for c in features}
 
     @tf.function(input_signature=[raw_spec])
     def from_features(inputs):
-        return outputs(inputs)
+        return outputs({c.name: inputs[c.tensor] for c in features})
 
     module.from_examples = from_examples
     module.from_features = from_features.get_concrete_function()

@@ -17,11 +17,20 @@ feature each. ``blocks`` has the ``packed`` features, but each Example holds up 
 after another (a block of 3 rows of a ``float32[2]`` column holds 6 floats), so a reader
 pays the per-record costs once per block. Readers take the layout from here alone (see
 ``common.parsing``).
+
+A column keeps the name its file gives it (any text: spaces, ``/``, any script) everywhere a
+user sees it. TensorFlow and TFLite restrict the names of signature inputs and graph nodes,
+so each column also has a ``tensor`` name, made here once (``tensor_names``) and stored in
+``schema.json`` where it differs: the name itself when it is already a plain identifier, else
+a readable ASCII form of it, told apart from every other column's by a numbered suffix.
+Models, bundles and servers name their inputs by it and publish the mapping.
 """
 
 import dataclasses
 import json
 import math
+import re
+import unicodedata
 from typing import Any, Dict, List, Sequence, Tuple
 
 from tfkfp.components.common import uris
@@ -35,6 +44,11 @@ MAX_BLOCK_ROWS = 65_536
 PACKED_DTYPES = ("float32", "int64")
 SCHEMA_FILE = "schema.json"
 SCHEMA_VERSION = 1
+# A tensor name: ASCII letters and digits in words joined by single underscores, starting
+# with a letter. TensorFlow accepts it anywhere (signature inputs, op and layer names), and
+# '__' never occurs in one, so '<tensor>__<suffix>' names can never collide with another.
+TENSOR_NAME = re.compile(r"[A-Za-z][A-Za-z0-9]*(?:_[A-Za-z0-9]+)*\Z")
+MAX_TENSOR_NAME = 64
 
 
 class SchemaError(ValueError):
@@ -51,8 +65,16 @@ class Column:
     image_shape: Tuple[int, int, int] | None = None
     vocabulary: Tuple[Any, ...] | None = None
     missing: int = 0  # rows with a gap (see common.missing) when the data was sharded
+    tensor: str = ""  # its name in TensorFlow and TFLite; "": given by the Schema
 
     def __post_init__(self) -> None:
+        if not isinstance(self.name, str):
+            raise SchemaError(f"column name {self.name!r} is not text")
+        if self.tensor and not valid_tensor_name(self.tensor):
+            raise SchemaError(f"column {self.name!r}: tensor name {self.tensor!r} is not "
+                              f"allowed; expected ASCII letters and digits in words joined by "
+                              f"single underscores, starting with a letter, at most "
+                              f"{MAX_TENSOR_NAME} characters")
         _require(self.dtype in DTYPES, f"column {self.name!r}: dtype {self.dtype!r}", DTYPES)
         _require(self.role in ROLES, f"column {self.name!r}: role {self.role!r}", ROLES)
         if self.encoding is not None:
@@ -78,6 +100,8 @@ class Column:
             out["vocabulary"] = list(self.vocabulary)
         if self.missing:
             out["missing"] = self.missing
+        if self.tensor and self.tensor != self.name:
+            out["tensor"] = self.tensor
         return out
 
     @classmethod
@@ -92,9 +116,58 @@ class Column:
                 image_shape=tuple(data["image_shape"]) if data.get("image_shape") else None,
                 vocabulary=tuple(data["vocabulary"]) if "vocabulary" in data else None,
                 missing=int(data.get("missing", 0)),
+                tensor=data.get("tensor", ""),
             )
         except KeyError as err:
             raise SchemaError(f"schema column {data!r} has no {err.args[0]!r} field") from err
+
+
+def valid_tensor_name(name: str) -> bool:
+    return len(name) <= MAX_TENSOR_NAME and TENSOR_NAME.match(name) is not None
+
+
+def tensor_name_for(name: str, position: int) -> str:
+    """The readable ASCII tensor name for a column name (not yet told apart from others):
+    accents dropped, ß as ss, every other run of characters outside [A-Za-z0-9] one underscore;
+    ``c_`` before a leading digit; ``column_<position>`` when nothing is left."""
+    words = re.findall(r"[A-Za-z0-9]+", "".join(_ascii(ch) for ch in
+                                                unicodedata.normalize("NFKD", name)))
+    text = "_".join(words)[:MAX_TENSOR_NAME - 4].strip("_")
+    if not text:
+        return f"column_{position}"
+    return f"c_{text}" if text[0].isdigit() else text
+
+
+def _ascii(ch: str) -> str:
+    """A character's ASCII form: itself, nothing for an accent, its case folding where that
+    is ASCII (ß: ss), else a word break."""
+    if ch.isascii():
+        return ch
+    if unicodedata.combining(ch):
+        return ""
+    folded = ch.casefold()
+    return folded if folded.isascii() else " "
+
+
+def tensor_names(names: Sequence[str], given: Sequence[str] = ()) -> List[str]:
+    """Each column's tensor name: ``given`` where set, the name itself where it is already a
+    tensor name, else tensor_name_for(name), numbered (``_2``, ``_3``...) past every name
+    taken, so no two columns share one."""
+    given = list(given) or [""] * len(names)
+    taken = {g for g in given if g}
+    taken.update(n for n, g in zip(names, given) if not g and valid_tensor_name(n))
+    out = []
+    for position, (name, tensor) in enumerate(zip(names, given)):
+        if not tensor and valid_tensor_name(name):
+            tensor = name
+        elif not tensor:
+            base = tensor_name_for(name, position)
+            tensor, number = base, 2
+            while tensor in taken:
+                tensor, number = f"{base}_{number}", number + 1
+            taken.add(tensor)
+        out.append(tensor)
+    return out
 
 
 def _require(ok: bool, what: str, allowed: Sequence[str]) -> None:
@@ -155,6 +228,7 @@ class Schema:
         duplicates = sorted({n for n in names if names.count(n) > 1})
         if duplicates:
             raise SchemaError(f"schema names these columns more than once: {duplicates}")
+        self._assign_tensor_names()
         labels = [c.name for c in self.columns if c.role == "label"]
         if len(labels) > 1:
             raise SchemaError(f"schema has more than one label column: {labels}")
@@ -169,6 +243,19 @@ class Schema:
         if len(set(packed)) != len(packed):
             raise SchemaError(f"schema packed groups must list each column in one group; "
                               f"found {[g.to_dict() for g in self.packed]}")
+
+    def _assign_tensor_names(self) -> None:
+        """Give every column its tensor name (tensor_names); refuse two columns given one."""
+        given = [c.tensor for c in self.columns]
+        tensors = tensor_names([c.name for c in self.columns], given)
+        shared = {t for t in tensors if tensors.count(t) > 1}
+        if shared:
+            clash = [c.name for c, t in zip(self.columns, tensors) if t in shared]
+            raise SchemaError(f"schema columns {clash} have one tensor name "
+                              f"{sorted(shared)[0]!r}; each column needs its own")
+        if tensors != given:  # frozen: set once, as the columns are made
+            object.__setattr__(self, "columns", tuple(
+                dataclasses.replace(c, tensor=t) for c, t in zip(self.columns, tensors)))
 
     def _check_group(self, group: PackedGroup, names: List[str]) -> None:
         where = f"schema packed group {group.feature!r}"
@@ -233,6 +320,15 @@ class Schema:
             if col.name == name:
                 return col
         raise SchemaError(f"schema has no column {name!r}; it has {self.names}")
+
+    def column_of_tensor(self, tensor: str) -> Column | None:
+        """The column whose tensor name this is, if any."""
+        return next((c for c in self.columns if c.tensor == tensor), None)
+
+    def tensor_mapping(self) -> Dict[str, str]:
+        """{column name: tensor name} for the feature columns whose names differ (what
+        models, bundles and servers publish)."""
+        return {c.name: c.tensor for c in self.features if c.tensor != c.name}
 
     def to_json(self) -> str:
         body = {"version": SCHEMA_VERSION, "layout": self.layout}

@@ -136,8 +136,9 @@ def _choose_columns(specs, features: Dict[str, Column], signature: str, where: s
         raise QuantizeInputError(f"input_mapping names {unknown}, which are not inputs of "
                                  f"signature {signature!r}; its inputs are {_inputs(specs)}")
     columns, unfed = {}, []
+    by_tensor = {c.tensor: n for n, c in features.items()}  # a tfkfp model's input names
     for name in sorted(specs):
-        column = mapping.get(name) or (name if name in features else None)
+        column = mapping.get(name, by_tensor.get(name, name if name in features else None))
         if column is None and len(specs) == 1:
             column = _single_column(features)
         if column is None or column not in features:
@@ -253,7 +254,9 @@ def _column_text(column: Column) -> str:
 
 
 def _available(features: Dict[str, Column], shown: int = 20) -> List[str]:
-    listed = [f"{n} ({_column_text(c)})" for n, c in sorted(features.items())]
+    # a name that is empty or has spaces at its ends is quoted, so they show
+    listed = [f"{n if n and n == n.strip() else repr(n)} ({_column_text(c)})"
+              for n, c in sorted(features.items())]
     if len(listed) > shown:
         listed = listed[:shown] + [f"and {len(listed) - shown} more"]
     return listed

@@ -42,9 +42,9 @@ def signature_json(content: bytes, signature: str, schema: Schema, labels: List[
     fed_by = binding.columns if binding is not None else {}
     feeding = feeding or Feeding({}, {}, {}, {})
     for name, entry in details["inputs"].items():
-        column = fed_by.get(name, name)
-        if column != name:
-            entry["column"] = column
+        by_tensor = schema.column_of_tensor(name)
+        column = fed_by.get(name) or (by_tensor.name if by_tensor is not None else name)
+        entry["column"] = column  # the Dataset column (its own name) this input takes
         entry["normalization"] = _normalization(columns.get(column))
         if binding is not None and name in binding.resize:
             entry["normalization"] += " (resized to the input's height and width)"

@@ -104,7 +104,7 @@ def load_servable(model_uri: str, options: ServeOptions, threads: int) -> Servab
         [c.name for c in schema.keys] if schema is not None else []
     ignored = schema.names if schema is not None else []
     decoder = RowDecoder(fields, keys, ignored, _example_parser(predictor, model_uri),
-                         options.max_instances, predictor.blocks)
+                         options.max_instances, predictor.blocks, predictor.aliases)
     return Servable(predictor, decoder, options.top_k)
 
 

@@ -36,7 +36,10 @@ def build_model(config: TrainConfig, schema: Schema, sample: Dict[str, np.ndarra
             raise TrainConfigError(f"model_fn {config.model_fn!r} returned "
                                    f"{type(model).__name__}, not a tf_keras.Model")
         return model
-    inputs = {c.name: tf_keras.Input(shape=_input_shape(c), name=c.name, dtype=_dtype(c))
+    # Keyed by the column's own name (the data's); every Keras name is built from its tensor
+    # name and holds '__', so it is valid in TensorFlow and no other layer has it.
+    inputs = {c.name: tf_keras.Input(shape=_input_shape(c), name=f"input__{c.tensor}",
+                                     dtype=_dtype(c))
               for c in schema.features}
     images = [c for c in schema.features if c.encoding == "image"]
     others = [c for c in schema.features if c.encoding != "image"]
@@ -110,17 +113,17 @@ def _tabular(inputs, columns: List[Column], sample: Dict[str, np.ndarray]):
         if col.dtype == "string" and col.encoding != "image":
             lookup = tf_keras.layers.StringLookup(
                 vocabulary=_top_strings(sample[col.name]), output_mode="one_hot",
-                name=f"{col.name}_lookup")
+                name=f"{col.tensor}__lookup")
             parts.append(tf_keras.layers.Flatten()(lookup(x)))
             continue
         x = tf_keras.layers.Flatten()(tf_keras.layers.Lambda(
-            lambda t: tf.cast(t, tf.float32), name=f"{col.name}_float")(x))
+            lambda t: tf.cast(t, tf.float32), name=f"{col.tensor}__float")(x))
         if col.encoding != "image":
             mean, variance = gap_free_moments(sample[col.name])
             if col.dtype == "float32":  # only floats carry gaps (common.missing)
-                x = _imputed(x, mean.astype(np.float32), col.name)
+                x = _imputed(x, mean.astype(np.float32), col.tensor)
             x = tf_keras.layers.Normalization(mean=mean, variance=variance + 1e-6,
-                                              name=f"{col.name}_norm")(x)
+                                              name=f"{col.tensor}__norm")(x)
         parts.append(x)
     return parts[0] if len(parts) == 1 else tf_keras.layers.Concatenate()(parts)
 
@@ -138,14 +141,14 @@ def gap_free_moments(values: np.ndarray) -> Tuple[np.ndarray, np.ndarray]:
     return mean, variance
 
 
-def _imputed(x, fill: np.ndarray, name: str):
+def _imputed(x, fill: np.ndarray, tensor: str):
     """Gaps (NaN) replaced by ``fill`` inside the model, so raw rows with gaps predict.
     ``x != x`` is NaN's test in TFLite builtins (NOT_EQUAL, SELECT_V2) as well as in TF."""
     import tensorflow as tf
     import tf_keras
 
     return tf_keras.layers.Lambda(lambda t: tf.where(tf.not_equal(t, t), fill, t),
-                                  name=f"{name}_impute")(x)
+                                  name=f"{tensor}__impute")(x)
 
 
 def _top_strings(values: np.ndarray) -> List[str]:

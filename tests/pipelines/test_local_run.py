@@ -104,6 +104,17 @@ def test_the_error_of_a_task_is_its_last_exception(error, message):
     assert task_error(indented(earlier + chained + TRACEBACK.format(error=error))) == message
 
 
+def test_a_frames_caret_markers_at_the_exceptions_depth_are_not_the_error():
+    frames = """Traceback (most recent call last):
+  File "x.py", line 1, in <module>
+    return next(self.gen)
+^^^^^^^^^^^^^^^^^^^^^^^^^
+ValueError: 'mean radius_float/' is not a valid root scope name
+"""
+    assert task_error(indented(frames)) == \
+        "ValueError: 'mean radius_float/' is not a valid root scope name"
+
+
 def test_a_log_without_a_traceback_has_no_error():
     assert task_error(indented("killed\n")) == ""
 
