@@ -5,6 +5,10 @@ existing Dataset directory of TFRecord shards (``dataset_uri``) or a CSV (``csv_
 first sharded by shard_tfrecords. One batch_predict task per file group runs inside a
 ``dsl.ParallelFor`` (one pod each on a cluster), and merge_predictions adds the groups' counts
 into one summary. Everything runs under the KFP local runner too.
+
+``max_error_fraction`` is applied once, by the merge, to the rows of all the groups together:
+a group's own share may be higher when the run's is not, and the groups' outputs, whose errors
+files the merge's message names, are kept on a cluster because their steps succeeded.
 """
 
 from typing import Any, Dict, List
@@ -21,14 +25,17 @@ from tfkfp.pipelines.resources import sized
 @dsl.pipeline(name="tfkfp-predict-shards")
 def predict_shards(model: dsl.Model, dataset: dsl.Dataset, file_groups: int,
                    output_format: str, keys: List[str], top_k: int, predict_batch_size: int,
-                   split: str) -> dsl.Markdown:
-    """Fan batch_predict out over file groups and merge the counts."""
+                   split: str, max_error_fraction: float) -> dsl.Markdown:
+    """Fan batch_predict out over file groups and merge the counts; the merge fails the run
+    when more than max_error_fraction of all the rows are errors."""
     groups = group_numbers(count=file_groups)
     with dsl.ParallelFor(groups.output) as group:
         task = batch_predict(model=model, dataset=dataset, output_format=output_format, keys=keys,
                              top_k=top_k, predict_batch_size=predict_batch_size, split=split,
-                             file_group=group, file_groups=file_groups)
-    merged = merge_predictions(predictions=dsl.Collected(task.outputs["predictions"]))
+                             file_group=group, file_groups=file_groups,
+                             max_error_fraction=1.0)  # the merge applies it to all rows
+    merged = merge_predictions(predictions=dsl.Collected(task.outputs["predictions"]),
+                               max_error_fraction=max_error_fraction)
     return merged.outputs["summary"]
 
 
@@ -40,6 +47,8 @@ def batch_prediction(
     csv_uri: str = "",
     keys: List[str] = [],  # noqa: B006 - KFP reads defaults from the signature
     label: str = "",
+    column_types: Dict[str, str] = {},  # noqa: B006
+    input_format: str = "auto",
     num_shards: int = 0,
     layout: str = "packed",
     file_groups: int = 1,
@@ -47,6 +56,7 @@ def batch_prediction(
     top_k: int = 1,
     predict_batch_size: int = 4096,
     split: str = "all",
+    max_error_fraction: float = 0.01,
 ):
     """Batch prediction with a tfkfp model over sharded TFRecords (or a CSV sharded first).
 
@@ -56,6 +66,10 @@ def batch_prediction(
         csv_uri: A CSV file, folder or pattern to shard first with shard_tfrecords.
         keys: Passthrough key columns (sharding: the key columns; prediction: carried).
         label: The CSV's label column, if it has one (kept out of the model inputs).
+        column_types: Column types overriding inference, e.g. {"zip": "string"}: float32,
+            int64 or string.
+        input_format: Format of csv_uri's files: auto (from their extensions), csv, jsonl,
+            parquet, npz or images.
         num_shards: Shards per split when sharding the CSV (0: by size, at least 2).
         layout: Record layout when sharding the CSV: packed (scalar numbers as one list
             feature per dtype), columns (one feature per column) or blocks (packed, 256 rows
@@ -65,21 +79,28 @@ def batch_prediction(
         top_k: How many best classes and scores each prediction lists.
         predict_batch_size: Records per model call.
         split: all, or one split of the Dataset (train, eval).
+        max_error_fraction: Largest share of all the rows that may fail prediction
+            (unreadable, unparsable or failed by the model); above it the merge step fails
+            the run, naming how many rows failed and the groups' errors files (0: any error
+            fails it; 1: none does).
     """
     model = dsl.importer(artifact_uri=model_uri, artifact_class=dsl.Model, reimport=False)
     with dsl.If(csv_uri != "", name="shard-csv"):
         sharded = shard_tfrecords(input_uri=csv_uri, label=label, keys=keys,
+                                  column_types=column_types, input_format=input_format,
                                   num_shards=num_shards, layout=layout,
-                                  input_fingerprint=fingerprinted(csv_uri).output)
+                                  input_fingerprint=fingerprinted(csv_uri, input_format).output)
         predict_shards(model=model.output, dataset=sharded.outputs["dataset"],
                        file_groups=file_groups, output_format=output_format,
-                       keys=keys, top_k=top_k, predict_batch_size=predict_batch_size, split=split)
+                       keys=keys, top_k=top_k, predict_batch_size=predict_batch_size, split=split,
+                       max_error_fraction=max_error_fraction)
     with dsl.Else(name="existing-shards"):
         dataset = dsl.importer(artifact_uri=dataset_uri, artifact_class=dsl.Dataset,
                                reimport=False)
         predict_shards(model=model.output, dataset=dataset.output,
                        file_groups=file_groups, output_format=output_format,
-                       keys=keys, top_k=top_k, predict_batch_size=predict_batch_size, split=split)
+                       keys=keys, top_k=top_k, predict_batch_size=predict_batch_size, split=split,
+                       max_error_fraction=max_error_fraction)
 
 
 def check_arguments(arguments: Dict[str, Any]) -> None:
@@ -98,6 +119,9 @@ def check_arguments(arguments: Dict[str, Any]) -> None:
     if values["split"] not in ("all", *SPLITS):
         raise ValueError(f"split {values['split']!r} is not one of all, {', '.join(SPLITS)}")
     if values["csv_uri"]:
-        checks.check_step(shard_tfrecords, check_shard, checks.pick(values, "num_shards", "layout"))
+        checks.check_step(shard_tfrecords, check_shard,
+                          checks.pick(values, "num_shards", "layout", "column_types",
+                                      "input_format"))
     checks.check_step(batch_predict, check_predict,
-                      checks.pick(values, "output_format", "top_k", "predict_batch_size"))
+                      checks.pick(values, "output_format", "top_k", "predict_batch_size",
+                                  "max_error_fraction"))

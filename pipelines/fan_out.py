@@ -26,10 +26,12 @@ def group_numbers(count: int) -> List[int]:
     return list(range(count))
 
 
-def fingerprinted(input_uri):
-    """fingerprint_input on ``input_uri``, never cached (so the sharding step's cache key
-    follows the data) and retried with backoff (it reads remote storage)."""
+def fingerprinted(input_uri, input_format):
+    """fingerprint_input on ``input_uri`` (files of ``input_format``, as shard_tfrecords reads
+    them), never cached (so the sharding step's cache key follows the data) and retried with
+    backoff (it reads remote storage)."""
     from tfkfp.components.shard_tfrecords.component import fingerprint_input
 
-    task = fingerprint_input(input_uri=input_uri).set_caching_options(False)
+    task = fingerprint_input(input_uri=input_uri, input_format=input_format)
+    task = task.set_caching_options(False)
     return task.set_retry(num_retries=3, backoff_duration="10s", backoff_factor=2.0)

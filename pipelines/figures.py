@@ -60,6 +60,7 @@ FORMATS: List[Tuple[str, Callable[[Any], str]]] = [
     ("records", _records),
     ("predictions", lambda v: f"{v:,.0f} predictions"),
     ("errors", lambda v: f"{v:,.0f} errors"),
+    ("error_fraction", lambda v: f"{v:.2%} of rows failed" if v else ""),  # only if any did
     ("verdict", str),
     ("eval_accuracy", lambda v: f"eval accuracy {v:.4f}"),
     ("eval_rmse", lambda v: f"eval RMSE {v:.4g}"),
@@ -99,7 +100,7 @@ def key_figures(outputs: Dict[str, Any], own_rate: float | None = None,
     parts = [f"{found['groups']:.0f} group(s)"] if "groups" in found else []
     parts += [fmt(found[key]) for key, fmt in FORMATS
               if key not in drop and _shown(found.get(key))]
-    return ", ".join(parts)
+    return ", ".join(part for part in parts if part)
 
 
 def _shown(value: Any) -> bool:

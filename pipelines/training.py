@@ -25,7 +25,7 @@ from tfkfp.pipelines.resources import sized
 
 # The pipeline's parameters that go to the train step unchanged (same names).
 TRAIN_SETTINGS = ("model_name", "hidden_units", "strategy", "workers", "parameter_servers",
-                  "epochs", "batch_size", "learning_rate", "precision", "task", "loss",
+                  "tpu", "epochs", "batch_size", "learning_rate", "precision", "task", "loss",
                   "target_metric", "target_value")
 
 
@@ -46,6 +46,8 @@ def make_training(gpu: Gpu | None = None):
         input_uri: str,
         label: str,
         keys: List[str] = [],  # noqa: B006 - KFP reads defaults from the signature
+        column_types: Dict[str, str] = {},  # noqa: B006
+        input_format: str = "auto",
         eval_fraction: float = 0.1,
         compression: str = "none",
         missing: str = "impute",
@@ -57,6 +59,7 @@ def make_training(gpu: Gpu | None = None):
         strategy: str = "default",
         workers: int = 2,
         parameter_servers: int = 1,
+        tpu: str = "",
         launcher: str = "local",
         launcher_options: dict = {},  # noqa: B006
         epochs: int = 5,
@@ -74,6 +77,7 @@ def make_training(gpu: Gpu | None = None):
         min_agreement: float = 0.98,
         max_rmse_increase: float = 0.05,
         output_format: str = "jsonl",
+        max_error_fraction: float = 0.01,
         diagnose: bool = False,
         deploy: str = "none",
         service_name: str = "tfkfp-model",
@@ -89,6 +93,10 @@ def make_training(gpu: Gpu | None = None):
             input_uri: File, folder, pattern or gs:// URI of the labelled input data.
             label: Label column (images: the class folder).
             keys: Passthrough key columns carried into predictions.
+            column_types: Column types overriding inference, e.g. {"zip": "string"}: float32,
+                int64 or string.
+            input_format: Format of the input files: auto (from their extensions), csv,
+                jsonl, parquet, npz or images.
             eval_fraction: Share of rows held out for evaluation.
             compression: TFRecord compression: none or gzip.
             missing: impute (keep rows with blank, null or NaN values: the model fills numbers
@@ -104,6 +112,7 @@ def make_training(gpu: Gpu | None = None):
             strategy: default, one_device, mirrored, multi_worker_mirrored, parameter_server, tpu.
             workers: Worker processes for the multi-process strategies.
             parameter_servers: Parameter servers for parameter_server.
+            tpu: TPU name or address for strategy tpu; empty looks for a local TPU.
             launcher: Where training runs: local (the train step's pod), trainjob (a Kubeflow
                 Trainer v2 TrainJob, for many machines), tfjob (a Kubeflow Training Operator
                 TFJob) or vertex (a Vertex AI CustomJob).
@@ -131,6 +140,10 @@ def make_training(gpu: Gpu | None = None):
             max_rmse_increase: A regressor's gate: largest RMSE increase of the TFLite model
                 over the SavedModel's, relative (0.05: 5% higher).
             output_format: Predictions as jsonl, csv or tfrecord.
+            max_error_fraction: Largest share of the eval split's rows that may fail
+                prediction (unreadable, unparsable or failed by the model); above it the
+                run fails, naming how many rows failed and their errors file (0: any error
+                fails it; 1: none does).
             diagnose: Also run diagnose_bottleneck on the Dataset with the training settings
                 (input-, compute- or memory-bound, with remedies), beside train.
             deploy: none, kserve, vertex or existing: after the export gate passes, deploy the
@@ -152,13 +165,14 @@ def make_training(gpu: Gpu | None = None):
                 labels.txt for a classifier, signature.json, schema.json); its quantization
                 mode, size, accuracy and agreement with the SavedModel (a regressor's RMSE)
                 in its metadata.
-            predictions: The eval split's predictions and errors files; counts and
-                records per second in its metadata.
+            predictions: The eval split's predictions and errors files; counts, the share
+                of rows that failed (error_fraction) and records per second in its metadata.
         """
-        fingerprint = fingerprinted(input_uri)
+        fingerprint = fingerprinted(input_uri, input_format)
         groups = group_numbers(count=file_groups).set_display_name("file-groups")
         with dsl.ParallelFor(groups.output) as group:
             part = shard_tfrecords(input_uri=input_uri, label=label, keys=keys,
+                                   column_types=column_types, input_format=input_format,
                                    eval_fraction=eval_fraction, compression=compression,
                                    missing=missing, layout=layout, file_group=group,
                                    file_groups=file_groups,
@@ -171,7 +185,7 @@ def make_training(gpu: Gpu | None = None):
                                 precision=precision, task=task)
         trained = train_step(dataset=dataset, model_name=model_name, model_fn=model_fn,
                         hidden_units=hidden_units, strategy=strategy, workers=workers,
-                        parameter_servers=parameter_servers, launcher=launcher,
+                        parameter_servers=parameter_servers, tpu=tpu, launcher=launcher,
                         launcher_options=launcher_options, epochs=epochs, batch_size=batch_size,
                         learning_rate=learning_rate, precision=precision,
                         checkpoint_dir=checkpoint_dir,
@@ -187,7 +201,8 @@ def make_training(gpu: Gpu | None = None):
                                  max_accuracy_drop=max_accuracy_drop, min_agreement=min_agreement,
                                  max_rmse_increase=max_rmse_increase)
         predicted = batch_predict(model=trained.outputs["model"], dataset=dataset, split="eval",
-                                  keys=keys, output_format=output_format)
+                                  keys=keys, output_format=output_format,
+                                  max_error_fraction=max_error_fraction)
         with dsl.If(deploy != "none", name="deploy"):
             decision = gate(trained.outputs["model"], dataset, deploy, service_name,
                             deploy_options, serving_model_uri, gate_metric, gate_margin,
@@ -208,8 +223,9 @@ training = make_training()
 
 def check_arguments(arguments: Dict[str, Any]) -> None:
     """Refuse what a step would refuse without reading the data, before a run starts rather
-    than after sharding or training: the group count, sharding options, quantization mode,
-    export gate and output format by the components' own checks, then what train would
+    than after sharding or training: the group count, sharding options (column types and
+    input format among them), quantization mode, export gate, output format and error limit
+    by the components' own checks, then what train would
     refuse (strategy and cluster shape, launcher and its options, model, numbers, where the
     warm-start model is)."""
     from tfkfp.components.batch_predict.core import check_options as check_predict
@@ -221,11 +237,12 @@ def check_arguments(arguments: Dict[str, Any]) -> None:
     check_group_count(values["file_groups"], "file_groups")
     checks.check_step(shard_tfrecords, check_shard,
                       checks.pick(values, "eval_fraction", "compression", "missing",
-                                  "layout"))
+                                  "layout", "column_types", "input_format"))
     checks.check_step(freeze_quantize, check_quantize, checks.pick(values, "quantization"))
     checks.check_step(export_tflite, check_export, {"quantized_dir": checks.QUANTIZED,
                                                     "min_agreement": values["min_agreement"]})
-    checks.check_step(batch_predict, check_predict, checks.pick(values, "output_format"))
+    checks.check_step(batch_predict, check_predict,
+                      checks.pick(values, "output_format", "max_error_fraction"))
     if values["deploy"] != "none":
         from tfkfp.components.deploy_model.options import TARGETS
 

@@ -230,3 +230,17 @@ def cut_shard(path, keep):
     before = os.path.getsize(path)
     os.truncate(path, sum(n + 16 for n in lengths[:keep]))  # 16: the frame of a record
     return len(lengths), before, os.path.getsize(path)
+
+
+def flip_byte(path, record):
+    """Invert one byte in the middle of a record's data: the shard keeps its size, and reading
+    stops at that record with a checksum error. Returns the shard's record count."""
+    import tensorflow as tf
+
+    lengths = [len(r.numpy()) for r in tf.data.TFRecordDataset(path)]
+    # 16: a record's frame, length (8) and its CRC (4) before the data, the data's CRC after
+    at = sum(n + 16 for n in lengths[:record]) + 12 + lengths[record] // 2
+    data = bytearray(open(path, "rb").read())
+    data[at] ^= 0xFF
+    open(path, "wb").write(bytes(data))
+    return len(lengths)

@@ -151,6 +151,13 @@ QUANTIZE = "(step freeze_quantize)"
      f"layout 'rows' is not one of ('columns', 'packed', 'blocks') {SHARD}"),
     ("run", "training", DATA + ["--set", "file_groups=0"],
      "file_groups 0: the group count must be at least 1"),
+    ("run", "training", DATA + ["--set", 'column_types={"zip": "float64"}'],
+     f'column_types {{"zip": "float64"}}: types must be float32, int64 or string {SHARD}'),
+    ("submit", "training", DATA + ["--set", "input_format=xls"],
+     f"input_format 'xls' is not one of auto, csv, jsonl, parquet, npz, images {SHARD}"),
+    ("run", "training", DATA + ["--set", "max_error_fraction=2"],
+     "max_error_fraction 2.0 is outside [0, 1]; it is the largest share of rows that may fail "
+     "(e.g. 0.01: 1%; 1: never fail on error rows) (step batch_predict)"),
     ("run", "training", DATA + ["--set", "min_agreement=1.5"],
      "min_agreement 1.5 is outside [0, 1] (step export_tflite)"),
     ("submit", "training", DATA + ["--set", "warm_start_model_uri=minio://b/model"],
@@ -172,6 +179,12 @@ QUANTIZE = "(step freeze_quantize)"
      "file_groups 0: the group count must be at least 1"),
     ("run", "batch_prediction", MODEL + ["--set", "split=test"],
      "split 'test' is not one of all, train, eval"),
+    ("run", "batch_prediction", MODEL + ["--set", "max_error_fraction=-0.5"],
+     "max_error_fraction -0.5 is outside [0, 1]; it is the largest share of rows that may fail "
+     "(e.g. 0.01: 1%; 1: never fail on error rows) (step batch_predict)"),
+    ("run", "batch_prediction", ["--set", "model_uri=m", "--set", "csv_uri=c.csv", "--set",
+                                 'column_types={"id": "text"}'],
+     f'column_types {{"id": "text"}}: types must be float32, int64 or string {SHARD}'),
     ("submit", "batch_prediction", ["--set", "model_uri=m", "--set", "csv_uri=c.csv", "--set",
                                     "num_shards=-1"],
      f"num_shards -1 / shard_size_mb 128.0: expected num_shards >= 1, or num_shards 0 and "

@@ -25,6 +25,7 @@ def batch_predict(
     file_group: int = 0,
     file_groups: int = 1,
     labels_uri: str = "",
+    max_error_fraction: float = 0.01,
 ):
     """Predicts every record of a sharded Dataset (or CSV / JSON Lines) with a tfkfp model.
 
@@ -36,7 +37,8 @@ def batch_predict(
         predictions: Output directory: predictions-SSSSS-of-NNNNN.<ext> (key columns,
             class, class_id, score, top-k), errors-SSSSS-of-NNNNN.<ext> (records that could
             not be read, parsed or predicted, with the reason) and a group summary.
-        metrics: Output counts (inputs, predictions, errors) and records per second.
+        metrics: Output counts (inputs, predictions, errors), the share of rows that failed
+            (error_fraction) and records per second.
         output_format: jsonl, csv or tfrecord.
         keys: Passthrough columns carried into the predictions; empty: the schema's keys.
         top_k: How many best classes and scores each row lists.
@@ -48,6 +50,9 @@ def batch_predict(
         file_group: Which group of input files this task predicts (for fan-out).
         file_groups: How many groups the input files are dealt into.
         labels_uri: Class names (one per line) for a bare .tflite file.
+        max_error_fraction: Largest share of rows that may be errors (records that could not
+            be read, parsed or predicted); above it the step fails, naming how many rows
+            failed and their errors files (0: any error fails it; 1: none does).
     """
     import logging
 
@@ -58,9 +63,9 @@ def batch_predict(
         model.path, dataset.path, predictions.path, output_format=output_format,
         keys=keys or None, top_k=top_k, predict_batch_size=predict_batch_size, split=split,
         schema_uri=schema_uri, input_format=input_format, file_group=file_group,
-        file_groups=file_groups, labels_uri=labels_uri)
+        file_groups=file_groups, labels_uri=labels_uri, max_error_fraction=max_error_fraction)
     predictions.metadata.update(result.metadata())
-    for name in ("inputs", "predictions", "errors", "records_per_second"):
+    for name in ("inputs", "predictions", "errors", "error_fraction", "records_per_second"):
         metrics.log_metric(name, result.metadata()[name])
 
 
@@ -70,16 +75,20 @@ def merge_predictions(
     all_predictions: Output[Dataset],
     summary: Output[Markdown],
     metrics: Output[Metrics],
+    max_error_fraction: float = 0.01,
 ) -> dict:
     """Gathers the predictions of fanned-out batch_predict tasks into one Dataset and merges
-    their counts.
+    their counts; fails when too many rows of all the groups together are errors.
 
     Args:
         predictions: The predictions directories of every batch_predict task.
         all_predictions: Output folder with every prediction and error file and the merged
             counts (summary.json).
         summary: Output Markdown table of the shards, counts and throughput.
-        metrics: Output totals: inputs, predictions, errors, records per second.
+        metrics: Output totals: inputs, predictions, errors, error_fraction, records per
+            second.
+        max_error_fraction: Largest share of all the groups' rows that may be errors; above
+            it the step fails, naming how many rows failed and the groups' errors files.
 
     Returns:
         The merged counts, with every shard's prediction and error file.
@@ -87,11 +96,12 @@ def merge_predictions(
     from tfkfp.components.batch_predict.merge import markdown
     from tfkfp.components.batch_predict.merge import merge_predictions as merge
 
-    merged = merge([p.path for p in predictions], all_predictions.path)
-    all_predictions.metadata.update({k: merged[k] for k in ("inputs", "predictions", "errors")})
+    merged = merge([p.path for p in predictions], all_predictions.path, max_error_fraction)
+    all_predictions.metadata.update(
+        {k: merged[k] for k in ("inputs", "predictions", "errors", "error_fraction")})
     with open(summary.path, "w") as f:
         f.write(markdown(merged))
-    for name in ("inputs", "predictions", "errors", "records_per_second"):
+    for name in ("inputs", "predictions", "errors", "error_fraction", "records_per_second"):
         metrics.log_metric(name, merged[name])
     return merged
 

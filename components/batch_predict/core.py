@@ -16,6 +16,11 @@ model, the data's schema and a Dataset's shard sizes (against its manifest) are 
 before anything is written, so a model/data mismatch or a truncated shard leaves no output
 behind. A record the manifest lists but the
 shard does not yield is an error row: inputs = predictions + errors = the manifest's count.
+TFRecord files named by a pattern inside a Dataset directory are checked by its manifest too.
+
+Rows are never lost without a word: the error count and share are in the summary, the log
+and the step's metrics, and when more than ``max_error_fraction`` of the rows are errors the
+run fails (after writing its outputs) naming how many of how many, and where they are.
 """
 
 import concurrent.futures
@@ -28,7 +33,13 @@ import numpy as np
 
 from tfkfp.components.batch_predict import sources, text, writers
 from tfkfp.components.batch_predict.errors import PredictInputError
-from tfkfp.components.batch_predict.merge import SUMMARY_PREFIX
+from tfkfp.components.batch_predict.merge import (
+    MAX_ERROR_FRACTION,
+    SUMMARY_PREFIX,
+    check_error_fraction,
+    error_fraction,
+    refuse_errors,
+)
 from tfkfp.components.batch_predict.models import Predictor, load_predictor
 from tfkfp.components.batch_predict.records import Chunk, ErrorRow, prefetch, split_failures
 from tfkfp.components.batch_predict.stages import StageClock
@@ -46,6 +57,7 @@ class ShardCounts:
     inputs: int
     predictions: int
     errors: int
+    first_error: str = ""  # where the first error row is and its reason
 
 
 @dataclasses.dataclass(frozen=True)
@@ -59,6 +71,7 @@ class PredictResult:
     file_groups: int
     seconds: float
     stages: Dict = dataclasses.field(default_factory=dict)  # stages.StageClock's figures
+    max_error_fraction: float = MAX_ERROR_FRACTION
 
     inputs = property(lambda self: sum(s.inputs for s in self.shards))
     predictions = property(lambda self: sum(s.predictions for s in self.shards))
@@ -68,8 +81,14 @@ class PredictResult:
     def records_per_second(self) -> float:
         return self.inputs / max(self.seconds, 1e-9)
 
+    @property
+    def error_fraction(self) -> float:
+        return error_fraction(self.errors, self.inputs)
+
     def metadata(self) -> Dict:
         return {"inputs": self.inputs, "predictions": self.predictions, "errors": self.errors,
+                "error_fraction": round(self.error_fraction, 6),
+                "max_error_fraction": self.max_error_fraction,
                 "output_format": self.output_format, "num_shards": self.num_shards,
                 "file_group": self.file_group, "file_groups": self.file_groups,
                 "shards_done": len(self.shards), "model": self.model,
@@ -94,6 +113,7 @@ def batch_predict(
     file_group: int = 0,
     file_groups: int = 1,
     labels_uri: str = "",
+    max_error_fraction: float = MAX_ERROR_FRACTION,
     threads: int = 0,
     predictor: Predictor | None = None,
     progress_stream=None,
@@ -118,11 +138,13 @@ def batch_predict(
         file_group, file_groups: predict only every file_groups-th input file,
             starting at file_group (a fan-out over groups of shards).
         labels_uri: class names for a bare .tflite file (default: labels.txt beside it).
+        max_error_fraction: the largest share of rows that may be errors; above it the run
+            fails, its outputs written (0: any error row fails it; 1: none does).
         threads: LiteRT or TensorFlow threads (0: one per CPU of the container).
         predictor: an already loaded model (tests, benchmarks); model_uri is then a label.
     """
     started = time.monotonic()
-    check_options(output_format, top_k, predict_batch_size)
+    check_options(output_format, top_k, predict_batch_size, max_error_fraction)
     predictor = predictor or load_predictor(model_uri, labels_uri, threads)
     plan = sources.resolve_input(dataset, split, schema_uri, input_format, predictor.schema)
     features, key_columns = sources.plan_columns(predictor, plan.schema, keys, dataset)
@@ -141,14 +163,18 @@ def batch_predict(
     progress.finish()
     result = PredictResult(output_dir, output_format, predictor.describe(), shards,
                            len(plan.files), file_group, file_groups,
-                           time.monotonic() - started, task.clock.figures())
+                           time.monotonic() - started, task.clock.figures(),
+                           max_error_fraction)
     _finish(result)
     stages = result.stages
-    log.info("predicted %d records (%d errors) in %.1fs (%.0f records/s); busy seconds: "
-             "read+parse %.2f, model %.2f, format+write %.2f (bound by %s); the model waited "
-             "%.2f s for input, %.2f s for the writer", result.inputs, result.errors,
-             result.seconds, result.records_per_second, stages["read"], stages["predict"],
-             stages["write"], stages["bound_by"], stages["wait_input"], stages["wait_writer"])
+    log.info("predicted %d records (%d errors, %.2f%%) in %.1fs (%.0f records/s); busy "
+             "seconds: read+parse %.2f, model %.2f, format+write %.2f (bound by %s); the model "
+             "waited %.2f s for input, %.2f s for the writer", result.inputs, result.errors,
+             100 * result.error_fraction, result.seconds, result.records_per_second,
+             stages["read"], stages["predict"], stages["write"], stages["bound_by"],
+             stages["wait_input"], stages["wait_writer"])
+    refuse_errors([{**dataclasses.asdict(s), "errors_file": uris.join(output_dir, s.errors_file)}
+                   for s in result.shards], max_error_fraction)
     return result
 
 
@@ -162,8 +188,10 @@ def check_top_k(predictor: Predictor, top_k: int) -> None:
                                 f"{len(predictor.labels)} classes")
 
 
-def check_options(output_format: str, top_k: int, predict_batch_size: int) -> None:
+def check_options(output_format: str, top_k: int, predict_batch_size: int,
+                  max_error_fraction: float = MAX_ERROR_FRACTION) -> None:
     """Refuse what cannot work before any work; the pipelines call it before a run starts."""
+    check_error_fraction(max_error_fraction)
     if output_format not in writers.OUTPUT_FORMATS:
         raise PredictInputError(f"output_format {output_format!r} is not one of "
                                 f"{writers.OUTPUT_FORMATS}")
@@ -326,6 +354,7 @@ class _Shard:
         self.errors: List[ErrorRow] = []
         self.inputs = self.rows = 0
         self.expected = plan.expected[index]  # records the manifest lists, if it does
+        self.unit = "record" if plan.fmt == "tfrecord" else "line"
 
     def add(self, chunk: Chunk, failed: List[ErrorRow], rows: int) -> None:
         self.errors += chunk.errors + failed
@@ -343,5 +372,7 @@ class _Shard:
                                  f"predictions and {len(self.errors)} errors out")
 
     def counts(self) -> ShardCounts:
+        first = self.errors[0] if self.errors else None
+        where = f"{first.file}, {self.unit} {first.record}: {first.reason}" if first else ""
         return ShardCounts(self.path, self.names["predictions"], self.names["errors"],
-                           self.inputs, self.rows, len(self.errors))
+                           self.inputs, self.rows, len(self.errors), where)

@@ -19,6 +19,7 @@ from tfkfp.components.common.dataset import (
     check_sizes,
     compression_of_files,
     is_dataset,
+    listing_of,
     tf_compression,
 )
 from tfkfp.components.common.savedmodel import raw_dtype, raw_shape
@@ -56,7 +57,10 @@ def resolve_input(data_uri: str, split: str = "all", schema_uri: str = "",
             compression = tf_compression(compression_of_files(files, data_uri))
         except SchemaError as err:
             raise PredictInputError(str(err)) from None
-        return InputPlan(fmt, tuple(files), compression, schema, (None,) * len(files))
+        # shards of a Dataset named by a pattern: checked by its manifest, as the folder is
+        listed = _as_input_error(listing_of, files, not schema_uri)
+        return InputPlan(fmt, tuple(files), compression, schema, listed.records, listed.sizes,
+                         listed.manifest)
     return InputPlan(fmt, tuple(files), "", schema, (None,) * len(files))
 
 
@@ -81,12 +85,13 @@ def check_shards(plan: InputPlan, chosen: Sequence[int]) -> None:
     shard truncated (even on a record boundary), replaced or removed fails the run, named."""
     if plan.manifest:
         _as_input_error(check_sizes, [plan.files[i] for i in chosen],
-                        [plan.sizes[i] for i in chosen], plan.manifest)
+                        [plan.sizes[i] for i in chosen], plan.manifest,
+                        [plan.expected[i] for i in chosen])
 
 
-def _as_input_error(check, *args) -> None:
+def _as_input_error(check, *args):
     try:
-        check(*args)
+        return check(*args)
     except SchemaError as err:
         raise PredictInputError(str(err)) from None
 

@@ -6,9 +6,11 @@ down to its bad lines (``records.split_failures``), which become errors naming t
 the line number and its byte offset. CSV values may not hold line breaks (one row a line).
 """
 
+import contextlib
 import csv
 import io
-from typing import Dict, Iterator, List
+import json
+from typing import Callable, Dict, Iterator, List
 
 import numpy as np
 
@@ -31,11 +33,21 @@ def check_columns(path: str, fmt: str, columns: List[Column]) -> None:
         return
     with uris.open_file(path) as f:
         header = f.readline().decode("utf-8").strip("\r\n")
-    names = [n.strip() for n in next(csv.reader([header]))] if header else []
+    names = header_names(header)
+    twice = sorted({n for n in names if names.count(n) > 1})
+    if twice:
+        raise PredictInputError(f"{path}: the header names column(s) {twice} more than once; "
+                                "each column needs its own name")
     absent = [c.name for c in columns if c.name not in names]
     if absent:
         raise PredictInputError(f"{path}: the header has no column(s) {absent} that the model "
                                 f"or the keys need; its columns are {names}")
+
+
+def header_names(header: str) -> List[str]:
+    """A CSV header's column names exactly as the file has them (spaces are part of a
+    name, as shard_tfrecords keeps them)."""
+    return next(csv.reader([header])) if header else []
 
 
 def read_text(path: str, fmt: str, features: List[Column], keys: List[Column],
@@ -43,8 +55,7 @@ def read_text(path: str, fmt: str, features: List[Column], keys: List[Column],
     columns = features + [k for k in keys if k.name not in {c.name for c in features}]
     with uris.open_file(path) as f:
         header = f.readline() if fmt == "csv" else b""
-        names = [n.strip() for n in next(csv.reader([header.decode("utf-8").strip("\r\n")]))] \
-            if header else []
+        names = header_names(header.decode("utf-8").strip("\r\n"))
         line, offset = (2, len(header)) if fmt == "csv" else (1, 0)
         while True:
             lines = [x for x in (f.readline() for _ in range(batch_size)) if x]
@@ -92,7 +103,10 @@ def _csv_block(body: bytes, names: List[str], columns: List[Column]) -> Dict[str
         convert_options=pcsv.ConvertOptions(
             column_types={c.name: pa.type_for_alias(_ARROW[c.dtype]) for c in columns},
             include_columns=[c.name for c in columns], strings_can_be_null=False))
-    return {c.name: _to_numpy(table.column(c.name), c) for c in columns}
+    values = {c.name: _to_numpy(table.column(c.name), c) for c in columns}
+    _check_finite(values, columns, lambda name, _: next(csv.reader(
+        [body.decode("utf-8").strip("\r\n")]))[names.index(name)].strip())
+    return values
 
 
 def _jsonl_block(body: bytes, names: List[str], columns: List[Column]) -> Dict[str, np.ndarray]:
@@ -112,7 +126,28 @@ def _jsonl_block(body: bytes, names: List[str], columns: List[Column]) -> Dict[s
     if missing:
         raise ValueError(f"field {missing[0]!r} is missing; expected {missing[0]!r} of type "
                          f"{_describe(columns, missing[0])}")
-    return {c.name: _to_numpy(table.column(c.name), c) for c in columns}
+    values = {c.name: _to_numpy(table.column(c.name), c) for c in columns}
+    _check_finite(values, columns, lambda name, at: _sent(json.loads(body)[name], at))
+    return values
+
+
+def _sent(value, at: int):
+    return value[at] if isinstance(value, list) else value
+
+
+def _check_finite(values: Dict[str, np.ndarray], columns: List[Column],
+                  as_written: Callable[[str, int], object]) -> None:
+    """``inf``, or a number past float32's range (pyarrow reads it as inf), fails the block,
+    which is halved down to its line (common.missing's rule); for one line the message
+    quotes the value as ``as_written(column, index)`` finds it in the line."""
+    for col in columns:
+        hit = missing.first_infinite(values[col.name]) if col.dtype == "float32" else None
+        if hit is None:
+            continue
+        found = values[col.name].reshape(len(values[col.name]), -1)[hit]
+        with contextlib.suppress(ValueError, IndexError, KeyError, TypeError, StopIteration):
+            found = as_written(col.name, hit[1]) if len(values[col.name]) == 1 else found
+        raise ValueError(f"column {col.name!r}: {missing.non_finite_problem(found)}")
 
 
 def _describe(columns: List[Column], name: str) -> str:

@@ -13,13 +13,15 @@ reads or writes the manifest; everything else asks it.
 Readers get the shards through ``Manifest.shard_files`` / ``split_files``, which check them
 first: one stat per shard against the manifest's bytes (a shard truncated or replaced since
 it was written, even on a record boundary, is an error naming it), and schema.json against
-the manifest's digest.
+the manifest's digest. Shards named by a pattern rather than their directory are matched to
+the manifest beside them with ``listing_of``, so a reader checks them the same way.
 """
 
 import concurrent.futures
 import dataclasses
 import hashlib
 import json
+import os
 from typing import Dict, List, Sequence, Set, Tuple, TypeVar
 
 from tfkfp.components.common import uris
@@ -111,7 +113,8 @@ class Manifest:
         checked against the manifest first (see ``check``) unless ``check`` is False."""
         files = [uris.resolve(self.data, s["file"]) for s in self.split(split)["shards"]]
         if check:
-            check_sizes(files, self.shard_sizes(split), uris.join(self.data, MANIFEST_FILE))
+            check_sizes(files, self.shard_sizes(split), uris.join(self.data, MANIFEST_FILE),
+                        self.shard_records(split))
             self.check_schema()
         return files
 
@@ -146,13 +149,17 @@ class Manifest:
                 "it was written (or a rewrite was interrupted): shard the data again")
 
 
-def check_sizes(files: Sequence[str], sizes: Sequence[int | None], manifest: str) -> None:
+def check_sizes(files: Sequence[str], sizes: Sequence[int | None], manifest: str,
+                records: Sequence[int | None] = ()) -> None:
     """One stat per shard: raise DatasetMismatchError naming every shard whose size is not
-    the one ``manifest`` lists (None: not recorded, not checked)."""
-    known = [(f, want) for f, want in zip(files, sizes) if want is not None]
-    found = _sizes([f for f, _ in known])
+    the one ``manifest`` lists (None: not recorded, not checked), with the records it lists
+    for the shard where ``records`` says (the rows a reader would silently lose)."""
+    listed = list(records) or [None] * len(files)
+    known = [(f, want, n) for f, want, n in zip(files, sizes, listed) if want is not None]
+    found = _sizes([f for f, _, _ in known])
     bad = [f"{f} is {'missing' if have is None else f'{have} bytes'}, expected {want} bytes"
-           for (f, want), have in zip(known, found) if have != want]
+           + ("" if n is None else f" holding {n} records")
+           for (f, want, n), have in zip(known, found) if have != want]
     if bad:
         more = f" (and {len(bad) - 5} more)" if len(bad) > 5 else ""
         raise DatasetMismatchError(
@@ -200,6 +207,83 @@ def split_files(data: str, split: str) -> Tuple[List[str], str]:
     if not files:
         raise SchemaError(f"no TFRecord files match {data}")
     return files, tf_compression(compression_of_files(files, data))
+
+
+@dataclasses.dataclass(frozen=True)
+class Listing:
+    """What the manifests of the Dataset directories some TFRecord files sit in say of them,
+    file by file (None for a file that sits in no Dataset directory)."""
+
+    records: Tuple[int | None, ...]  # the rows each file holds
+    sizes: Tuple[int | None, ...]  # the bytes each file was written with
+    manifest: str  # the manifest.json file(s) listing them; "" for none
+
+
+def listing_of(files: Sequence[str], check_schema: bool = True) -> Listing:
+    """Each TFRecord file's entry in the manifest of the Dataset directory it sits in.
+
+    A pattern such as ``data/train/*.tfrecord`` names shards without their Dataset
+    directory, but the manifest beside them (in the file's folder or the one above, where
+    shard_tfrecords writes its split folders) still says what each shard holds: a reader
+    checks them with it as it checks the directory's own shards, so a shard cut on a record
+    boundary is refused rather than read short. ``check_schema``: also check schema.json
+    against each manifest (for a caller that reads the schema beside the shards).
+
+    Raises DatasetMismatchError for a file in a Dataset directory whose manifest does not
+    list it: its rows are not the Dataset's (a leftover of an earlier or interrupted write,
+    or a file put there by hand).
+    """
+    owners: Dict[str, Tuple[Manifest, Dict[str, Dict]] | None] = {}
+    entries: List[Dict | None] = []
+    used: Dict[str, Manifest] = {}
+    for path in files:
+        owner = next((o for o in (_owner(f, owners) for f in _folders(path)) if o), None)
+        if owner is None:
+            entries.append(None)
+            continue
+        manifest, shards = owner
+        if _key(path) not in shards:
+            raise DatasetMismatchError(
+                f"{path} sits in the Dataset directory {manifest.data}, but its "
+                f"{MANIFEST_FILE} does not list it, so its rows are not the Dataset's (a "
+                "leftover of an earlier or interrupted write, or a file put there by hand); "
+                "pass the Dataset directory to read the shards it lists, or move the file out")
+        entries.append(shards[_key(path)])
+        used[manifest.data] = manifest
+    for manifest in used.values() if check_schema else ():
+        manifest.check_schema()
+    return Listing(tuple(None if e is None else int(e["records"]) for e in entries),
+                   tuple(None if e is None or e.get("bytes") is None else int(e["bytes"])
+                         for e in entries),
+                   " and ".join(uris.join(data, MANIFEST_FILE) for data in used))
+
+
+def _folders(path: str) -> List[str]:
+    """The folder a file sits in and the one above it."""
+    if not uris.is_remote(path):
+        first = os.path.dirname(_key(path))
+        return [first, os.path.dirname(first)]
+    first = path.rstrip("/").rpartition("/")[0]
+    return [f for f in (first, first.rpartition("/")[0]) if "://" in f]
+
+
+def _owner(folder: str, owners: Dict) -> Tuple["Manifest", Dict[str, Dict]] | None:
+    """The manifest of ``folder`` with its shard entries by file, if it is a Dataset
+    directory (cached in ``owners``: one look per folder, however many files it holds)."""
+    if folder not in owners:
+        owners[folder] = None
+        if uris.exists(uris.join(folder, MANIFEST_FILE)):
+            manifest = Manifest.load(folder)
+            owners[folder] = (manifest, {_key(uris.resolve(folder, s["file"])): s
+                                         for body in manifest.splits.values()
+                                         for s in body["shards"]})
+    return owners[folder]
+
+
+def _key(path: str) -> str:
+    """One spelling per file, to match a pattern's matches to a manifest's entries."""
+    return path if uris.is_remote(path) else os.path.normpath(os.path.abspath(
+        uris.local_path(path)))
 
 
 def select_group(items: Sequence[T], group: int, num_groups: int, what: str = "file",

@@ -5,12 +5,19 @@ statistics sampled at training time) inside its graph, so a row with gaps predic
 the model runs. A gap in a ``string`` column is the empty string, which the model's lookup
 maps to its out-of-vocabulary index. ``int64`` columns cannot hold a gap: a column with
 blanks is read as ``float32`` (as pandas does), or refused naming the column_types to set.
+
+``±inf``, and any number too large for float32 (a cast makes it ``±inf``), is not a gap but
+a bad value: refused wherever data enters (sharding, serving, batch prediction) in
+``non_finite_problem``'s words, since it would reach the model as ``inf``.
 """
+
+from typing import Any, Tuple
 
 import numpy as np
 
 POLICIES = ("impute", "error")  # shard_tfrecords' ``missing`` parameter
 _FILL = {"float32": float("nan"), "string": ""}
+FLOAT32_MAX = float(np.finfo(np.float32).max)
 
 
 def can_hold_gaps(dtype: str) -> bool:
@@ -41,3 +48,22 @@ def gap_rows(values: np.ndarray, dtype: str) -> np.ndarray:
     if dtype == "string":
         return ((flat == "") | (flat == b"")).any(axis=1)
     return np.zeros(len(values), dtype=bool)
+
+
+def first_infinite(values: np.ndarray) -> Tuple[int, int] | None:
+    """(row, position within the row) of the first ``±inf`` in a float32 array of rows, or
+    None: one vectorised pass, as every float input is checked on the fast path. Checked
+    after the cast to float32, so a number past float32's range (now ``±inf``) is caught
+    too; NaN is a gap and passes."""
+    flat = values.reshape(len(values), -1)
+    infinite = np.isinf(flat)
+    if not infinite.any():
+        return None
+    row, position = divmod(int(np.argmax(infinite)), infinite.shape[1])  # first in row order
+    return row, position
+
+
+def non_finite_problem(found: Any) -> str:
+    """The one wording for ``±inf`` or a number past float32's range, wherever refused."""
+    return (f"found {found}, expected a finite float32 within ±{FLOAT32_MAX:.8g} (a missing "
+            "value is a gap, not inf)")

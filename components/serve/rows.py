@@ -1,13 +1,14 @@
 """Requests in, answers out: KServe v1 instances and Open Inference Protocol (v2) tensors.
 
 A v1 instance is a row ``{"column": value, ...}`` with one entry per model input, as in a
-JSON Lines file for batch prediction, or ``{"b64": "..."}``, a serialized tf.train.Example
-(SavedModel only), parsed with the reader batch prediction uses for TFRecords. A v2 request
-has one tensor per model input, ``[rows, *shape]``. Gaps follow common.missing: ``null`` (v2:
-``null`` in the data) in a float column is NaN, in a string column the empty string; both
-are filled inside the model (the TFLite Predictor feeds the bundle's fill). A column whose
-type cannot hold a gap, a missing or unknown column, a value of the wrong type and too many
-rows are refused with a RequestError naming the instance, the field and what was expected.
+JSON Lines file for batch prediction (a column named as in the data, or by its tensor name),
+or ``{"b64": "..."}``, a serialized tf.train.Example (SavedModel only), parsed with the
+reader batch prediction uses for TFRecords. A v2 request has one tensor per model input,
+``[rows, *shape]``. Gaps follow common.missing: ``null`` (v2: ``null`` in the data) in a
+float column is NaN, in a string column the empty string; both are filled inside the model
+(the TFLite Predictor feeds the bundle's fill). A column whose type cannot hold a gap, a
+missing or unknown column, a value of the wrong type and too many rows are refused with a
+RequestError naming the instance, the field and what was expected.
 
 Answers hold what a batch_predict row holds: ``class``, ``class_id``, ``score`` and, when
 top_k > 1, ``top_classes`` and ``top_scores``; v1 answers also echo the key columns.
@@ -59,12 +60,16 @@ class RowDecoder:
         max_instances: rows one request may carry.
         blocks: the model's Predictor.blocks: by dtype, scalar columns handed over as one
             matrix under ``BLOCKS[dtype]``, from every kind of request.
+        aliases: the model's Predictor.aliases: {tensor name: column}; a row or input may
+            name a column by either (unambiguous: see common.schema).
     """
 
     def __init__(self, fields: Sequence[Field], keys: Sequence[str], ignored: Sequence[str],
                  parse_examples: Callable[[List[bytes]], Dict[str, np.ndarray]] | None,
-                 max_instances: int, blocks: Dict[str, Sequence[str]] | None = None):
+                 max_instances: int, blocks: Dict[str, Sequence[str]] | None = None,
+                 aliases: Dict[str, str] | None = None):
         self.fields = {f.name: f for f in fields}
+        self.aliases = dict(aliases or {})
         self.keys, self.parse_examples = list(keys), parse_examples
         self.allowed = set(self.fields) | set(keys) | set(ignored)
         self.max_instances = max_instances
@@ -100,15 +105,22 @@ class RowDecoder:
         for i, row in enumerate(instances):
             if not isinstance(row, dict) or not (row.keys() >= self._names
                                                  and row.keys() <= self.allowed):
+                instances[i] = row = self._by_column(row)
                 self._check_row(i, row)
         keys = [{k: row[k] for k in self.keys if k in row} for row in instances]
+        with np.errstate(over="ignore"):  # a number past float32 becomes inf: refused below
+            features = self._v1_features(instances)
+        self._check_finite(features, lambda row, name, at: _sent(instances[row][name], at))
+        return Rows(features, len(instances), keys)
+
+    def _v1_features(self, instances: List[Dict]) -> Dict:
+        """The model's inputs from checked rows, a matrix per dtype where it can."""
         features = {}
         for dtype, names in self._matrices.items():
             matrix = _matrix(instances, names, dtype)
             if matrix is None:  # decoded column by column, the first bad value named
-                return Rows(self.finish({name: _column([row[name] for row in instances], f)
-                                         for name, f in self.fields.items()}),
-                            len(instances), keys)
+                return self.finish({name: _column([row[name] for row in instances], f)
+                                    for name, f in self.fields.items()})
             if dtype in self.blocks:
                 features[BLOCKS[dtype]] = matrix
             else:
@@ -116,7 +128,24 @@ class RowDecoder:
         features.update({f.name: _column([row[f.name] for row in instances], f)
                          for f in self._others})
         order = [BLOCKS[d] for d in self.blocks] + [n for n in self.fields if n in features]
-        return Rows({k: features[k] for k in order}, len(instances), keys)
+        return {k: features[k] for k in order}
+
+    def _check_finite(self, features: Dict, sent: Callable[[int, str, int], Any] | None
+                      ) -> None:
+        """Refuse ``±inf``, and numbers past float32's range (inf once cast), as
+        common.missing says, naming the instance and column; ``sent(row, column, index)``
+        gives the value as the request held it, for the message."""
+        for key, values in features.items():
+            hit = missing.first_infinite(values) if values.dtype == np.float32 else None
+            if hit is None:
+                continue
+            row, at = hit
+            name = self.blocks["float32"][at] if key is BLOCKS["float32"] else key
+            found = sent(row, name, 0 if key is BLOCKS["float32"] else at) if sent else None
+            found = found if isinstance(found, (int, float)) else values.reshape(
+                len(values), -1)[row, at]
+            raise RequestError(f"instance {row}, column {name!r}: "
+                               f"{missing.non_finite_problem(found)}")
 
     def finish(self, features: Dict[str, np.ndarray]) -> Dict:
         """Features by column as the model takes them: its blocks stacked, if any."""
@@ -126,6 +155,13 @@ class RowDecoder:
         if count > self.max_instances:
             raise RequestError(f"{where}: {count} rows; at most {self.max_instances} per "
                                "request (max_instances)")
+
+    def _by_column(self, row: Any) -> Any:
+        """A row whose columns are named by their tensor names, named by the columns."""
+        if not self.aliases or not isinstance(row, dict) or not row.keys() & self.aliases:
+            return row
+        return {self.aliases.get(k, k) if k not in self.allowed else k: v
+                for k, v in row.items()}
 
     def _check_row(self, index: int, row: Any) -> None:
         if not isinstance(row, dict):
@@ -153,24 +189,29 @@ class RowDecoder:
         except Exception as err:  # noqa: BLE001 - any parse failure is the request's fault
             raise RequestError("instances: the b64 records are not tf.train.Examples of the "
                                f"model's schema: {' '.join(str(err).split())[:300]}") from None
+        self._check_finite(features, None)  # a FloatList holds float32: inf as sent
         return Rows(self.finish(features), len(records), [{} for _ in records])
 
     def v2(self, inputs: Sequence[Any]) -> Rows:
         """Rows of v2 InferInputs: one tensor per model input, all with the same rows."""
-        given = {i.name: i for i in inputs}
+        given = {self.aliases.get(i.name, i.name) if i.name not in self.fields else i.name: i
+                 for i in inputs}
         wrong = _mismatch([n for n in self.fields if n not in given],
                           sorted(set(given) - set(self.fields)), "input")
         if wrong:
             wanted = ", ".join(f"{f.name} ({_V2_TYPES[f.dtype][0]} [-1{_dims(f)}])"
                                for f in self.fields.values())
             raise RequestError(f"inputs: {wrong}; the model takes {wanted}")
-        features = {name: _tensor(given[name], f) for name, f in self.fields.items()}
+        with np.errstate(over="ignore"):  # a number past float32 becomes inf: refused below
+            features = {name: _tensor(given[name], f) for name, f in self.fields.items()}
         counts = {len(v) for v in features.values()}
         if len(counts) != 1:
             raise RequestError(f"inputs: every input needs the same rows; found "
                                f"{ {n: len(v) for n, v in features.items()} }")
         count = counts.pop()
         self.check_count(count, "inputs")
+        self._check_finite(features, lambda row, name, at: _sent(
+            given[name].data, row * int(np.prod(self.fields[name].shape)) + at))
         return Rows(self.finish(features), count, [{} for _ in range(count)])
 
 
@@ -225,6 +266,12 @@ def _shaped(index: int, value: Any, field: Field) -> np.ndarray:
         flat = [v.encode() for v in flat]
     dtype = object if field.dtype == "string" else field.dtype
     return np.asarray(flat, dtype=dtype).reshape(field.shape)
+
+
+def _sent(value: Any, index: int) -> Any:
+    """The ``index``-th number of a value as sent (a number or nested lists), or None."""
+    flat = _flatten(value) if isinstance(value, list) else [value]
+    return flat[index] if flat is not None and index < len(flat) else None
 
 
 def _flatten(value: Any) -> List[Any] | None:

@@ -107,15 +107,28 @@ def _quiet_logs(kserve_logging) -> None:
 
 
 def _servers(model, options: ServeOptions, app):
+    from kserve.constants.constants import PredictorProtocol
+    from kserve.errors import InvalidInput
     from kserve.model_repository import ModelRepository
     from kserve.protocol.dataplane import DataPlane
     from kserve.protocol.grpc.server import GRPCServer
     from kserve.protocol.model_repository_extension import ModelRepositoryExtension
     from kserve.protocol.rest.server import RESTServer
 
+    V1 = PredictorProtocol.REST_V1.value
+
     class _DataPlane(DataPlane):
         async def ready(self) -> bool:  # the server is ready when its model is
             return all(m.ready for m in self.model_registry.get_models().values())
+
+        def decode(self, body, headers, protocol_version=V1, model_name=None):
+            try:
+                return super().decode(body, headers, protocol_version, model_name)
+            except InvalidInput:
+                parsed = _json_with_nan(body) if protocol_version == V1 else None
+                if parsed is None:
+                    raise
+                return super().decode(parsed, headers, protocol_version, model_name)
 
     registry = ModelRepository()
     registry.update(model)
@@ -142,6 +155,18 @@ def _servers(model, options: ServeOptions, app):
                                   "grpc_max_receive_message_length": options.max_request_bytes},
                           grace_period=options.grace_seconds)
     return rest, grpc
+
+
+def _json_with_nan(body):
+    """A v1 body orjson refused, read as TF Serving reads JSON, where ``NaN`` (a gap) and
+    ``Infinity`` (then refused by the decoder, naming its instance and column) are tokens;
+    None where it is not JSON even so. Only on the failure path."""
+    import json
+
+    try:
+        return json.loads(body) if isinstance(body, (bytes, str)) else None
+    except ValueError:
+        return None
 
 
 def _drop_timing(app) -> None:

@@ -81,7 +81,7 @@ def shard_tfrecords(
 
 
 @dsl.component(base_image=IMAGE, install_kfp_package=False)
-def fingerprint_input(input_uri: str) -> str:
+def fingerprint_input(input_uri: str, input_format: str = "auto") -> str:
     """Digests the input files' names, sizes and modification times (one stat per file).
 
     Runs uncached before shard_tfrecords, whose cache key then changes with the data, not
@@ -89,10 +89,11 @@ def fingerprint_input(input_uri: str) -> str:
 
     Args:
         input_uri: File, folder, glob pattern or gs:// URI of the input data.
+        input_format: auto, csv, jsonl, parquet, npz or images.
 
     Returns:
         sha256:<hex> of every input file's name, size and modification time.
     """
     from tfkfp.components.shard_tfrecords.sources import fingerprint
 
-    return fingerprint(input_uri)
+    return fingerprint(input_uri, input_format)

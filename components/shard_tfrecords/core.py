@@ -12,6 +12,7 @@ folders go away when the run ends, on SIGTERM too; a killed run's are removed by
 
 import concurrent.futures
 import dataclasses
+import json
 import time
 from typing import Dict, List, Sequence, Tuple
 
@@ -128,7 +129,7 @@ def shard_tfrecords(
     started = time.monotonic()
     column_types = dict(column_types or {})
     check_options(eval_fraction, compression, shard_size_mb, num_shards, min_shards,
-                  column_types, split_column, missing, layout, block_rows)
+                  column_types, split_column, missing, layout, block_rows, input_format)
     fmt, files = sources.resolve_files(input_uri, input_format)
     files = select_group(files, file_group, file_groups, error=ShardInputError)
     raw = sources.infer_columns(fmt, files, column_types)
@@ -159,7 +160,8 @@ def shard_tfrecords(
             bytes={s: sum(i.bytes for i in v) for s, v in shards.items()},
             shards=shards, compression=compression, input_files=len(files),
             seconds=time.monotonic() - started)
-        result = dataclasses.replace(result, warnings=small_split_warnings(result, split_column))
+        result = dataclasses.replace(result, warnings=small_split_warnings(
+            result, split_column) + one_class_warnings(schema))
         for warning in result.warnings:
             log.warning("%s", warning)
         schema.save(staging)
@@ -172,8 +174,11 @@ def shard_tfrecords(
 def check_options(eval_fraction: float, compression: str, shard_size_mb: float,
                   num_shards: int, min_shards: int, column_types: Dict[str, str],
                   split_column: str | None, missing: str, layout: str = DEFAULT_LAYOUT,
-                  block_rows: int = DEFAULT_BLOCK_ROWS) -> None:
+                  block_rows: int = DEFAULT_BLOCK_ROWS, input_format: str = "auto") -> None:
     """What sharding refuses before reading anything (pipelines check requests with it)."""
+    if input_format not in ("auto", *sources.FORMATS):
+        raise ShardInputError(f"input_format {input_format!r} is not one of "
+                              f"auto, {', '.join(sources.FORMATS)}")
     if layout not in LAYOUTS:
         raise ShardInputError(f"layout {layout!r} is not one of {LAYOUTS}")
     if layout == "blocks" and not 1 <= block_rows <= MAX_BLOCK_ROWS:
@@ -193,7 +198,8 @@ def check_options(eval_fraction: float, compression: str, shard_size_mb: float,
         raise ShardInputError(f"min_shards {min_shards} is below 1")
     bad = {k: v for k, v in column_types.items() if v not in ("float32", "int64", "string")}
     if bad:
-        raise ShardInputError(f"column_types {bad}: types must be float32, int64 or string")
+        raise ShardInputError(f"column_types {json.dumps(bad)}: types must be float32, int64 "
+                              "or string")
 
 
 def _check_columns(raw: List[sources.RawColumn], label: str | None, keys: Sequence[str],
@@ -277,6 +283,16 @@ def small_split_warnings(result: ShardResult, split_column: str | None) -> Tuple
                             f"measure with (under {MIN_SPLIT_RECORDS}); give it more rows or "
                             f"change {fix}")
     return tuple(warnings)
+
+
+def one_class_warnings(schema: Schema) -> Tuple[str, ...]:
+    """A label with one class would train a model that is always right: train refuses it."""
+    label = schema.label
+    if label is None or label.vocabulary is None or len(label.vocabulary) != 1:
+        return ()
+    return (f"the label {label.name!r} has one class only, {label.vocabulary[0]!r}: train "
+            "refuses it (a model of one class is right whatever it learns); give it rows of "
+            "at least two classes",)
 
 
 def _vocabulary(col: sources.RawColumn, results: List[ChunkResult]):

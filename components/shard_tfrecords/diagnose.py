@@ -8,12 +8,17 @@ this costs time only on the failure path.
 import csv
 import io
 import json
+import math
 from typing import Dict, List
 
 from tfkfp.components.common import uris
-from tfkfp.components.common.missing import can_hold_gaps
+from tfkfp.components.common.missing import FLOAT32_MAX, can_hold_gaps, non_finite_problem
 from tfkfp.components.shard_tfrecords.errors import ShardInputError
-from tfkfp.components.shard_tfrecords.formats.base import first_line_number, missing_problem
+from tfkfp.components.shard_tfrecords.formats.base import (
+    first_line_number,
+    missing_problem,
+    set_column_type,
+)
 
 _PARSERS = {"float32": float, "int64": int}
 
@@ -57,7 +62,7 @@ def _value_problem(name: str, value: str, dtype: str) -> str:
     try:
         _PARSERS[dtype](value)
     except ValueError:
-        hint = " (a fractional number: set the column to float32 in column_types)" \
+        hint = f" (a fractional number: {set_column_type(name, 'float32')})" \
             if dtype == "int64" and is_number(value) else ""
         return f"found {value!r}, expected {dtype}{hint}"
     return ""
@@ -94,8 +99,8 @@ def _json_line_problem(line: str, columns: list) -> str:
         return f": not valid JSON ({err})"
     if not isinstance(record, dict):
         return f": found a JSON {type(record).__name__}, expected an object"
-    if columns is None:  # the columns are not known yet: only the syntax can be checked
-        return ""
+    if columns is None:  # the columns are not known yet: only the syntax can be checked,
+        return _past_double(record)  # and numbers pyarrow cannot parse (Python reads inf)
     names = [c.name for c in columns]
     extra = sorted(set(record) - set(names))
     if extra:
@@ -113,6 +118,14 @@ def _json_line_problem(line: str, columns: list) -> str:
     return ""
 
 
+def _past_double(record: dict) -> str:
+    for name, value in record.items():
+        for item in value if isinstance(value, list) else [value]:
+            if isinstance(item, float) and math.isinf(item):
+                return f", field {name!r}: {non_finite_problem(item)}"
+    return ""
+
+
 def _json_value_problem(value, col) -> str:
     values = value if isinstance(value, list) else [value]
     if col.shape and (not isinstance(value, list) or len(value) != col.shape[0]):
@@ -123,4 +136,6 @@ def _json_value_problem(value, col) -> str:
             and (col.dtype == "float32" or float(item).is_integer()))
         if not ok:
             return f"found {item!r}, expected {col.dtype}"
+        if col.dtype == "float32" and abs(item) > FLOAT32_MAX:  # 1e400: past a double too
+            return non_finite_problem(item)
     return ""

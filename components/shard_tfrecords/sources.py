@@ -5,15 +5,23 @@ JSON Lines file, a Parquet row group, a whole .npz file, or a list of image file
 formats live in ``formats/``; nothing here imports TensorFlow.
 """
 
+import csv
 import hashlib
+import json
 import os
 from typing import Dict, List, Sequence, Tuple
 
 import numpy as np
 
-from tfkfp.components.common import uris
+from tfkfp.components.common import missing, uris
 from tfkfp.components.shard_tfrecords.errors import ShardInputError
-from tfkfp.components.shard_tfrecords.formats.base import Chunk, RawColumn, row_location
+from tfkfp.components.shard_tfrecords.formats.base import (
+    Chunk,
+    RawColumn,
+    check_unique_names,
+    read_range,
+    row_location,
+)
 from tfkfp.components.shard_tfrecords.formats.binary import Npz, Parquet
 from tfkfp.components.shard_tfrecords.formats.images import (
     IMAGE_KEY,
@@ -56,12 +64,12 @@ def resolve_files(input_uri: str, input_format: str = "auto") -> Tuple[str, List
     return fmt, files
 
 
-def fingerprint(input_uri: str) -> str:
+def fingerprint(input_uri: str, input_format: str = "auto") -> str:
     """A digest of the input files' names, sizes and modification times (object generation
     times on gs://): one stat per file, nothing read, and different when a file is added,
     removed, replaced or changed. The cache key of a sharding step takes it, so new data at
     the same URI is sharded again rather than served from the cache."""
-    fmt, files = resolve_files(input_uri)
+    fmt, files = resolve_files(input_uri, input_format)
     if fmt == "images":  # every image of every class folder
         files = [f for folder in files for name in class_folders(folder)
                  for f in uris.glob(uris.join(uris.join(folder, name), "*"))]
@@ -85,6 +93,7 @@ def infer_columns(fmt: str, files: List[str], column_types: Dict[str, str]) -> L
     """The columns of the input, checked to be the same in every file."""
     reader = _READERS[fmt]
     first = reader.columns(files[0], column_types)
+    check_unique_names([c.name for c in first], files[0])
     for other in files[1:]:
         cols = reader.columns(other, column_types, cheap=True)
         if [c.name for c in cols] != [c.name for c in first]:
@@ -111,17 +120,37 @@ def read_chunk(chunk: Chunk, columns: List[RawColumn]) -> Dict[str, np.ndarray]:
     data = _READERS[chunk.fmt].read(chunk, columns)
     for col in columns:
         if col.dtype == "float32" and col.image_shape is None:
-            _check_not_infinite(data[col.name], col.name, chunk)
+            _check_finite(data[col.name], col, chunk, columns)
     return data
 
 
-def _check_not_infinite(values: np.ndarray, name: str, chunk: Chunk) -> None:
+def _check_finite(values: np.ndarray, col: RawColumn, chunk: Chunk,
+                  columns: List[RawColumn]) -> None:
     """``inf`` in a feature turns the training loss into NaN (or, on some CPUs, silently
-    into a chance-level model): refuse it where it enters, naming the row. NaN is a gap."""
-    infinite = np.isinf(values.reshape(len(values), -1))
-    if not infinite.any():
+    into a chance-level model): refuse it where it enters, naming the row. NaN is a gap.
+    pyarrow reads a number past float32's range as ``inf``, so the message quotes the cell
+    as the file holds it."""
+    hit = missing.first_infinite(values)
+    if hit is None:
         return
-    row = int(np.flatnonzero(infinite.any(axis=1))[0])
-    found = values.reshape(len(values), -1)[row][infinite[row]][0]
-    raise ShardInputError(f"{row_location(chunk, row)}, column {name!r}: found {found}, "
-                          "expected a finite float32 (remove or fix the value)")
+    row, position = hit
+    found = _as_written(chunk, row, position, col, columns) or \
+        values.reshape(len(values), -1)[row, position]
+    raise ShardInputError(f"{row_location(chunk, row)}, column {col.name!r}: "
+                          f"{missing.non_finite_problem(found)}")
+
+
+def _as_written(chunk: Chunk, row: int, position: int, col: RawColumn,
+                columns: List[RawColumn]) -> str:
+    """The value of a CSV or JSON Lines row as its line holds it, or "" where it cannot be
+    told (other formats); reads the chunk again, so only on the failure path."""
+    if chunk.fmt not in ("csv", "jsonl"):
+        return ""
+    try:
+        line = read_range(chunk.uri, chunk.start, chunk.end).decode("utf-8").splitlines()[row]
+        if chunk.fmt == "csv":
+            return next(csv.reader([line]))[[c.name for c in columns].index(col.name)].strip()
+        value = json.loads(line)[col.name]
+        return str(value[position] if isinstance(value, list) else value)
+    except (ValueError, IndexError, KeyError, TypeError, StopIteration):
+        return ""

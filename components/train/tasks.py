@@ -54,6 +54,9 @@ def resolve(schema: Schema, requested: str = "auto") -> str:
                    "label as integer or string classes" if label.dtype != "string" else
                    "merge rare classes into fewer")
             raise SchemaError(f"{where} {why}; classification needs class names: {fix}")
+        if len(label.vocabulary) == 1:  # always right: eval accuracy 1.0, nothing learned
+            raise SchemaError(f"{where} has one class only, {label.vocabulary[0]!r}; a "
+                              "classifier needs rows of at least two classes")
         return "classification"
     return "regression"
 
@@ -195,4 +198,15 @@ def make(task: str, schema: Schema, labels: np.ndarray | None, loss: str = ""):
     loss = check_loss(task, loss)
     if task == "classification":
         return Classification(len(schema.label.vocabulary))
+    _check_spread(schema.label.name, labels)
     return Regression(*label_moments(labels), loss_name=loss)
+
+
+def _check_spread(name: str, labels: np.ndarray | None) -> None:
+    """A constant label leaves a regressor nothing to learn (and no scale to learn it in)."""
+    values = np.asarray(labels if labels is not None else [], np.float64).reshape(-1)
+    if len(values) and values.min() == values.max():
+        raise SchemaError(f"label {name!r} is {values[0]:g} in all {len(values):,} sampled "
+                          "training rows (zero variance), so a regressor has nothing to learn; "
+                          "give it rows whose label varies (if only the first rows are alike, "
+                          "shuffle the input before sharding)")

@@ -1,6 +1,7 @@
 """What every input format shares: the column and chunk records, and arrow-to-NumPy."""
 
 import dataclasses
+import json
 from typing import Tuple
 
 import numpy as np
@@ -32,6 +33,16 @@ class Chunk:
     @property
     def size(self) -> int:
         return self.end - self.start if self.fmt in ("csv", "jsonl") else 1
+
+
+def check_unique_names(names, uri: str) -> None:
+    """Refuse a file that names one column twice, naming it and its positions (from 1)."""
+    seen = {}
+    for position, name in enumerate(names, 1):
+        if name in seen:
+            raise ShardInputError(f"{uri} names column {name!r} twice (columns {seen[name]} "
+                                  f"and {position}); each column needs its own name")
+        seen[name] = position
 
 
 def read_range(uri: str, start: int, end: int) -> bytes:
@@ -98,11 +109,17 @@ def to_numpy(array, col: RawColumn, where: str) -> np.ndarray:
                                                         else np.int64)
 
 
+def set_column_type(name: str, dtype: str) -> str:
+    """The remedy in one wording, its value as JSON: the same text works in Python, in
+    ``tfkfp run --set column_types=...`` and in the KFP UI."""
+    return f"set column_types {json.dumps({name: dtype})}"
+
+
 def missing_problem(name: str, dtype: str) -> str:
     """What to say of a blank in a column that cannot hold one."""
     if dtype == "int64":
-        return (f"missing value; expected int64, which cannot hold a gap (set column_types "
-                f"{{{name!r}: 'float32'}} to keep the rows, their gaps imputed)")
+        return (f"missing value; expected int64, which cannot hold a gap "
+                f"({set_column_type(name, 'float32')} to keep the rows, their gaps imputed)")
     return f"missing value; expected {dtype}"
 
 

@@ -16,10 +16,12 @@ from tfkfp.components.shard_tfrecords.formats.base import (
     ARROW_TYPES,
     Chunk,
     RawColumn,
+    check_unique_names,
     dtype_of_arrow,
     empty_dtype,
     list_type,
     read_range,
+    set_column_type,
     to_numpy,
 )
 
@@ -52,7 +54,9 @@ class Csv:
         header, _, body = sample.partition(b"\n")
         if not cheap and not body.strip():
             raise ShardInputError(f"{uri} has a header but no data rows")
-        names = [n.strip() for n in next(csv.reader([header.decode("utf-8").strip("\r")]))]
+        # names exactly as the file has them (spaces too), as pyarrow reads them below
+        names = next(csv.reader([header.decode("utf-8").removesuffix("\r")]))
+        check_unique_names(names, uri)
         if cheap:
             return [RawColumn(n, column_types.get(n, "string")) for n in names]
         body = b"\n".join(body.split(b"\n")[:INFER_ROWS]) + b"\n"
@@ -106,8 +110,8 @@ def _check_not_mostly_numeric(uri: str, name: str, values: List[str]) -> None:
     if bad and len(bad) <= len(values) // 2:
         raise ShardInputError(
             f"{uri}, line {bad[0] + 2}, column {name!r}: found {values[bad[0]]!r}, expected "
-            f"float32 (most values of the column are numbers; set column_types "
-            f"{{{name!r}: 'string'}} if it is text)")
+            f"float32 (most values of the column are numbers; "
+            f"{set_column_type(name, 'string')} if it is text)")
 
 
 def _csv_convert(column_types: Dict[str, str]):

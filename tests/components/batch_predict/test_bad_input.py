@@ -66,7 +66,8 @@ def test_bad_records_go_to_the_errors_file_and_the_counts_add_up(
         bad_shards, demo_model, tmp_path, read_outputs, predictor):
     folder, mixed, second, cut = bad_shards
     out = str(tmp_path / "out")
-    result = batch_predict(demo_model, str(folder / "*.tfrecord"), out, predictor=predictor)
+    result = batch_predict(demo_model, str(folder / "*.tfrecord"), out, predictor=predictor,
+                           max_error_fraction=1.0)
     first, broken = result.shards
     assert (first.inputs, first.predictions, first.errors) == (len(mixed), len(mixed) - 3, 3)
     assert (broken.inputs, broken.predictions, broken.errors) == (31, 30, 1)
@@ -88,7 +89,7 @@ def test_good_records_among_bad_ones_predict_as_in_a_clean_run(
         predictor):
     folder, *_ = bad_shards
     batch_predict(demo_model, str(folder / "*.tfrecord"), str(tmp_path / "out"),
-                  predict_batch_size=7, predictor=predictor)
+                  predict_batch_size=7, predictor=predictor, max_error_fraction=1.0)
     ids, probs = direct_predictions(columns_eval_files[:1])
     want = dict(zip(ids.tolist(), probs.argmax(axis=1).tolist()))
     got = {r["id"]: r["class_id"] for r in read_outputs(str(tmp_path / "out"))}
@@ -189,7 +190,8 @@ def test_records_the_manifest_lists_but_the_shard_lacks_are_errors_naming_it(
     held = Manifest.load(dataset_copy).shard_records("eval")[0]
     set_shard_records(dataset_copy, "eval", 0, held + 5)
     out = str(tmp_path / "out")
-    result = batch_predict(demo_model, dataset_copy, out, split="eval", predictor=predictor)
+    result = batch_predict(demo_model, dataset_copy, out, split="eval", predictor=predictor,
+                           max_error_fraction=1.0)
     first = result.shards[0]
     assert (first.inputs, first.predictions, first.errors) == (held + 5, held, 5)
     assert result.inputs == result.predictions + result.errors == sum(
@@ -203,3 +205,14 @@ def test_records_the_manifest_lists_but_the_shard_lacks_are_errors_naming_it(
     with pytest.raises(PredictInputError, match=f"shard {re.escape(shard)} yielded {held} "
                        f"records but its manifest lists {held - 1}"):
         batch_predict(demo_model, dataset_copy, out, split="eval", predictor=predictor)
+
+
+def test_a_csv_header_naming_a_column_twice_is_refused_before_any_output(tmp_path):
+    from tfkfp.components.batch_predict.text import check_columns
+    from tfkfp.components.common.schema import Column
+
+    path = tmp_path / "twice.csv"
+    path.write_text("id,a,a\n1,2,3\n")
+    with pytest.raises(PredictInputError, match=r"twice\.csv: the header names column\(s\) "
+                                                r"\['a'\] more than once"):
+        check_columns(str(path), "csv", [Column("a", "float32")])

@@ -44,7 +44,7 @@ def test_runs_under_the_kfp_local_runner(demo_model, demo_dataset, tmp_path):
     for folder, _, names in os.walk(tmp_path / "root"):
         found += [os.path.join(folder, n) for n in names if n.startswith("summary-group-")]
     (body,) = [json.load(open(p)) for p in found]
-    assert body["output_format"] == "csv" and body["errors"] == 0
+    assert body["output_format"] == "csv" and body["errors"] == body["error_fraction"] == 0
     assert body["inputs"] == body["predictions"] == 165  # the eval split of the demo data
     first = body["shards"][0]["predictions_file"]
     header = open(os.path.join(os.path.dirname(found[0]), first)).readline()

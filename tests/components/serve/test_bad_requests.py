@@ -2,6 +2,7 @@
 load beyond the bounded queue is shed with 503; SIGTERM answers the requests in flight."""
 
 import concurrent.futures
+import json
 import signal
 
 import pytest
@@ -63,6 +64,42 @@ def test_each_bad_request_is_refused_by_name_and_the_server_goes_on(string_table
         decoded = [s for body, s, _ in BAD_V1 + BAD_V2 if not isinstance(body, bytes)]
         assert server.metric("tfkfp_requests_refused_total") == decoded.count(400)  # not JSON:
         # refused by KServe before the model sees it
+
+
+def _example_b64(x: float, colour: str) -> str:
+    import base64
+
+    import tensorflow as tf
+
+    record = tf.train.Example(features=tf.train.Features(feature={
+        "x": tf.train.Feature(float_list=tf.train.FloatList(value=[x])),
+        "colour": tf.train.Feature(bytes_list=tf.train.BytesList(value=[colour.encode()]))}))
+    return base64.b64encode(record.SerializeToString()).decode()
+
+
+def test_numbers_past_float32_are_refused_in_v1_v2_and_b64_and_nan_is_a_gap(string_table,
+                                                                           tmp_path):
+    """3.5e38 is valid JSON but inf as float32: 400 naming instance and column, as inf is;
+    the NaN token (as TF Serving's JSON takes it) is a gap, answered as null is."""
+    finite = "expected a finite float32 within ±3.4028235e+38"
+    big = '{"instances": [%s, {"x": %s, "colour": "red"}]}'
+    with running(string_table.model, tmp_path=tmp_path) as server:
+        v1 = "/v1/models/model:predict"
+        for value, found in [("3.5e38", "3.5e+38"), ("-Infinity", "-inf")]:
+            status, got = server.request("POST", v1, big % (json.dumps(GOOD), value))
+            assert status == 400 and f"instance 1, column 'x': found {found}, {finite}" \
+                in got["error"], got
+        status, got = server.v2([
+            {"name": "x", "shape": [2], "datatype": "FP32", "data": [0.5, 3.5e38]},
+            {"name": "colour", "shape": [2], "datatype": "BYTES", "data": ["a", "b"]}])
+        assert status == 400 and f"instance 1, column 'x': found 3.5e+38, {finite}" \
+            in got["error"], got
+        status, got = server.v1([{"b64": _example_b64(0.5, "red")},
+                                 {"b64": _example_b64(float("inf"), "red")}])
+        assert status == 400 and f"instance 1, column 'x': found inf, {finite}" \
+            in got["error"], got
+        status, gap = server.request("POST", v1, '{"instances": [{"x": NaN, "colour": "red"}]}')
+        assert (status, gap) == server.v1([{"x": None, "colour": "red"}])
 
 
 def test_load_beyond_the_queue_is_shed_and_sigterm_answers_requests_in_flight(

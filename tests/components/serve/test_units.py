@@ -2,6 +2,7 @@
 real model call replaced by a recording function)."""
 
 import asyncio
+import re
 import threading
 
 import numpy as np
@@ -58,22 +59,21 @@ WIDE = [Field("a", "float32", ()), Field("n", "int64", ()), Field("b", "float32"
 
 def wide_row(i):
     return {"a": None if i % 3 == 0 else i / 7, "n": i, "b": i * 10**6 + 1, "s": "青" * i,
-            "c": 1e39 if i == 2 else -i - 0.1, "v": [i, 0.5], "id": i}
+            "c": 3.4e38 if i == 2 else -i - 0.1, "v": [i, 0.5], "id": i}
 
 
 def test_the_float_columns_are_decoded_together_as_column_by_column():
     decoder = RowDecoder(WIDE, ["id"], [], None, max_instances=16)
     instances = [wide_row(i) for i in range(5)]
-    with np.errstate(over="ignore"):  # 1e39 is past float32: inf either way
-        rows = decoder.v1({"instances": instances})
-        for field in WIDE:
-            want = _column([r[field.name] for r in instances], field)
-            got = rows.features[field.name]
-            assert got.dtype == want.dtype and got.shape == want.shape
-            if field.dtype == "float32":  # NaN gaps included, bit for bit
-                assert got.view(np.uint32).tolist() == want.view(np.uint32).tolist()
-            else:
-                assert got.tolist() == want.tolist()
+    rows = decoder.v1({"instances": instances})
+    for field in WIDE:
+        want = _column([r[field.name] for r in instances], field)
+        got = rows.features[field.name]
+        assert got.dtype == want.dtype and got.shape == want.shape
+        if field.dtype == "float32":  # NaN gaps included, bit for bit
+            assert got.view(np.uint32).tolist() == want.view(np.uint32).tolist()
+        else:
+            assert got.tolist() == want.tolist()
     assert list(rows.features) == [f.name for f in WIDE]
     assert rows.keys == [{"id": i} for i in range(5)]
 
@@ -142,6 +142,57 @@ def test_a_value_a_block_cannot_take_is_still_named(row, words):
     good = {"a": 1, "b": 2, "i": 3, "j": 4}
     with pytest.raises(RequestError, match=words):
         block.v1({"instances": [good, dict(good, **row)]})
+
+
+FINITE = r"expected a finite float32 within ±3\.4028235e\+38"
+
+
+@pytest.mark.parametrize("blocks", [None, {"float32": ["a", "b"]}])
+@pytest.mark.parametrize("row,words", [
+    ({"b": 3.5e38}, "instance 1, column 'b': found 3.5e+38, "),
+    ({"a": -3.5e38}, "instance 1, column 'a': found -3.5e+38, "),
+    ({"b": 10**39}, "instance 1, column 'b': found 1000000000000000000000000000000000000000, "),
+    ({"a": float("inf")}, "instance 1, column 'a': found inf, "),
+    ({"v": [0.5, float("-inf")]}, "instance 1, column 'v': found -inf, "),
+])
+def test_numbers_past_float32_are_refused_naming_instance_and_column(blocks, row, words):
+    """As common.missing says: inf, and what float32 cannot hold (inf once cast), are bad."""
+    fields = [Field("a", "float32", ()), Field("b", "float32", ()), Field("v", "float32", (2,))]
+    decoder = RowDecoder(fields, [], [], None, max_instances=4, blocks=blocks)
+    good = {"a": 3.4e38, "b": None, "v": [1, 2]}  # the largest float32s and a gap are values
+    assert decoder.v1({"instances": [good]}).count == 1
+    with pytest.raises(RequestError, match=re.escape(words) + FINITE):
+        decoder.v1({"instances": [good, dict(good, **row)]})
+
+
+def test_nan_and_infinity_tokens_of_a_text_body_are_a_gap_and_refused():
+    decoder = RowDecoder([Field("x", "float32", ())], [], [], None, max_instances=4)
+    assert np.isnan(decoder.v1('{"instances": [{"x": NaN}]}').features["x"][0])
+    with pytest.raises(RequestError, match="instance 0, column 'x': found -inf, " + FINITE):
+        decoder.v1('{"instances": [{"x": -Infinity}]}')
+
+
+@pytest.mark.parametrize("datatype", ["FP32", "FP64"])
+def test_v2_numbers_past_float32_are_refused_naming_instance_and_column(datatype):
+    from kserve.protocol.infer_type import InferInput
+
+    decoder = RowDecoder([Field("x", "float32", ()), Field("v", "float32", (2,))], [], [],
+                         None, max_instances=4)
+    fine = InferInput("x", [2], datatype, [1.0, 2.0])
+    with pytest.raises(RequestError, match="instance 1, column 'x': found 3.5e\\+38, " + FINITE):
+        decoder.v2([InferInput("x", [2], datatype, [1.0, 3.5e38]),
+                    InferInput("v", [2, 2], datatype, [1.0, 2.0, 3.0, 4.0])])
+    with pytest.raises(RequestError, match="instance 1, column 'v': found -inf, " + FINITE):
+        decoder.v2([fine, InferInput("v", [2, 2], datatype, [1.0, 2.0, 3.0, float("-inf")])])
+
+
+def test_b64_examples_holding_inf_are_refused_naming_instance_and_column():
+    def parse(records):  # what the SavedModel's parser gives for a FloatList holding inf
+        return {"x": np.array([1.0, np.inf], np.float32)}
+
+    decoder = RowDecoder([Field("x", "float32", ())], [], [], parse, max_instances=4)
+    with pytest.raises(RequestError, match="instance 1, column 'x': found inf, " + FINITE):
+        decoder.v1({"instances": [{"b64": "AAAA"}, {"b64": "AAAA"}]})
 
 
 def test_b64_without_a_parser_is_refused():

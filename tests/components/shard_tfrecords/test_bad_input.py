@@ -53,13 +53,23 @@ def test_missing_value_under_missing_error(tmp_path):
           "expected float32", missing="error")
 
 
-@pytest.mark.parametrize("value,found", [("inf", "inf"), ("-inf", "-inf"), ("1e39", "inf")])
+@pytest.mark.parametrize("value,found", [("inf", "inf"), ("-inf", "-inf"), ("1e39", "1e39"),
+                                         ("3.5e38", "3.5e38"), ("-3.5e38", "-3.5e38")])
 def test_non_finite_number_names_line_and_column(tmp_path, value, found):
+    """A number past float32's range is read as inf: refused like inf, quoted as written."""
     rows = [[i, i * 0.5, i % 2] for i in range(30)]
     rows[17][1] = value
     path = write_csv(tmp_path / "f.csv", ["id", "x", "label"], rows)
     fails(tmp_path, path, rf"f\.csv, line 19, column 'x': found {found}, expected a finite "
-          "float32")
+          r"float32 within ±3\.4028235e\+38")
+
+
+def test_the_largest_float32_is_a_value(tmp_path):
+    from tfkfp.components.shard_tfrecords.core import shard_tfrecords
+
+    rows = [[i, "3.4028235e38" if i == 3 else i * 0.5, i % 2] for i in range(30)]
+    path = write_csv(tmp_path / "m.csv", ["id", "x", "label"], rows)
+    assert shard_tfrecords(str(path), str(tmp_path / "out"), label="label").total_records == 30
 
 
 def test_non_finite_number_in_jsonl_and_parquet(tmp_path):
@@ -69,6 +79,12 @@ def test_non_finite_number_in_jsonl_and_parquet(tmp_path):
     lines = [f'{{"x": {1.5 if i != 4 else "Infinity"}, "label": {i % 2}}}' for i in range(6)]
     (tmp_path / "f.jsonl").write_text("\n".join(lines) + "\n")
     fails(tmp_path, tmp_path / "f.jsonl", r"f\.jsonl, line 5, column 'x': found inf")
+    (tmp_path / "f.jsonl").write_text("\n".join(lines).replace("Infinity", "3.5e38") + "\n")
+    fails(tmp_path, tmp_path / "f.jsonl", r"f\.jsonl, line 5, column 'x': found 3\.5e\+38, "
+          "expected a finite float32")
+    (tmp_path / "f.jsonl").write_text("\n".join(lines).replace("Infinity", "1e400") + "\n")
+    fails(tmp_path, tmp_path / "f.jsonl", r"f\.jsonl, line 5, field 'x': found inf, expected "
+          "a finite float32")  # past a double: pyarrow fails, the diagnosis names it
     table = pa.table({"x": [1.0, float("nan"), float("-inf")], "label": [0, 1, 0]})
     pq.write_table(table, tmp_path / "f.parquet")
     fails(tmp_path, tmp_path / "f.parquet", r"f\.parquet, row group 0, row 3, column 'x': "
@@ -105,6 +121,20 @@ def test_mixed_schemas_across_files(tmp_path):
     write_csv(tmp_path / "b.csv", ["x", "z", "label"], [[1, 2, 0]])
     fails(tmp_path, tmp_path / "*.csv",
           r"mixed schemas: .*b\.csv has columns \['x', 'z', 'label'\] but .*a\.csv has")
+
+
+def test_a_header_naming_a_column_twice_is_refused_naming_it(tmp_path):
+    path = write_csv(tmp_path / "d.csv", ["x", "a", "a", "label"], [[1, 2, 3, 0]])
+    fails(tmp_path, path, r"d\.csv names column 'a' twice \(columns 2 and 3\)")
+
+
+def test_names_with_spaces_are_kept_whole_in_every_file(tmp_path):
+    header = [" padded ", "mean radius", "label"]
+    rows = [[i * 0.5, i, i % 2] for i in range(30)]
+    write_csv(tmp_path / "a.csv", header, rows)
+    write_csv(tmp_path / "b.csv", header, rows)
+    result = shard_tfrecords(str(tmp_path / "*.csv"), str(tmp_path / "out"), label="label")
+    assert [c.name for c in result.schema.columns] == header
 
 
 @pytest.mark.parametrize("fraction", [0.0, 1.0, -0.1, 1.5])

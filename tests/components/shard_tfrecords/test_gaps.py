@@ -64,7 +64,7 @@ def test_whole_numbers_with_a_late_blank_say_which_column_type_to_set(tmp_path):
     rows[1400][1] = ""  # beyond the rows that column types are inferred from
     path = write_csv(tmp_path / "late.csv", ["id", "n", "label"], rows)
     with pytest.raises(ShardInputError, match=r"line 1402, column 'n': missing value; expected "
-                       r"int64, which cannot hold a gap \(set column_types \{'n': 'float32'\}"):
+                       r'int64, which cannot hold a gap \(set column_types \{"n": "float32"\}'):
         shard_tfrecords(path, str(tmp_path / "ds"), label="label")
     shard_tfrecords(path, str(tmp_path / "ds"), label="label", column_types={"n": "float32"})
     assert Schema.load(str(tmp_path / "ds")).column("n").missing == 1
@@ -96,6 +96,14 @@ def test_a_three_row_file_warns_that_its_splits_are_too_small(tmp_path, caplog):
     assert any("only" in w and "too few to measure" in w for w in result.warnings)
     assert "**Warning:** the eval split has no records" in result.markdown()
     assert "the eval split has no records" in caplog.text
+
+
+def test_a_label_with_one_class_warns_naming_it_and_its_value(tmp_path, caplog):
+    path = write_csv(tmp_path / "one.csv", ["x", "label"], [[i * 0.5, "yes"] for i in range(30)])
+    result = shard_tfrecords(path, str(tmp_path / "ds"), label="label")
+    want = "the label 'label' has one class only, 'yes': train refuses it"
+    assert [w for w in result.warnings if want in w] and want in caplog.text
+    assert f"**Warning:** {want}" in result.markdown()
 
 
 def test_shard_command_takes_missing_and_prints_the_gap_counts(messy_csv, tmp_path, capsys):

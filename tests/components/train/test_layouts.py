@@ -109,7 +109,8 @@ def test_a_block_that_does_not_parse_is_one_error_naming_it(demo_blocks_dataset,
             writer.write(record)
     shutil.copy(data / "schema.json", tmp_path / "schema.json")
     result = batch_predict(demo_model, str(pattern), str(tmp_path / "out"),
-                           schema_uri=str(tmp_path / "schema.json"), predict_batch_size=200)
+                           schema_uri=str(tmp_path / "schema.json"), predict_batch_size=200,
+                           max_error_fraction=1.0)  # a block's rows are one error row here
     errors = [json.loads(line) for line in open(tmp_path / "out" / "errors-00000-of-00001.jsonl")]
     assert len(errors) == 1 and errors[0]["record"] == 0
     reason = errors[0]["reason"]  # the pixels hold 64 values for each of 100 rows, id 99

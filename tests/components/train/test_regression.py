@@ -33,6 +33,10 @@ def test_the_task_follows_the_label_unless_named(label, requested, task):
     (Column("y", "int64", role="label"), "auto", ["too many to classify", "task='regression'"]),
     (Column("y", "float32", (2,), role="label"), "auto", ["several values per row"]),
     (Column("y", "float32", role="label"), "ranking", ["task 'ranking'", "regression"]),
+    (Column("y", "string", role="label", vocabulary=("yes",)), "auto",
+     ["'y' (string)", "one class only, 'yes'", "at least two classes"]),
+    (Column("y", "int64", role="label", vocabulary=(7,)), "classification",
+     ["'y' (int64)", "one class only, 7"]),
 ])
 def test_a_task_the_label_cannot_support_is_refused_with_the_reason(label, requested, words):
     with pytest.raises(SchemaError) as err:
@@ -181,3 +185,29 @@ def test_label_moments_of_a_constant_label_keep_a_unit_scale():
     assert tasks.label_moments(np.full(10, 7.0)) == (7.0, 1.0)
     mean, std = tasks.label_moments(np.array([1.0, 3.0]))
     assert (mean, std) == (2.0, 1.0)
+
+
+@pytest.mark.parametrize("labels", [np.full(10, 7.5), np.full(3, 2, np.int64)])
+def test_a_regression_label_without_spread_is_refused_naming_its_value(labels):
+    schema = _schema(Column("y", "float32", role="label"))
+    with pytest.raises(SchemaError, match=f"label 'y' is {labels[0]:g} in all {len(labels)} "
+                                          "sampled training rows \\(zero variance\\)"):
+        tasks.make("regression", schema, labels)
+    assert tasks.make("regression", schema, np.array([1.0, 3.0])).std == 1.0
+
+
+def test_train_refuses_one_class_and_a_constant_target_before_any_work(tmp_path):
+    from conftest import write_csv
+    from tfkfp.components.shard_tfrecords.core import shard_tfrecords
+    from tfkfp.components.train.core import train
+
+    rows = [[i, i * 0.5, "yes", 4.25] for i in range(40)]
+    path = write_csv(tmp_path / "one.csv", ["id", "x", "answer", "price"], rows)
+    shard_tfrecords(path, str(tmp_path / "cls"), label="answer", keys=["id"])
+    with pytest.raises(SchemaError, match="label 'answer' \\(string\\) has one class only, "
+                                          "'yes'"):
+        train(str(tmp_path / "cls"), str(tmp_path / "never"))
+    shard_tfrecords(path, str(tmp_path / "reg"), label="price", keys=["id", "answer"])
+    with pytest.raises(SchemaError, match="label 'price' is 4.25 in all"):
+        train(str(tmp_path / "reg"), str(tmp_path / "never"), epochs=1)
+    assert not (tmp_path / "never").exists()
