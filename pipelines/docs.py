@@ -1,26 +1,57 @@
-"""The parameter tables in the README, generated from the components' and pipelines'
-docstrings (which KFP also copies into the compiled YAML and the UI), and the sizes table,
-from pipelines/resources.py.
+"""The generated parts of the docs: the parameter tables, from the components' and
+pipelines' docstrings (which KFP also copies into the compiled YAML and the UI); the sizes
+table, from pipelines/resources.py; the CLI reference, from the ``tfkfp`` command's parser;
+and each pipeline's DAG picture, from its compiled YAML (pipelines/dag.py). Each lives
+between ``<!-- NAME:begin -->`` and ``<!-- NAME:end -->`` in the files of FILES.
 
-``python -m tfkfp.pipelines.docs --write README.md`` rewrites the tables in place.
+``python -m tfkfp.pipelines.docs --write``, run from the checkout's root, rewrites them all
+in place; ``--write FILE ...`` rewrites the sections those files hold.
 """
 
 import argparse
+import functools
 import importlib
 import importlib.util
+import os
 import pkgutil
 import re
 import sys
-from typing import Any, Dict, List, Tuple
+from typing import Any, Callable, Dict, List, Sequence, Tuple
 
 from kfp.dsl.base_component import BaseComponent
 
 from tfkfp import components as package
-from tfkfp.pipelines import registry, resources
+from tfkfp.pipelines import dag, registry, resources
 
-BEGIN, END = "<!-- parameters:begin -->", "<!-- parameters:end -->"
-SIZES_BEGIN, SIZES_END = "<!-- sizes:begin -->", "<!-- sizes:end -->"
 REQUIRED = "required"
+PARAMETERS, SIZES, CLI = "parameters", "sizes", "cli"
+
+
+def begin(section: str) -> str:
+    return f"<!-- {section}:begin -->"
+
+
+def end(section: str) -> str:
+    return f"<!-- {section}:end -->"
+
+
+BEGIN, END = begin(PARAMETERS), end(PARAMETERS)
+SIZES_BEGIN, SIZES_END = begin(SIZES), end(SIZES)
+
+
+def dag_section(name: str) -> str:
+    """The section that holds the named pipeline's DAG picture."""
+    return f"dag:{name}"
+
+
+# Which generated sections each file holds, by its path from the checkout's root.
+FILES: Dict[str, List[str]] = {
+    "README.md": [dag_section("training")],
+    "docs/reference/parameters.md": [PARAMETERS],
+    "docs/reference/sizes.md": [SIZES],
+    "docs/reference/cli.md": [CLI],
+    "docs/reference/pipelines.md": [dag_section(n) for n in registry.names()],
+}
 
 
 def component_modules() -> List[str]:
@@ -118,26 +149,121 @@ def sizes() -> str:
     return "\n".join(lines)
 
 
-def rewrite(readme: str) -> str:
-    for begin, end, text in ((BEGIN, END, generated), (SIZES_BEGIN, SIZES_END, sizes)):
-        pattern = re.compile(re.escape(begin) + ".*?" + re.escape(end), re.S)
-        if not pattern.search(readme):
-            raise ValueError(f"the README has no {begin} ... {end} section")
-        readme = pattern.sub(lambda _, text=text: text(), readme)
-    return readme
+def cli_commands() -> List[Tuple[str, str, argparse.ArgumentParser]]:
+    """(name, purpose, parser) of every ``tfkfp`` subcommand, in the CLI's order. The parser
+    is built with the environment cleared, so that no default read from it
+    (``$TFKFP_IMAGE``, ``$TFKFP_KFP_TOKEN``) leaks into the docs."""
+    from unittest import mock
+
+    from tfkfp.pipelines import cli, resources  # noqa: F401 - imported before the env goes
+
+    with mock.patch.dict(os.environ, clear=True):
+        parser = cli._parser()
+    commands = next(a for a in parser._actions if isinstance(a, argparse._SubParsersAction))
+    helps = {a.dest: a.help or "" for a in commands._choices_actions}
+    return [(name, sub.description or helps.get(name, ""), sub)
+            for name, sub in commands.choices.items()]
+
+
+def cli_reference() -> str:
+    """Each subcommand's purpose and a table of its arguments, between the CLI markers."""
+    parts = [begin(CLI)]
+    for name, purpose, parser in cli_commands():
+        parts += ["", f"### `tfkfp {name}`", "", _html(purpose[:1].upper() + purpose[1:]), "",
+                  "| argument | values | default | meaning |", "|---|---|---|---|"]
+        parts += [_cli_row(a) for a in parser._actions
+                  if not isinstance(a, argparse._HelpAction)]
+    return "\n".join(parts + ["", end(CLI)])
+
+
+def _cli_row(action: argparse.Action) -> str:
+    flags = ", ".join(f"`{o}`" for o in action.option_strings) or f"`{action.dest}`"
+    if action.choices:
+        values = ", ".join(f"`{c}`" for c in action.choices)
+    elif action.nargs == 0:
+        values = "flag"
+    else:
+        values = f"`{action.metavar or action.dest.upper()}`"
+        values += " ..." if action.nargs in ("+", "*") else ""
+        values += " (repeatable)" if isinstance(action, argparse._AppendAction) else ""
+    if action.required or not action.option_strings:
+        default = REQUIRED
+    elif action.default in (None, "", [], False) or action.nargs == 0:
+        default = ""
+    else:
+        default = f"`{' '.join(map(str, action.default))}`" if isinstance(
+            action.default, list) else f"`{action.default}`"
+    return f"| {flags} | {values} | {default} | {_html(action.help or '')} |"
+
+
+def _html(text: str) -> str:
+    """Help text for a Markdown table cell: one line, ``<name>`` kept visible."""
+    return _cell(" ".join(text.split())).replace("<", "&lt;").replace(">", "&gt;")
+
+
+def dag_picture(name: str) -> str:
+    """The named pipeline's tasks as a Mermaid flowchart, between its markers."""
+    section = dag_section(name)
+    return "\n".join([begin(section), "", dag.mermaid(name), "", end(section)])
+
+
+def sections() -> Dict[str, Callable[[], str]]:
+    """Every generated section by name: the function that writes it, markers included."""
+    found: Dict[str, Callable[[], str]] = {PARAMETERS: generated, SIZES: sizes,
+                                           CLI: cli_reference}
+    for name in registry.names():
+        found[dag_section(name)] = functools.partial(dag_picture, name)
+    return found
+
+
+def rewrite(text: str, required: Sequence[str] = (), where: str = "the file") -> str:
+    """``text`` with every generated section it holds written afresh. A section named in
+    ``required`` that is missing, or a text that holds none, raises ValueError."""
+    found = []
+    for section, make in sections().items():
+        pattern = re.compile(re.escape(begin(section)) + ".*?" + re.escape(end(section)), re.S)
+        if pattern.search(text):
+            text = pattern.sub(lambda _, make=make: make(), text)
+            found.append(section)
+    missing = [s for s in required if s not in found]
+    if missing:
+        raise ValueError(f"{where} has no " + ", no ".join(
+            f"{begin(s)} ... {end(s)}" for s in missing) + " section")
+    if not found:
+        raise ValueError(f"{where} holds no generated section ({begin('NAME')} ... "
+                         f"{end('NAME')}, NAME one of {', '.join(sections())})")
+    return text
+
+
+def write(path: str) -> bool:
+    """Rewrite the generated sections of the file at ``path``; True if it changed."""
+    with open(path) as f:
+        text = f.read()
+    new = rewrite(text, FILES.get(path.replace("\\", "/").removeprefix("./"), ()), path)
+    if new != text:
+        with open(path, "w") as f:
+            f.write(new)
+    return new != text
 
 
 def main(argv=None) -> int:
-    parser = argparse.ArgumentParser(prog="python -m tfkfp.pipelines.docs")
-    parser.add_argument("--write", metavar="README", help="rewrite the tables in this file")
+    parser = argparse.ArgumentParser(
+        prog="python -m tfkfp.pipelines.docs",
+        description="Print the parameter tables, or rewrite the generated sections of the "
+        "docs (run from the checkout's root).")
+    parser.add_argument("--write", nargs="*", metavar="FILE",
+                        help="rewrite the generated sections of these files (default: "
+                        + ", ".join(FILES) + ")")
     args = parser.parse_args(argv)
-    if not args.write:
+    if args.write is None:
         print(generated())
         return 0
-    with open(args.write) as f:
-        text = rewrite(f.read())
-    with open(args.write, "w") as f:
-        f.write(text)
+    for path in args.write or list(FILES):
+        try:
+            print(f"{'rewrote' if write(path) else 'unchanged'} {path}")
+        except (OSError, ValueError) as err:
+            print(f"{parser.prog}: error: {err}", file=sys.stderr)
+            return 1
     return 0
 
 

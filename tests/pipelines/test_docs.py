@@ -1,17 +1,28 @@
 import pathlib
+import re
+import shlex
 
 import pytest
 
 from tfkfp.pipelines import docs
 
-README = pathlib.Path(__file__).resolve().parents[2] / "README.md"
+ROOT = pathlib.Path(__file__).resolve().parents[2]
+README = ROOT / "README.md"
+REGENERATE = "python -m tfkfp.pipelines.docs --write (from the checkout's root)"
 
 
-def test_readme_parameter_tables_match_the_docstrings():
-    text = README.read_text()
-    assert docs.rewrite(text) == text, (
-        "the README's parameter tables are stale: python -m tfkfp.pipelines.docs --write "
-        "README.md")
+@pytest.mark.parametrize("path", sorted(docs.FILES))
+def test_generated_sections_are_up_to_date(path):
+    """The parameter tables, the sizes table, the CLI reference and the DAG pictures, each
+    in the file that holds it, are what the code and the compiled YAML say now."""
+    text = (ROOT / path).read_text()
+    assert docs.rewrite(text, docs.FILES[path], path) == text, f"{path} is stale: {REGENERATE}"
+
+
+def test_a_file_without_its_section_is_refused():
+    with pytest.raises(ValueError, match=r"README.md has no <!-- dag:training:begin -->"):
+        docs.rewrite("# tfkfp\n\n<!-- parameters:begin -->\n<!-- parameters:end -->\n",
+                     docs.FILES["README.md"], "README.md")
 
 
 def test_every_component_parameter_is_documented():
@@ -46,7 +57,7 @@ def test_a_parameter_name_means_one_thing_everywhere():
 
 def test_every_component_of_every_folder_is_listed():
     names = [name for name, _ in docs.components()]
-    folders = sorted(p.parent.name for p in (README.parent / "components").glob("*/component.py"))
+    folders = sorted(p.parent.name for p in (ROOT / "components").glob("*/component.py"))
     assert set(folders) <= set(names), f"components missing from the tables: {folders}"
     assert {"merge_datasets", "merge_predictions", "vertex_batch_predict"} <= set(names)
     assert len(names) == len(set(names)), f"a component is listed twice: {names}"
@@ -56,3 +67,158 @@ def test_a_component_module_that_fails_to_import_fails_the_tables(monkeypatch):
     monkeypatch.setattr(docs, "component_modules", lambda: ["tfkfp.components.nothing.component"])
     with pytest.raises(ModuleNotFoundError, match="tfkfp.components.nothing"):
         docs.generated()
+
+
+# ---------------------------------------------------------------- DAG pictures
+
+
+def test_a_dag_picture_has_every_task_and_dependency_of_the_compiled_yaml():
+    from tfkfp.pipelines import dag
+
+    picture = dag.mermaid("training")
+    assert picture.startswith("```mermaid\nflowchart TD\n") and picture.endswith("\n```")
+    for task in ("fingerprint_input", "merge_datasets", "train", "freeze_quantize",
+                 "export_tflite", "batch_predict"):
+        assert f'  {task}["' in picture, task
+    for before, after in (("for_loop_1", "merge_datasets"), ("merge_datasets", "train"),
+                          ("freeze_quantize", "export_tflite"), ("train", "batch_predict")):
+        assert f"  {before} --> {after}\n" in picture, (before, after)
+    assert 'subgraph for_loop_1 ["for-loop-1: ParallelFor over group-numbers.Output"]' in picture
+    assert 'subgraph condition_3 ["deploy: if deploy != \'none\'"]' in picture
+    assert '    shard_tfrecords["shard-tfrecords"]' in picture  # inside the loop's frame
+
+
+def test_a_dag_picture_draws_branches_nested_pipelines_and_repeated_names():
+    from tfkfp.pipelines import dag
+
+    picture = dag.mermaid("batch_prediction")
+    assert '["existing-shards: if csv_uri == \'\'"]' in picture  # the Else of shard-csv
+    assert '["tfkfp-predict-shards (pipeline)"]' in picture
+    assert 'importer["importer: model_uri"]' in picture
+    ids = [line.split("[")[0].split()[-1] for line in picture.splitlines() if '["' in line]
+    assert len(ids) == len(set(ids)), f"a Mermaid id is used twice: {ids}"
+    assert sum('["batch-predict"]' in line for line in picture.splitlines()) == 2
+
+
+# ---------------------------------------------------------------- links and commands
+
+LINK = re.compile(r"!?\[[^\]]*\]\(([^)\s]+)(?:\s+\"[^\"]*\")?\)")
+FENCE = re.compile(r"^(```+|~~~+)([^\n]*)\n(.*?)^\1[ \t]*$", re.S | re.M)
+
+
+def markdown_files():
+    return [ROOT / "README.md", *sorted((ROOT / "docs").rglob("*.md"))]
+
+
+def _prose(text):
+    """The text without fenced code blocks and inline code, where links are not links."""
+    return re.sub(r"`[^`\n]*`", "", FENCE.sub("", text))
+
+
+def _anchors(path):
+    """The heading anchors GitHub makes for a Markdown file."""
+    seen, anchors = {}, set()
+    for heading in re.findall(r"^#{1,6}\s+(.+?)\s*#*$", FENCE.sub("", path.read_text()), re.M):
+        text = re.sub(r"\[([^\]]*)\]\([^)]*\)", r"\1", heading)
+        slug = re.sub(r"[^\w\- ]", "", text.lower()).replace(" ", "-")
+        count = seen.get(slug, 0)
+        seen[slug] = count + 1
+        anchors.add(slug if count == 0 else f"{slug}-{count}")
+    return anchors
+
+
+def test_the_docs_are_where_the_readme_says():
+    assert len(markdown_files()) > 15, markdown_files()
+    assert len(README.read_text().splitlines()) < 250
+
+
+@pytest.mark.parametrize("path", markdown_files(), ids=lambda p: str(p.relative_to(ROOT)))
+def test_every_relative_link_points_at_a_file_that_exists(path):
+    broken = []
+    for target in LINK.findall(_prose(path.read_text())):
+        if re.match(r"^[a-z][a-z0-9+.-]*:", target):  # https:, mailto: ...
+            continue
+        file, _, anchor = target.partition("#")
+        linked = (path.parent / file).resolve() if file else path
+        if not linked.exists():
+            broken.append(f"{target} (no {linked})")
+        elif anchor and linked.suffix == ".md" and anchor not in _anchors(linked):
+            broken.append(f"{target} (no heading #{anchor} in {linked.relative_to(ROOT)})")
+    assert not broken, f"{path.relative_to(ROOT)}: broken links: {broken}"
+
+
+def shell_commands(text):
+    """Each command of the fenced bash blocks of a Markdown text, as its words: lines joined
+    at a trailing backslash, split at && ; | and the like, comments dropped."""
+    for match in FENCE.finditer(text):
+        if match.group(2).strip() not in ("bash", "sh", "shell"):
+            continue
+        for line in match.group(3).replace("\\\n", " ").splitlines():
+            lexer = shlex.shlex(line, posix=True, punctuation_chars=True)
+            lexer.whitespace_split = True
+            command = []
+            for token in lexer:
+                if set(token) <= set(";&|"):  # && || ; | &
+                    yield from [command] if command else []
+                    command = []
+                else:
+                    command.append(token)
+            yield from [command] if command else []
+
+
+def tfkfp_commands():
+    found = []
+    for path in markdown_files():
+        for words in shell_commands(path.read_text()):
+            while words and re.match(r"^[A-Za-z_][A-Za-z0-9_]*=", words[0]):  # VAR=... tfkfp
+                words = words[1:]
+            if words and words[0] == "tfkfp":
+                found.append((str(path.relative_to(ROOT)), words))
+    return found
+
+
+def test_the_commands_are_found():
+    """The command finder finds the README's commands, so the test below is not vacuous."""
+    commands = [" ".join(words) for path, words in tfkfp_commands() if path == "README.md"]
+    assert "tfkfp demo" in commands
+    assert ("tfkfp run training --local --set input_uri=tfkfp-demo/data/digits.csv "
+            "--set label=label --set keys=id") in commands
+    assert any(c.startswith("tfkfp submit training --host URL --image") for c in commands)
+    assert len(tfkfp_commands()) >= 20
+    assert list(shell_commands("```bash\nA=1 tfkfp run x \\\n  --local  # note\nls | wc\n```\n")
+                ) == [["A=1", "tfkfp", "run", "x", "--local"], ["ls"], ["wc"]]
+
+
+@pytest.mark.parametrize("path,words", tfkfp_commands(),
+                         ids=lambda v: " ".join(v)[:60] if isinstance(v, list) else v)
+def test_every_tfkfp_command_in_the_docs_parses(path, words):
+    """Each `tfkfp ...` command shown in a bash block parses with the CLI's own parser; a
+    `run` or `submit` names a pipeline that exists, and its --set values are ones that
+    pipeline takes (every key, type and required input, and the steps' own checks)."""
+    from tfkfp.pipelines import cli, registry
+
+    try:
+        args = cli._parser().parse_args(words[1:])
+    except SystemExit as exit_:
+        if exit_.code:
+            pytest.fail(f"{path}: {' '.join(words)!r} does not parse (exit {exit_.code})")
+        return  # --help or --version
+    if args.command in ("run", "submit"):
+        assert args.name in registry.names(), f"{path}: no pipeline {args.name!r}"
+        try:
+            registry.parse_parameters(args.name, args.parameters)
+        except registry.ParameterError as err:
+            pytest.fail(f"{path}: {' '.join(words)!r}: {err}")
+
+
+def test_write_rewrites_a_stale_section_and_refuses_a_file_without_one(tmp_path, capsys):
+    stale = tmp_path / "page.md"
+    stale.write_text("# A page\n\n" + docs.begin("dag:edge_export") + "\nold\n"
+                     + docs.end("dag:edge_export") + "\n")
+    assert docs.main(["--write", str(stale)]) == 0
+    assert "flowchart TD" in stale.read_text() and "old" not in stale.read_text()
+    assert docs.main(["--write", str(stale)]) == 0 and "unchanged" in capsys.readouterr().out
+    plain = tmp_path / "plain.md"
+    plain.write_text("# No generated section\n")
+    assert docs.main(["--write", str(plain)]) == 1
+    assert "holds no generated section" in capsys.readouterr().err
