@@ -108,7 +108,7 @@ def check_arguments(arguments: Dict[str, Any]) -> None:
     batch_predict would refuse before reading anything (by their own checks), before a run
     starts."""
     from tfkfp.components.batch_predict.core import check_options as check_predict
-    from tfkfp.components.common.dataset import SPLITS
+    from tfkfp.components.common.data.dataset import SPLITS
     from tfkfp.components.shard_tfrecords.core import check_options as check_shard
 
     values = checks.with_defaults(batch_prediction, arguments)

@@ -193,7 +193,7 @@ def _shard(args: argparse.Namespace) -> None:
 
 
 def _demo_data(args: argparse.Namespace) -> None:
-    from tfkfp.components.common.demo_data import write_demo_data
+    from tfkfp.components.common.data.demo_data import write_demo_data
 
     data = write_demo_data(args.directory)
     print(f"{data.rows} digits written as {data.csv} and {data.images}/")
@@ -272,7 +272,7 @@ def _submit(args: argparse.Namespace) -> None:
 
 
 def _loadtest(args: argparse.Namespace) -> None:
-    from tfkfp.components.common import uris
+    from tfkfp.components.common.platform import uris
     from tfkfp.components.serve.loadtest import loadtest
 
     levels = loadtest(args.url, args.dataset, args.concurrency, args.requests, args.seconds,

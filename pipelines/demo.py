@@ -11,7 +11,7 @@ DEMO_PARAMETERS = {"label": "label", "keys": ["id"], "epochs": 5, "target_metric
 
 def run_demo(out_dir: str, verbose: bool = False) -> Dict[str, Any]:
     """Write the digits, run ``training`` on them with the local runner, print a summary."""
-    from tfkfp.components.common.demo_data import write_demo_data
+    from tfkfp.components.common.data.demo_data import write_demo_data
     from tfkfp.pipelines import local_run
 
     data = write_demo_data(os.path.join(out_dir, "data"))

@@ -92,7 +92,7 @@ def check_arguments(arguments: Dict[str, Any]) -> None:
     """Refuse what freeze_quantize or export_tflite would refuse before loading anything
     (mode, example counts, the agreement gate, the input mapping's form), by their own
     checks, before a run starts."""
-    from tfkfp.components.common.tflite_binding import parse_mapping
+    from tfkfp.components.common.tflite.binding import parse_mapping
     from tfkfp.components.export_tflite.core import check_options as check_export
     from tfkfp.components.freeze_quantize.core import check_options as check_quantize
 

@@ -4,13 +4,13 @@ A step's rate in its metadata may count its start-up (batch_predict's and shard_
 do: importing TensorFlow and loading the model are inside their ``seconds``), which on a small
 input is most of the time. A step's own throughput is its records over the time spent
 reading, encoding or predicting, and writing them: the time its progress meters
-(common.progress) ran, from the last line each wrote.
+(common.platform.progress) ran, from the last line each wrote.
 """
 
 import re
 from typing import Any, Callable, Dict, List, Tuple
 
-from tfkfp.components.common.progress import human
+from tfkfp.components.common.platform.progress import human
 
 # Steps whose metadata rate counts start-up: their progress meters, the records' one last.
 PROGRESS = {"batch-predict": ("predicting",),

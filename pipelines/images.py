@@ -13,7 +13,7 @@ from typing import Any, Dict
 import yaml
 
 from tfkfp.components._image import GPU_IMAGE, IMAGE, IMAGE_ENV
-from tfkfp.components.common import uris
+from tfkfp.components.common.platform import uris
 
 # [registry[:port]/]path:tag, as docker tags it; a digest cannot name its GPU variant.
 _REFERENCE = re.compile(r"^[a-z0-9][a-z0-9._-]*(:[0-9]+)?(/[a-z0-9._-]+)*"

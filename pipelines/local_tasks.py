@@ -4,11 +4,12 @@ kfp.local's SubprocessRunner starts each task with ``subprocess.Popen`` in
 ``subprocess_task_handler.run_local_subprocess``, as ``sh -ec '... python -m
 kfp.dsl.executor_main ...'``. A ``tfkfp run`` killed with SIGKILL runs no exit code, and its
 task ran on to the end, reparented to PID 1. For the length of a run,
-``tasks_die_with_this_process`` puts in that function's place one that starts the task with a
-parent-death signal (common.lifeline) and has its shell ``exec`` the task's Python: the kernel
-does not pass the request on to a shell's children. The signal is SIGTERM, as when KFP cancels
-a pod: the task removes its scratch folders and stops what it started (cluster jobs, worker
-processes, which have their own parent-death signal) on the way out.
+``tasks_die_with_this_process`` puts in that function's place one that starts the task with
+a parent-death signal (common.platform.lifeline) and has its shell ``exec`` the task's
+Python: the kernel does not pass the request on to a shell's children. The signal is
+SIGTERM, as when KFP cancels a pod: the task removes its scratch folders and stops what it
+started (cluster jobs, worker processes, which have their own parent-death signal) on the
+way out.
 """
 
 import contextlib
@@ -18,7 +19,7 @@ import signal
 import subprocess
 from typing import Dict, Iterator, List
 
-from tfkfp.components.common import lifeline
+from tfkfp.components.common.platform import lifeline
 
 EXECUTOR_MODULE = "kfp.dsl.executor_main"
 RUNTIME = "_KFP_RUNTIME=true "  # begins kfp's launch of the executor (python3 already replaced)

@@ -1,8 +1,8 @@
 """How big each step's pod is: the one table of CPU, memory and local disk per step.
 
 Every step gets its CPU and memory as request and limit alike: the CPU limit is the cgroup
-quota that the step's thread pools follow (common/cpus.py), and a namespace LimitRange never
-has to fill in a limit that could fall below the request. Profiles: ``cluster`` for the gke
+quota that the step's thread pools follow (common/platform/cpus.py), and a namespace LimitRange
+never has to fill in a limit that could fall below the request. Profiles: ``cluster`` for the gke
 and onprem overlays, ``kind`` for a laptop (kind overlay, whose LimitRange allows at most
 4 CPUs and 8Gi per container).
 

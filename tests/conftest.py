@@ -146,7 +146,7 @@ def regression_model(regression_dataset, tmp_path_factory):
 
 @pytest.fixture(scope="session")
 def demo_dir(tmp_path_factory):
-    from tfkfp.components.common.demo_data import write_demo_data
+    from tfkfp.components.common.data.demo_data import write_demo_data
 
     return write_demo_data(str(tmp_path_factory.mktemp("demo")))
 
@@ -200,9 +200,9 @@ def demo_model(demo_dataset, tmp_path_factory):
     import tensorflow as tf
     import tf_keras
 
-    from tfkfp.components.common.reader import make_dataset
-    from tfkfp.components.common.savedmodel import export_model
-    from tfkfp.components.common.schema import Schema
+    from tfkfp.components.common.data.reader import make_dataset
+    from tfkfp.components.common.data.schema import Schema
+    from tfkfp.components.common.model.savedmodel import export_model
 
     schema = Schema.load(demo_dataset)
     tf_keras.utils.set_random_seed(3)

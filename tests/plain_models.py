@@ -22,7 +22,7 @@ def plain_cnn(digit_images, tmp_path_factory):
     import tensorflow as tf
     import tf_keras
 
-    from tfkfp.components.common.reader import make_dataset
+    from tfkfp.components.common.data.reader import make_dataset
 
     tf_keras.utils.set_random_seed(4)
     inputs = tf_keras.Input((8, 8, 1), name="pixels")

@@ -82,9 +82,9 @@ def _train(dataset: str, out: str) -> str:
     import tensorflow as tf
     import tf_keras
 
-    from tfkfp.components.common.reader import make_dataset
-    from tfkfp.components.common.savedmodel import export_model
-    from tfkfp.components.common.schema import Schema
+    from tfkfp.components.common.data.reader import make_dataset
+    from tfkfp.components.common.data.schema import Schema
+    from tfkfp.components.common.model.savedmodel import export_model
 
     schema = Schema.load(dataset)
     xs = np.concatenate([f["x"].numpy() for f, _ in make_dataset(dataset, batch_size=512,

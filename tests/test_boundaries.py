@@ -98,6 +98,35 @@ def test_components_meet_only_through_common_or_declared_public_modules(path):
             f"through common or a public module declared in PUBLIC ({', '.join(PUBLIC)})")
 
 
+ROOMS = ("platform", "data", "model", "tflite")  # common's layers, lowest first
+COMMON = COMPONENTS / "common"
+
+
+def test_common_holds_its_modules_in_its_rooms():
+    loose = [p.name for p in COMMON.glob("*.py") if p.name != "__init__.py"]
+    rooms = sorted(p.name for p in COMMON.iterdir() if p.is_dir() and p.name != "__pycache__")
+    assert not loose, f"components/common/{loose} belong in one of its rooms {ROOMS}"
+    assert rooms == sorted(ROOMS), f"common's rooms are {rooms}; the layers are {ROOMS}"
+
+
+@pytest.mark.parametrize("path", sorted(COMMON.glob("*/*.py")), ids=rel)
+def test_common_rooms_import_only_their_own_and_lower_rooms(path):
+    """platform imports no other room, data only platform, model platform and data, tflite
+    any: no arrow runs back up a layer."""
+    room = path.relative_to(COMMON).parts[0]
+    allowed = ROOMS[:ROOMS.index(room) + 1]
+    for module, names in imported_names(path):
+        if module == PACKAGE + "common":  # from tfkfp.components.common import data
+            targets = [n[len(PACKAGE + "common."):] for n in names]
+        elif module.startswith(PACKAGE + "common."):
+            targets = [module[len(PACKAGE + "common."):]]
+        else:
+            continue
+        upward = [t for t in targets if t.split(".")[0] not in allowed]
+        assert not upward, (f"{rel(path)} ({room}) imports common.{upward[0]}; the {room} "
+                            f"room may import only {', '.join(allowed)}")
+
+
 @pytest.mark.parametrize("name", sorted(PUBLIC))
 def test_declared_public_modules_exist(name):
     assert (COMPONENTS / f"{name.replace('.', '/')}.py").is_file(), f"PUBLIC names {name}"

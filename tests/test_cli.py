@@ -21,7 +21,7 @@ def test_shard_command_writes_a_dataset(table_csv, tmp_path, capsys):
 
 @pytest.mark.parametrize("layout,groups", [("columns", []), ("packed", ["packed_float32"])])
 def test_shard_command_writes_the_layout_asked_for(table_csv, tmp_path, layout, groups):
-    from tfkfp.components.common.schema import Schema
+    from tfkfp.components.common.data.schema import Schema
 
     out = tmp_path / "ds"
     assert main(["shard", table_csv[0], str(out), "--label", "animal", "--keys", "id",

@@ -6,7 +6,7 @@ from kfp import dsl
 from kfp.dsl import Artifact, Dataset, Input, Markdown, Metrics, Model, Output
 
 from tfkfp.components._image import IMAGE
-from tfkfp.components.common.signals import exec_python
+from tfkfp.components.common.platform.signals import exec_python
 
 
 @dsl.component(base_image=IMAGE, install_kfp_package=False)

@@ -44,9 +44,9 @@ from tfkfp.components.batch_predict.models import Predictor, load_predictor
 from tfkfp.components.batch_predict.records import Chunk, ErrorRow, prefetch, split_failures
 from tfkfp.components.batch_predict.stages import StageClock
 from tfkfp.components.batch_predict.tfrecords import missing_records
-from tfkfp.components.common import uris
-from tfkfp.components.common.dataset import select_group
-from tfkfp.components.common.progress import Progress, log
+from tfkfp.components.common.data.dataset import select_group
+from tfkfp.components.common.platform import uris
+from tfkfp.components.common.platform.progress import Progress, log
 
 
 @dataclasses.dataclass(frozen=True)

@@ -6,7 +6,7 @@ import json
 from typing import Dict, List, Sequence
 
 from tfkfp.components.batch_predict.errors import PredictInputError
-from tfkfp.components.common import uris
+from tfkfp.components.common.platform import uris
 
 SUMMARY_PREFIX = "summary-group-"
 SUMMARY_FILE = "summary.json"  # the merged summary in a gathered predictions folder

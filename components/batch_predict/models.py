@@ -5,7 +5,7 @@ the TFLite model was converted from): records are parsed once by the reader, so 
 can be carried through and a bad record can be told apart from its batch. String columns are
 fed as they are read (UTF-8 bytes; the model looks them up itself). A TFLite bundle's
 ``signature.json`` gives the fill of each imputed float input: a gap (NaN) is fed as it,
-since a NaN does not survive a quantized input (common.tflite_feeding). The model is
+since a NaN does not survive a quantized input (common.tflite.feeding). The model is
 injected into the core as a ``Predictor``, so tests and benchmarks can hand it a small real
 one.
 """
@@ -17,9 +17,11 @@ from typing import Callable, Dict, List, Tuple
 import numpy as np
 
 from tfkfp.components.batch_predict.errors import PredictInputError
-from tfkfp.components.common import savedmodel, tflite_feeding, uris
-from tfkfp.components.common.cpus import tensorflow_threads, threads_or_cpus
-from tfkfp.components.common.schema import Schema
+from tfkfp.components.common.data.schema import Schema
+from tfkfp.components.common.model import savedmodel
+from tfkfp.components.common.platform import uris
+from tfkfp.components.common.platform.cpus import tensorflow_threads, threads_or_cpus
+from tfkfp.components.common.tflite import feeding as tflite_feeding
 
 TFLITE_FILE = "model.tflite"
 SIGNATURE_FILE = "signature.json"  # beside model.tflite in an export_tflite bundle
@@ -67,7 +69,7 @@ class Predictor:
     task: str = "classification"  # or regression
     blocks: Dict[str, Tuple[str, ...]] = dataclasses.field(default_factory=dict)  # by dtype
     # {the model's own input name: the column it takes} where they differ (a column whose
-    # name TensorFlow cannot take, see common.schema); ``inputs`` are keyed by the column
+    # name TensorFlow cannot take, see common.data.schema); ``inputs`` are keyed by the column
     aliases: Dict[str, str] = dataclasses.field(default_factory=dict)
 
     @property
@@ -118,7 +120,7 @@ def _load_savedmodel(model_dir: str, threads: int) -> Predictor:
         raise PredictInputError(
             f"SavedModel {model_dir} has signatures {signatures}; batch_predict needs the "
             f"tfkfp {savedmodel.SIGNATURE_RAW!r} signature (one input per feature column), as "
-            "written by common.savedmodel.export_model")
+            "written by common.model.savedmodel.export_model")
     fn = loaded.signatures[savedmodel.SIGNATURE_RAW]
     schema = savedmodel.load_schema(model_dir)
     tensors = {c.name: c.tensor for c in schema.features}
@@ -177,7 +179,7 @@ def _packed_call(fn: Callable, specs: Dict, blocks: Dict[str, Tuple[str, ...]],
     grouped = {n for names in blocks.values() for n in names}
     others = [n for n in specs if n not in grouped]
 
-    # '__' keeps the matrices' names apart from every input's (common.schema)
+    # '__' keeps the matrices' names apart from every input's (common.data.schema)
     @tf.function(input_signature=[tf.TensorSpec([None, len(names)], tf.as_dtype(dtype),
                                                 name=f"packed__{dtype}")
                                   for dtype, names in blocks.items()]

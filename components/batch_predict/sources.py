@@ -12,8 +12,7 @@ from typing import Dict, List, Sequence, Tuple
 
 from tfkfp.components.batch_predict.errors import PredictInputError
 from tfkfp.components.batch_predict.models import Predictor
-from tfkfp.components.common import uris
-from tfkfp.components.common.dataset import (
+from tfkfp.components.common.data.dataset import (
     MANIFEST_FILE,
     Manifest,
     check_sizes,
@@ -22,8 +21,9 @@ from tfkfp.components.common.dataset import (
     listing_of,
     tf_compression,
 )
-from tfkfp.components.common.savedmodel import raw_dtype, raw_shape
-from tfkfp.components.common.schema import SCHEMA_FILE, Column, Schema, SchemaError
+from tfkfp.components.common.data.schema import SCHEMA_FILE, Column, Schema, SchemaError
+from tfkfp.components.common.model.savedmodel import raw_dtype, raw_shape
+from tfkfp.components.common.platform import uris
 
 PREDICTION_COLUMNS = ("class", "class_id", "score", "top_classes", "top_scores", "value")
 INPUT_FORMATS = ("auto", "tfrecord", "csv", "jsonl")

@@ -21,8 +21,9 @@ from tfkfp.components.batch_predict.records import (
     concat_columns,
     split_failures,
 )
-from tfkfp.components.common import missing, uris
-from tfkfp.components.common.schema import Column
+from tfkfp.components.common.data import missing
+from tfkfp.components.common.data.schema import Column
+from tfkfp.components.common.platform import uris
 
 _ARROW = {"float32": "float32", "int64": "int64", "string": "string"}
 
@@ -138,7 +139,7 @@ def _sent(value, at: int):
 def _check_finite(values: Dict[str, np.ndarray], columns: List[Column],
                   as_written: Callable[[str, int], object]) -> None:
     """``inf``, or a number past float32's range (pyarrow reads it as inf), fails the block,
-    which is halved down to its line (common.missing's rule); for one line the message
+    which is halved down to its line (common.data.missing's rule); for one line the message
     quotes the value as ``as_written(column, index)`` finds it in the line."""
     for col in columns:
         hit = missing.first_infinite(values[col.name]) if col.dtype == "float32" else None
@@ -159,7 +160,7 @@ def _to_numpy(array, col: Column) -> np.ndarray:
     import pyarrow.compute as pc
 
     array = array.combine_chunks()
-    if array.null_count:  # a gap: NaN or "", filled inside the model (common.missing)
+    if array.null_count:  # a gap: NaN or "", filled inside the model (common.data.missing)
         if col.shape or not missing.can_hold_gaps(col.dtype):
             raise ValueError(f"column {col.name!r}: missing value; expected "
                              f"{_describe([col], col.name)}, which cannot hold a gap")

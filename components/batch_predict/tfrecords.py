@@ -32,10 +32,10 @@ from tfkfp.components.batch_predict.records import (
     concat_columns,
     split_failures,
 )
-from tfkfp.components.common.parsing import rows_parser
-from tfkfp.components.common.progress import log
-from tfkfp.components.common.reader import decode_column
-from tfkfp.components.common.schema import Column, Schema
+from tfkfp.components.common.data.parsing import rows_parser
+from tfkfp.components.common.data.reader import decode_column
+from tfkfp.components.common.data.schema import Column, Schema
+from tfkfp.components.common.platform.progress import log
 
 _AT = re.compile(r"record at (\d+)")
 _FRAME = 16  # length (8) + length CRC (4) + data CRC (4) around every TFRecord

@@ -25,9 +25,9 @@ import time
 from typing import Dict, List, Sequence
 
 from tfkfp.components.batch_predict.errors import PredictInputError
-from tfkfp.components.common import uris, vertex_jobs
-from tfkfp.components.common.schema import SCHEMA_FILE, Schema
-from tfkfp.components.common.signals import sigterm_raises
+from tfkfp.components.common.data.schema import SCHEMA_FILE, Schema
+from tfkfp.components.common.platform import uris, vertex_jobs
+from tfkfp.components.common.platform.signals import sigterm_raises
 
 log = logging.getLogger("tfkfp")
 

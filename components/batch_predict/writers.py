@@ -21,8 +21,8 @@ from typing import Dict, List
 import numpy as np
 
 from tfkfp.components.batch_predict.records import ErrorRow
-from tfkfp.components.common import uris
-from tfkfp.components.common.schema import Column
+from tfkfp.components.common.data.schema import Column
+from tfkfp.components.common.platform import uris
 
 OUTPUT_FORMATS = ("jsonl", "csv", "tfrecord")
 EXTENSIONS = {"jsonl": "jsonl", "csv": "csv", "tfrecord": "tfrecord"}
@@ -78,7 +78,7 @@ class ShardWriter:
             self.file.write(csv_bytes(preds, header=not self.header_done))
             self.header_done = True
         else:
-            from tfkfp.components.common.examples import split_rows
+            from tfkfp.components.common.data.examples import split_rows
 
             for record in split_rows(example_rows(preds)):
                 self.file.write(record)
@@ -188,7 +188,7 @@ def _csv(columns: Dict, header: bool) -> bytes:
 
 
 def example_rows(preds: Predictions):
-    from tfkfp.components.common.examples import encode_examples
+    from tfkfp.components.common.data.examples import encode_examples
 
     columns = {c.name: (c.dtype, preds.keys[c.name]) for c in preds.key_columns}
     if preds.values is not None:

@@ -6,7 +6,7 @@ from kfp import dsl
 from kfp.dsl import Artifact, Dataset, Input, Metrics, Model, Output
 
 from tfkfp.components._image import IMAGE
-from tfkfp.components.common.signals import exec_python
+from tfkfp.components.common.platform.signals import exec_python
 
 
 @dsl.component(base_image=IMAGE, install_kfp_package=False)
@@ -113,7 +113,7 @@ def publish_precomputed(predictions: Input[Dataset], precomputed_uri: str):
         precomputed_uri: The folder `tfkfp serve --precomputed` reads; replaced whole (written
             under a temporary name, then renamed), so a server reloads a complete set.
     """
-    from tfkfp.components.common import uris
+    from tfkfp.components.common.platform import uris
 
     uris.copy_tree(predictions.path, precomputed_uri)
 

@@ -14,7 +14,7 @@ import urllib.error
 import urllib.request
 from typing import Any, Dict
 
-from tfkfp.components.common import kube_api
+from tfkfp.components.common.platform import kube_api
 from tfkfp.components.deploy_model import kserve, publish, vertex
 from tfkfp.components.deploy_model.errors import DeployFailed
 from tfkfp.components.deploy_model.options import DeployOptions, check_name, parse_options
@@ -69,7 +69,7 @@ def deploy_model(model_uri: str, target: str, name: str,
         described = vertex.deploy(artifact, name, options, vertex_clients, gcp_resources)
         return Deployment(target, name, described["url"], model_uri, described)
     if gcp_resources:
-        from tfkfp.components.common.vertex_jobs import write_gcp_resources
+        from tfkfp.components.common.platform.vertex_jobs import write_gcp_resources
 
         write_gcp_resources(gcp_resources)  # nothing on Google Cloud
     namespace = options.namespace or kube_api.default_namespace()

@@ -59,7 +59,7 @@ def gate(candidate_uri: str, dataset: str, baseline_uri: str = "", split: str = 
     examples of ``split``; deploy when the candidate is no worse than the baseline by more
     than ``margin``."""
     from tfkfp.components.batch_predict.models import load_predictor
-    from tfkfp.components.common.tflite_inputs import dataset_schema, load_examples
+    from tfkfp.components.common.tflite.inputs import dataset_schema, load_examples
 
     check_options(metric, margin)
     candidate = load_predictor(candidate_uri)

@@ -17,8 +17,8 @@ import logging
 import time
 from typing import Any, Dict, List, Tuple
 
-from tfkfp.components.common import kube_api
-from tfkfp.components.common.signals import sigterm_raises
+from tfkfp.components.common.platform import kube_api
+from tfkfp.components.common.platform.signals import sigterm_raises
 from tfkfp.components.deploy_model.errors import DeployFailed, DeployReportedFailure
 from tfkfp.components.deploy_model.options import DeployOptions
 

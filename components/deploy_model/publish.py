@@ -6,7 +6,8 @@ folder; ``tfkfp serve`` reads a folder as it is, published the same way when ask
 import logging
 import time
 
-from tfkfp.components.common import savedmodel, uris
+from tfkfp.components.common.model import savedmodel
+from tfkfp.components.common.platform import uris
 from tfkfp.components.deploy_model.errors import DeployConfigError
 
 log = logging.getLogger("tfkfp")

@@ -50,7 +50,7 @@ def smoke_test(endpoint_url: str, model_name: str, model_uri: str, dataset: str,
     whose class or score differs from the model's own answer here."""
     from tfkfp.components.batch_predict.core import top_k_of
     from tfkfp.components.batch_predict.models import load_predictor
-    from tfkfp.components.common.tflite_inputs import load_examples
+    from tfkfp.components.common.tflite.inputs import load_examples
 
     predictor = load_predictor(model_uri)
     examples = load_examples(dataset, split, rows, sorted(predictor.inputs), "the smoke test")

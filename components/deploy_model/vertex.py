@@ -7,8 +7,8 @@ import logging
 import uuid
 from typing import Any, Dict, List
 
-from tfkfp.components.common import vertex_jobs
-from tfkfp.components.common.signals import sigterm_raises
+from tfkfp.components.common.platform import vertex_jobs
+from tfkfp.components.common.platform.signals import sigterm_raises
 from tfkfp.components.deploy_model.errors import DeployConfigError, DeployFailed
 from tfkfp.components.deploy_model.options import DeployOptions
 

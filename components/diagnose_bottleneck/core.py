@@ -12,9 +12,9 @@ import dataclasses
 import time
 from typing import Any, Dict, Sequence, Tuple
 
-from tfkfp.components.common.cpus import tensorflow_threads
-from tfkfp.components.common.dataset import Manifest
-from tfkfp.components.common.schema import Schema, SchemaError
+from tfkfp.components.common.data.dataset import Manifest
+from tfkfp.components.common.data.schema import Schema, SchemaError
+from tfkfp.components.common.platform.cpus import tensorflow_threads
 from tfkfp.components.diagnose_bottleneck import probe, report, verdict
 from tfkfp.components.train import strategies, tasks
 from tfkfp.components.train.config import TrainConfig

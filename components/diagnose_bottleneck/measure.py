@@ -10,7 +10,7 @@ import os
 import time
 from typing import Callable, List, Tuple
 
-from tfkfp.components.common import uris
+from tfkfp.components.common.platform import uris
 
 MB = 1 << 20
 MIN_STEPS = 3

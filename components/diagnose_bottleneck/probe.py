@@ -8,10 +8,10 @@ import math
 import time
 from typing import Any, Dict
 
-from tfkfp.components.common import uris
-from tfkfp.components.common.dataset import Manifest, tf_compression
-from tfkfp.components.common.reader import make_dataset
-from tfkfp.components.common.schema import Schema, packable
+from tfkfp.components.common.data.dataset import Manifest, tf_compression
+from tfkfp.components.common.data.reader import make_dataset
+from tfkfp.components.common.data.schema import Schema, packable
+from tfkfp.components.common.platform import uris
 from tfkfp.components.diagnose_bottleneck import measure, memory
 from tfkfp.components.train import models, strategies
 from tfkfp.components.train.config import TrainConfig

@@ -5,7 +5,7 @@ import dataclasses
 import math
 from typing import Any, Dict, List, Tuple
 
-from tfkfp.components.common.cpus import container_cpus
+from tfkfp.components.common.platform.cpus import container_cpus
 from tfkfp.components.diagnose_bottleneck.memory import HEADROOM
 from tfkfp.components.train import strategies
 

@@ -3,10 +3,13 @@
 import json
 from typing import Dict, List
 
-from tfkfp.components.common import litert, savedmodel, tflite_feeding, uris
-from tfkfp.components.common.schema import Schema
-from tfkfp.components.common.tflite_feeding import Feeding
-from tfkfp.components.common.tflite_parity import Reading
+from tfkfp.components.common.data.schema import Schema
+from tfkfp.components.common.model import savedmodel
+from tfkfp.components.common.platform import uris
+from tfkfp.components.common.tflite import feeding as tflite_feeding
+from tfkfp.components.common.tflite import litert
+from tfkfp.components.common.tflite.feeding import Feeding
+from tfkfp.components.common.tflite.parity import Reading
 
 TFKFP_OUTPUTS = {"probabilities": "per-class probability, in labels.txt order",
                  "class_ids": "index of the top class in labels.txt",
@@ -34,7 +37,7 @@ def signature_json(content: bytes, signature: str, schema: Schema, labels: List[
                    mode: str, feeding: Feeding | None = None, binding=None) -> Dict:
     """Input and output names, shapes (-1: any), dtypes, quantization and normalisation, and
     how each input is fed: strings, and the value of a gap (tflite_feeding.describe).
-    ``binding`` (common.tflite_binding): the column feeding each input, and the outputs'
+    ``binding`` (common.tflite.binding): the column feeding each input, and the outputs'
     reading; None for a tfkfp model fed by name."""
     interpreter = litert.load_interpreter(content, 1)
     details = litert.io_details(litert.signature_runner(interpreter, signature))

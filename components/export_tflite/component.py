@@ -66,7 +66,7 @@ def export_tflite(
     """
     import logging
 
-    from tfkfp.components.common.classification import log_to
+    from tfkfp.components.common.model.classification import log_to
     from tfkfp.components.export_tflite.core import export_tflite as run
 
     logging.basicConfig(level=logging.INFO)

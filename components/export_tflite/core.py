@@ -1,18 +1,18 @@
 """Export a SavedModel as a deployable TFLite bundle, validated in LiteRT.
 
 Any SavedModel: its signature is bound to the Dataset's columns as in freeze_quantize
-(common.tflite_binding), a misfit refused before any conversion. The model is converted in
+(common.tflite.binding), a misfit refused before any conversion. The model is converted in
 an explicit quantization mode, or taken as converted and chosen by freeze_quantize (its
 ``model.tflite`` and ``quantization.json``). It is then run in LiteRT, the runtime the app
 ships, on held-out examples next to the SavedModel in TensorFlow: on class scores top-1
 agreement and, with labels, the accuracy of both (a regressor's value: the RMSE of both); the
 relative error and max and mean absolute difference of the outputs. A gate
 (``max_accuracy_drop``, ``min_agreement``, ``max_rmse_increase``, ``max_relative_error``;
-common.tflite_parity) fails the export with the figures when the model is not good enough;
+common.tflite.parity) fails the export with the figures when the model is not good enough;
 the bundle (``model.tflite``, ``labels.txt`` when there are class
 names, ``signature.json``, ``validation.json``) is only written when it passes. ``signature.json``
 says how each input is fed: string inputs as raw UTF-8 (the model holds its vocabulary), and
-what to feed for a gap (common.tflite_feeding).
+what to feed for a gap (common.tflite.feeding).
 """
 
 import dataclasses
@@ -20,19 +20,15 @@ import logging
 import time
 from typing import Dict
 
-from tfkfp.components.common import (
-    classification,
-    regression,
-    savedmodel,
-    tflite_binding,
-    tflite_convert,
-    tflite_inputs,
-    tflite_parity,
-    uris,
-)
-from tfkfp.components.common.cpus import tensorflow_threads
-from tfkfp.components.common.tflite_inputs import QuantizeInputError
-from tfkfp.components.common.tflite_parity import Figures, Gate
+from tfkfp.components.common.model import classification, regression, savedmodel
+from tfkfp.components.common.platform import uris
+from tfkfp.components.common.platform.cpus import tensorflow_threads
+from tfkfp.components.common.tflite import binding as tflite_binding
+from tfkfp.components.common.tflite import convert as tflite_convert
+from tfkfp.components.common.tflite import inputs as tflite_inputs
+from tfkfp.components.common.tflite import parity as tflite_parity
+from tfkfp.components.common.tflite.inputs import QuantizeInputError
+from tfkfp.components.common.tflite.parity import Figures, Gate
 from tfkfp.components.export_tflite import bundle
 from tfkfp.components.freeze_quantize import artifact
 
@@ -142,7 +138,7 @@ def export_tflite(
         calibration_examples: representative examples (train split) when converting int8.
         max_accuracy_drop: largest accepted accuracy drop, as a fraction (0.01: one point).
         min_agreement: smallest accepted share of examples with the SavedModel's top class.
-        integer_io, select_tf_ops: converter options (see common.tflite_convert).
+        integer_io, select_tf_ops: converter options (see common.tflite.convert).
         input_mapping: signature input -> Dataset column (a dict or its JSON).
         max_relative_error: largest accepted relative error of outputs that are neither
             class scores nor a regressor's value.

@@ -9,8 +9,8 @@ import nothing else of freeze_quantize.
 import json
 from typing import Dict, Tuple
 
-from tfkfp.components.common import uris
-from tfkfp.components.common.tflite_inputs import QuantizeInputError
+from tfkfp.components.common.platform import uris
+from tfkfp.components.common.tflite.inputs import QuantizeInputError
 
 TFLITE_FILE = "model.tflite"
 QUANTIZATION_FILE = "quantization.json"

@@ -63,7 +63,7 @@ def freeze_quantize(
     """
     import logging
 
-    from tfkfp.components.common.tflite_parity import Timing
+    from tfkfp.components.common.tflite.parity import Timing
     from tfkfp.components.freeze_quantize.core import freeze_quantize as run
 
     logging.basicConfig(level=logging.INFO)

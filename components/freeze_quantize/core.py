@@ -1,15 +1,15 @@
 """Freeze a SavedModel and quantize it to TFLite, measuring every mode tried.
 
 A signature of any SavedModel (tfkfp's ``serving_raw`` by default, else ``serving_default``)
-is bound to the Dataset's columns (common.tflite_binding: by name, the single image or
+is bound to the Dataset's columns (common.tflite.binding: by name, the single image or
 feature column, or ``input_mapping``), a misfit refused before any work. It is frozen into an
 optimised inference GraphDef, checked against the SavedModel, and converted to TFLite
 (lookup tables as TFLite hash-table builtins) in the requested mode, or in every mode for
 ``auto``. Each converted model is run in LiteRT on the eval split: size, accuracy and top-1
 agreement on class scores, relative error, output difference and latency; gaps (NaN) are
-fed as the model's fills (common.tflite_feeding), recorded per input in quantization.json.
+fed as the model's fills (common.tflite.feeding), recorded per input in quantization.json.
 ``auto`` skips a mode that fails to convert or to run in LiteRT (saying why in its table)
-and keeps the smallest model that passes the gate (common.tflite_parity); an explicit mode
+and keeps the smallest model that passes the gate (common.tflite.parity); an explicit mode
 must convert and pass it too. Outputs are written under staging names and renamed into
 place: a failed run writes nothing.
 """
@@ -19,19 +19,17 @@ import logging
 import time
 from typing import Dict, List, Sequence
 
-from tfkfp.components.common import (
-    tflite_binding,
-    tflite_convert,
-    tflite_feeding,
-    tflite_inputs,
-    tflite_parity,
-    uris,
-)
-from tfkfp.components.common.cpus import tensorflow_threads
-from tfkfp.components.common.litert import LiteRTError
-from tfkfp.components.common.tflite_convert import ConversionError
-from tfkfp.components.common.tflite_inputs import QuantizeInputError
-from tfkfp.components.common.tflite_parity import Figures, Gate, QualityGateError, Reading, Timing
+from tfkfp.components.common.platform import uris
+from tfkfp.components.common.platform.cpus import tensorflow_threads
+from tfkfp.components.common.tflite import binding as tflite_binding
+from tfkfp.components.common.tflite import convert as tflite_convert
+from tfkfp.components.common.tflite import feeding as tflite_feeding
+from tfkfp.components.common.tflite import inputs as tflite_inputs
+from tfkfp.components.common.tflite import parity as tflite_parity
+from tfkfp.components.common.tflite.convert import ConversionError
+from tfkfp.components.common.tflite.inputs import QuantizeInputError
+from tfkfp.components.common.tflite.litert import LiteRTError
+from tfkfp.components.common.tflite.parity import Figures, Gate, QualityGateError, Reading, Timing
 from tfkfp.components.freeze_quantize import artifact, freeze
 from tfkfp.components.freeze_quantize.result import FreezeQuantizeResult
 
@@ -83,7 +81,7 @@ def freeze_quantize(
         select_tf_ops: allow TensorFlow (Flex) ops with no TFLite builtin.
         timing: latency settings (batch size, timed runs, threads); None: default Timing.
         input_mapping: signature input -> Dataset column (a dict or its JSON); inputs not
-            named are fed by name (see common.tflite_binding).
+            named are fed by name (see common.tflite.binding).
         max_relative_error: largest accepted relative error of outputs that are neither
             class scores nor a regressor's value.
         auto_modes: the modes auto tries (default: all), e.g. without int16x8, whose

@@ -1,7 +1,7 @@
 """Freeze a SavedModel signature into an inference GraphDef and check it still agrees.
 
 Variables become constants and function calls are inlined, lookup tables are kept with their
-content and one-hot encodings become builtins (common.tflite_graph); training-only and debug
+content and one-hot encodings become builtins (common.tflite.graph); training-only and debug
 nodes are stripped, Grappler folds constants, simplifies arithmetic (a batch norm on dense
 outputs folds into the matmul) and prunes what the outputs do not need, and fused batch norms
 after a convolution are folded into its weights plus a BiasAdd (fold.py). Each lookup table
@@ -17,8 +17,8 @@ from typing import Dict
 
 import numpy as np
 
-from tfkfp.components.common import tflite_graph
-from tfkfp.components.common.tflite_inputs import Examples
+from tfkfp.components.common.tflite import graph as tflite_graph
+from tfkfp.components.common.tflite.inputs import Examples
 from tfkfp.components.freeze_quantize import fold
 
 GRAPH_FILE = "frozen_graph.pb"
@@ -134,7 +134,7 @@ def load_graph_def(path: str):
     """Read a frozen_graph.pb back (for checks and for consumers of the artifact)."""
     import tensorflow as tf
 
-    from tfkfp.components.common import uris
+    from tfkfp.components.common.platform import uris
 
     graph_def = tf.compat.v1.GraphDef()
     with uris.open_file(path, "rb") as f:

@@ -2,7 +2,7 @@
 
 from typing import Dict, List
 
-from tfkfp.components.common.tflite_parity import Figures
+from tfkfp.components.common.tflite.parity import Figures
 
 
 def mode_table(figures: List[Figures], chosen: str, float_size: int | None,

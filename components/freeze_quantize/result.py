@@ -3,7 +3,7 @@
 import dataclasses
 from typing import Dict, List
 
-from tfkfp.components.common.tflite_parity import Figures, Gate
+from tfkfp.components.common.tflite.parity import Figures, Gate
 from tfkfp.components.freeze_quantize import report
 
 

@@ -14,9 +14,9 @@ are checked against its manifest before anything is written.
 import dataclasses
 from typing import Dict, List, Sequence
 
-from tfkfp.components.common import uris
-from tfkfp.components.common.dataset import Manifest
-from tfkfp.components.common.schema import Schema, SchemaError
+from tfkfp.components.common.data.dataset import Manifest
+from tfkfp.components.common.data.schema import Schema, SchemaError
+from tfkfp.components.common.platform import uris
 
 
 @dataclasses.dataclass(frozen=True)

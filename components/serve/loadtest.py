@@ -64,7 +64,7 @@ def check(url: str, clients: Sequence[int], requests: int, seconds: float) -> st
 def instances(dataset: str, rows: int, split: str = "eval") -> List[Dict[str, Any]]:
     """Up to ``rows`` rows of a Dataset directory as v1 instances (JSON values: a float gap
     is null, strings are text)."""
-    from tfkfp.components.common.reader import make_dataset
+    from tfkfp.components.common.data.reader import make_dataset
 
     out: List[Dict[str, Any]] = []
     for features, keys in make_dataset(dataset, mode="predict", split=split, batch_size=256):

@@ -26,7 +26,7 @@ import time
 from datetime import datetime, timezone
 from typing import Any, Dict, List, Tuple
 
-from tfkfp.components.common import uris
+from tfkfp.components.common.platform import uris
 from tfkfp.components.serve.errors import PrecomputedError
 from tfkfp.components.serve.heap import freeze_heap
 

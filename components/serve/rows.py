@@ -4,7 +4,7 @@ A v1 instance is a row ``{"column": value, ...}`` with one entry per model input
 JSON Lines file for batch prediction (a column named as in the data, or by its tensor name),
 or ``{"b64": "..."}``, a serialized tf.train.Example (SavedModel only), parsed with the
 reader batch prediction uses for TFRecords. A v2 request has one tensor per model input,
-``[rows, *shape]``. Gaps follow common.missing: ``null`` (v2: ``null`` in the data) in a
+``[rows, *shape]``. Gaps follow common.data.missing: ``null`` (v2: ``null`` in the data) in a
 float column is NaN, in a string column the empty string; both are filled inside the model
 (the TFLite Predictor feeds the bundle's fill). A column whose type cannot hold a gap, a
 missing or unknown column, a value of the wrong type and too many rows are refused with a
@@ -24,7 +24,7 @@ from typing import Any, Callable, Dict, List, Sequence
 import numpy as np
 
 from tfkfp.components.batch_predict.models import BLOCKS, to_blocks
-from tfkfp.components.common import missing
+from tfkfp.components.common.data import missing
 from tfkfp.components.serve.errors import RequestError
 
 _V2_TYPES = {"float32": ("FP32", "FP64"), "int64": ("INT64", "INT32"), "string": ("BYTES",)}
@@ -61,7 +61,7 @@ class RowDecoder:
         blocks: the model's Predictor.blocks: by dtype, scalar columns handed over as one
             matrix under ``BLOCKS[dtype]``, from every kind of request.
         aliases: the model's Predictor.aliases: {tensor name: column}; a row or input may
-            name a column by either (unambiguous: see common.schema).
+            name a column by either (unambiguous: see common.data.schema).
     """
 
     def __init__(self, fields: Sequence[Field], keys: Sequence[str], ignored: Sequence[str],
@@ -133,7 +133,7 @@ class RowDecoder:
     def _check_finite(self, features: Dict, sent: Callable[[int, str, int], Any] | None
                       ) -> None:
         """Refuse ``±inf``, and numbers past float32's range (inf once cast), as
-        common.missing says, naming the instance and column; ``sent(row, column, index)``
+        common.data.missing says, naming the instance and column; ``sent(row, column, index)``
         gives the value as the request held it, for the message."""
         for key, values in features.items():
             hit = missing.first_infinite(values) if values.dtype == np.float32 else None
@@ -232,7 +232,7 @@ def _matrix(instances: List[Dict], names: List[str], dtype: str) -> np.ndarray |
 
 
 def _column(values: List[Any], field: Field) -> np.ndarray:
-    """One column's values as the model's input array (gaps as common.missing stores them)."""
+    """One column's values as the model's input array (gaps as common.data.missing stores them)."""
     if field.shape:
         return np.stack([_shaped(i, v, field) for i, v in enumerate(values)])
     gap = missing.gap_value(field.dtype) if missing.can_hold_gaps(field.dtype) else None

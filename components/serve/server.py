@@ -17,8 +17,8 @@ import signal
 import sys
 from typing import Iterator
 
-from tfkfp.components.common import uris
-from tfkfp.components.common.cpus import container_cpus
+from tfkfp.components.common.platform import uris
+from tfkfp.components.common.platform.cpus import container_cpus
 from tfkfp.components.serve.errors import (
     OverloadedError,
     RequestError,

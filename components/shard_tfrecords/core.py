@@ -16,18 +16,18 @@ import json
 import time
 from typing import Dict, List, Sequence, Tuple
 
-from tfkfp.components.common import scratch, uris
-from tfkfp.components.common.cpus import threads_or_cpus
-from tfkfp.components.common.dataset import COMPRESSIONS, Manifest, select_group
-from tfkfp.components.common.missing import POLICIES as MISSING_POLICIES
-from tfkfp.components.common.progress import Progress, log
-from tfkfp.components.common.schema import (
+from tfkfp.components.common.data.dataset import COMPRESSIONS, Manifest, select_group
+from tfkfp.components.common.data.missing import POLICIES as MISSING_POLICIES
+from tfkfp.components.common.data.schema import (
     DEFAULT_BLOCK_ROWS,
     LAYOUTS,
     MAX_BLOCK_ROWS,
     Column,
     Schema,
 )
+from tfkfp.components.common.platform import scratch, uris
+from tfkfp.components.common.platform.cpus import threads_or_cpus
+from tfkfp.components.common.platform.progress import Progress, log
 from tfkfp.components.shard_tfrecords import publish, sources, summary, writer
 from tfkfp.components.shard_tfrecords.errors import ShardInputError
 from tfkfp.components.shard_tfrecords.worker import ChunkResult, EncodePlan, encode_chunk

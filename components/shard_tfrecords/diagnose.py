@@ -11,8 +11,8 @@ import json
 import math
 from typing import Dict, List
 
-from tfkfp.components.common import uris
-from tfkfp.components.common.missing import FLOAT32_MAX, can_hold_gaps, non_finite_problem
+from tfkfp.components.common.data.missing import FLOAT32_MAX, can_hold_gaps, non_finite_problem
+from tfkfp.components.common.platform import uris
 from tfkfp.components.shard_tfrecords.errors import ShardInputError
 from tfkfp.components.shard_tfrecords.formats.base import (
     first_line_number,

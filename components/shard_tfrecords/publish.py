@@ -14,7 +14,7 @@ At every instant the output directory holds the old complete Dataset or the new 
 
 Readers read manifest.json, so they see either Dataset; a kill before step 3 leaves the old
 one readable, after it the new one. Shards moved in by a killed run are removed by the next
-run's step 4, its staging and spool folders by ``remove_leftovers`` (see common.scratch).
+run's step 4, its staging and spool folders by ``remove_leftovers`` (see common.platform.scratch).
 Tests stop a run at the points named in ``scratch.pause_point`` calls: ``encoding``,
 ``writing`` (writer), ``publishing``, ``committing`` and ``cleaning`` (here).
 """
@@ -22,10 +22,10 @@ Tests stop a run at the points named in ``scratch.pause_point`` calls: ``encodin
 import tempfile
 from typing import Dict, Set
 
-from tfkfp.components.common import scratch, uris
-from tfkfp.components.common.dataset import MANIFEST_FILE, SPLITS, Manifest
-from tfkfp.components.common.progress import log
-from tfkfp.components.common.schema import SCHEMA_FILE
+from tfkfp.components.common.data.dataset import MANIFEST_FILE, SPLITS, Manifest
+from tfkfp.components.common.data.schema import SCHEMA_FILE
+from tfkfp.components.common.platform import scratch, uris
+from tfkfp.components.common.platform.progress import log
 
 STAGING_PREFIX = ".tfkfp-staging-"  # in the output directory
 SPOOL_PREFIX = "tfkfp-spool-"  # in the system temp directory

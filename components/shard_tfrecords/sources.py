@@ -13,7 +13,8 @@ from typing import Dict, List, Sequence, Tuple
 
 import numpy as np
 
-from tfkfp.components.common import missing, uris
+from tfkfp.components.common.data import missing
+from tfkfp.components.common.platform import uris
 from tfkfp.components.shard_tfrecords.errors import ShardInputError
 from tfkfp.components.shard_tfrecords.formats.base import (
     Chunk,
@@ -115,7 +116,7 @@ def plan_chunks(fmt: str, files: List[str]) -> List[Chunk]:
 
 
 def read_chunk(chunk: Chunk, columns: List[RawColumn]) -> Dict[str, np.ndarray]:
-    """The chunk's rows as ``{column: array}``, gaps as NaN or "" (see common.missing);
+    """The chunk's rows as ``{column: array}``, gaps as NaN or "" (see common.data.missing);
     bad data raises ShardInputError."""
     data = _READERS[chunk.fmt].read(chunk, columns)
     for col in columns:

@@ -11,10 +11,11 @@ from typing import Dict, List, Tuple
 
 import numpy as np
 
-from tfkfp.components.common import missing, scratch
-from tfkfp.components.common.dataset import SPLITS
-from tfkfp.components.common.examples import encode_blocks, encode_examples, pack_columns
-from tfkfp.components.common.schema import PackedGroup
+from tfkfp.components.common.data import missing
+from tfkfp.components.common.data.dataset import SPLITS
+from tfkfp.components.common.data.examples import encode_blocks, encode_examples, pack_columns
+from tfkfp.components.common.data.schema import PackedGroup
+from tfkfp.components.common.platform import scratch
 from tfkfp.components.shard_tfrecords.errors import ShardInputError
 from tfkfp.components.shard_tfrecords.formats.base import row_location
 from tfkfp.components.shard_tfrecords.sources import Chunk, RawColumn, read_chunk
@@ -32,7 +33,7 @@ class EncodePlan:
     split_column: str | None
     eval_fraction: float
     spool_dir: str
-    missing: str = "impute"  # a common.missing policy
+    missing: str = "impute"  # a common.data.missing policy
     packed: Tuple[PackedGroup, ...] = ()  # the packed layout's groups (none: one per column)
     block_rows: int = 0  # rows per record in the blocks layout (0: one row per record)
 

@@ -12,10 +12,10 @@ from typing import Callable, Dict, List, TextIO
 
 import numpy as np
 
-from tfkfp.components.common import scratch, uris
-from tfkfp.components.common.cpus import threads_or_cpus
-from tfkfp.components.common.dataset import SPLITS, tf_compression
-from tfkfp.components.common.progress import Progress
+from tfkfp.components.common.data.dataset import SPLITS, tf_compression
+from tfkfp.components.common.platform import scratch, uris
+from tfkfp.components.common.platform.cpus import threads_or_cpus
+from tfkfp.components.common.platform.progress import Progress
 from tfkfp.components.shard_tfrecords.worker import ChunkResult, spool_path
 
 

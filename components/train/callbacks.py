@@ -8,7 +8,7 @@ from typing import Any, Dict, List
 
 import tf_keras
 
-from tfkfp.components.common import uris
+from tfkfp.components.common.platform import uris
 from tfkfp.components.train.errors import TrainingDiverged
 from tfkfp.components.train.tasks import reached
 
@@ -85,8 +85,8 @@ class Evaluation(tf_keras.callbacks.Callback):
 
     def classification(self, classes) -> Dict[str, Any]:
         """Confusion matrix (and, for two classes, ROC curve) of the model on the eval split,
-        as common.classification summarises them for KFP's ClassificationMetrics."""
-        from tfkfp.components.common.classification import Accumulator
+        as common.model.classification summarises them for KFP's ClassificationMetrics."""
+        from tfkfp.components.common.model.classification import Accumulator
 
         accumulator = Accumulator(classes)
         for labels, probs in self.predictions():
@@ -94,9 +94,9 @@ class Evaluation(tf_keras.callbacks.Callback):
         return accumulator.summary()
 
     def regression(self) -> Dict[str, Any]:
-        """Predicted against actual values on the eval split (common.regression's summary,
+        """Predicted against actual values on the eval split (common.model.regression's summary,
         for the plot)."""
-        from tfkfp.components.common.regression import Accumulator
+        from tfkfp.components.common.model.regression import Accumulator
 
         accumulator = Accumulator()
         for labels, values in self.predictions():

@@ -19,9 +19,9 @@ import json
 import logging
 from typing import Any, Dict, List
 
-from tfkfp.components.common import uris
-from tfkfp.components.common.dataset import SPLITS, Manifest
-from tfkfp.components.common.schema import Column, Schema
+from tfkfp.components.common.data.dataset import SPLITS, Manifest
+from tfkfp.components.common.data.schema import Column, Schema
+from tfkfp.components.common.platform import uris
 from tfkfp.components.train import tasks
 from tfkfp.components.train.config import CHECKPOINT_SETTINGS, TrainConfig
 from tfkfp.components.train.errors import CheckpointMismatch

@@ -13,7 +13,7 @@ from kfp.dsl import (
 )
 
 from tfkfp.components._image import IMAGE
-from tfkfp.components.common.signals import exec_python
+from tfkfp.components.common.platform.signals import exec_python
 
 
 @exec_python  # a cancelled step's SIGTERM reaches Python, which stops the cluster job
@@ -120,7 +120,7 @@ def train(
     """
     import logging
 
-    from tfkfp.components.common.classification import log_to
+    from tfkfp.components.common.model.classification import log_to
     from tfkfp.components.train.core import train as run_training
     from tfkfp.components.train.core import warm_start_from
 

@@ -8,7 +8,7 @@ import json
 import os
 from typing import Any, Dict, Tuple
 
-from tfkfp.components.common import uris
+from tfkfp.components.common.platform import uris
 from tfkfp.components.train.errors import TrainConfigError
 
 MODELS = ("mlp", "cnn", "resnet50", "mobilenet_v2")

@@ -14,9 +14,10 @@ import tempfile
 import time
 from typing import Any, Dict, Tuple
 
-from tfkfp.components.common import savedmodel, uris, vertex_jobs
-from tfkfp.components.common.dataset import Manifest
-from tfkfp.components.common.schema import Schema, SchemaError
+from tfkfp.components.common.data.dataset import Manifest
+from tfkfp.components.common.data.schema import Schema, SchemaError
+from tfkfp.components.common.model import savedmodel
+from tfkfp.components.common.platform import uris, vertex_jobs
 from tfkfp.components.train import checkpoint_record, loop, report, strategies, tasks
 from tfkfp.components.train.config import TrainConfig
 from tfkfp.components.train.errors import TrainConfigError
@@ -58,12 +59,12 @@ class TrainResult:
         return report.markdown(self.figures)
 
     def classification(self) -> Dict[str, Any] | None:
-        """The eval split's confusion matrix and ROC curve (common.classification's summary)
+        """The eval split's confusion matrix and ROC curve (common.model.classification's summary)
         for KFP's ClassificationMetrics; None from a chief that did not report one."""
         return self.figures.get("classification")
 
     def regression(self) -> Dict[str, Any] | None:
-        """A regressor's predicted and actual values on the eval split (common.regression's
+        """A regressor's predicted and actual values on the eval split (common.model.regression's
         summary); None for a classifier."""
         return self.figures.get("regression")
 
@@ -77,7 +78,8 @@ def train(dataset: str, model_dir: str, launcher: str = "local",
     ``options`` are the fields of :class:`TrainConfig` (strategy, model_name, epochs, ...);
     ``launcher_options`` those of :class:`job.LaunchOptions` for the cluster launchers.
     ``gcp_resources``, when given, is a file that names the Vertex AI CustomJob once launcher
-    ``vertex`` has created it, and lists no resources otherwise (see common/vertex_jobs.py).
+    ``vertex`` has created it, and lists no resources otherwise (see
+    common/platform/vertex_jobs.py).
     """
     config, launch = check_request(dataset, model_dir, launcher, launcher_options, **options)
     _check_schema(config)

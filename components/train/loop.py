@@ -13,11 +13,12 @@ import shutil
 import tempfile
 from typing import Any, Dict
 
-from tfkfp.components.common import savedmodel, uris
-from tfkfp.components.common.cpus import tensorflow_threads
-from tfkfp.components.common.dataset import Manifest
-from tfkfp.components.common.reader import make_dataset
-from tfkfp.components.common.schema import Schema
+from tfkfp.components.common.data.dataset import Manifest
+from tfkfp.components.common.data.reader import make_dataset
+from tfkfp.components.common.data.schema import Schema
+from tfkfp.components.common.model import savedmodel
+from tfkfp.components.common.platform import uris
+from tfkfp.components.common.platform.cpus import tensorflow_threads
 from tfkfp.components.train import checkpoint_record, models, strategies, tasks
 from tfkfp.components.train.callbacks import (
     EpochCheckpoint,

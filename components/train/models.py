@@ -13,7 +13,7 @@ from typing import Dict, List, Tuple
 
 import numpy as np
 
-from tfkfp.components.common.schema import Column, Schema
+from tfkfp.components.common.data.schema import Column, Schema
 from tfkfp.components.train import tasks
 from tfkfp.components.train.config import TrainConfig, load_model_fn
 from tfkfp.components.train.errors import TrainConfigError
@@ -73,7 +73,7 @@ def compiled_model(config: TrainConfig, schema: Schema, strategy, task=None):
     task_for's; without ``task``, task_for's own."""
     import tf_keras
 
-    from tfkfp.components.common.reader import make_dataset
+    from tfkfp.components.common.data.reader import make_dataset
 
     if task is None:
         schema, task = task_for(config, schema)
@@ -120,7 +120,7 @@ def _tabular(inputs, columns: List[Column], sample: Dict[str, np.ndarray]):
             lambda t: tf.cast(t, tf.float32), name=f"{col.tensor}__float")(x))
         if col.encoding != "image":
             mean, variance = gap_free_moments(sample[col.name])
-            if col.dtype == "float32":  # only floats carry gaps (common.missing)
+            if col.dtype == "float32":  # only floats carry gaps (common.data.missing)
                 x = _imputed(x, mean.astype(np.float32), col.tensor)
             x = tf_keras.layers.Normalization(mean=mean, variance=variance + 1e-6,
                                               name=f"{col.tensor}__norm")(x)
@@ -189,7 +189,7 @@ def sample_labels(data: str, schema: Schema, rows: int = 10_000) -> np.ndarray:
 
 
 def _sample(data: str, schema: Schema, rows: int):
-    from tfkfp.components.common.reader import make_dataset
+    from tfkfp.components.common.data.reader import make_dataset
 
     batches = make_dataset(data, schema, mode="train", batch_size=1024, shuffle=False)
     columns: Dict[str, list] = {c.name: [] for c in schema.features}

@@ -4,7 +4,7 @@ the per-epoch table, and for a regressor its predicted against actual values."""
 import base64
 from typing import Any, Dict, List, Sequence
 
-from tfkfp.components.common import regression
+from tfkfp.components.common.model import regression
 
 WIDTH, HEIGHT, PAD = 520, 220, 36
 # the curves of each task: the training metric as Keras logs it, and the eval figures

@@ -17,7 +17,7 @@ from typing import Dict, Tuple
 
 import numpy as np
 
-from tfkfp.components.common.schema import Schema, SchemaError
+from tfkfp.components.common.data.schema import Schema, SchemaError
 from tfkfp.components.train.config import (
     HIGHER_IS_BETTER,
     REGRESSION_LOSSES,

@@ -10,7 +10,7 @@ import logging
 import os
 import sys
 
-from tfkfp.components.common import uris
+from tfkfp.components.common.platform import uris
 from tfkfp.components.train import jobset_replica, strategies
 from tfkfp.components.train.config import TrainConfig
 from tfkfp.components.train.shape import ClusterShape

@@ -14,7 +14,7 @@ import pytest
 from serve_process import running
 
 from tfkfp.components.batch_predict.core import batch_predict
-from tfkfp.components.common.schema import Schema
+from tfkfp.components.common.data.schema import Schema
 from tfkfp.pipelines.cli import main
 
 pytestmark = pytest.mark.slow

@@ -131,7 +131,7 @@ from tfkfp.pipelines import local_run
 def hold():
     import sys
     import time
-    from tfkfp.components.common import lifeline
+    from tfkfp.components.common.platform import lifeline
 
     worker = lifeline.popen([sys.executable, "-c", "import time; time.sleep(600)"])
     print(f"holding, worker {worker.pid}", flush=True)

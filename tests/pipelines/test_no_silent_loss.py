@@ -9,7 +9,7 @@ import shutil
 import pytest
 
 from conftest import cut_shard, flip_byte
-from tfkfp.components.common.dataset import Manifest
+from tfkfp.components.common.data.dataset import Manifest
 from tfkfp.pipelines import figures, local_run
 from tfkfp.pipelines.cli import main
 

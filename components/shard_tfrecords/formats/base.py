@@ -6,7 +6,8 @@ from typing import Tuple
 
 import numpy as np
 
-from tfkfp.components.common import missing, uris
+from tfkfp.components.common.data import missing
+from tfkfp.components.common.platform import uris
 from tfkfp.components.shard_tfrecords.errors import ShardInputError
 
 

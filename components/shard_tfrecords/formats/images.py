@@ -5,7 +5,7 @@ from typing import Dict, List, Tuple
 
 import numpy as np
 
-from tfkfp.components.common import uris
+from tfkfp.components.common.platform import uris
 from tfkfp.components.shard_tfrecords.errors import ShardInputError
 from tfkfp.components.shard_tfrecords.formats.base import Chunk, RawColumn, read_range
 

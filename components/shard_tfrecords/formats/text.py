@@ -9,7 +9,7 @@ from typing import Dict, List
 
 import numpy as np
 
-from tfkfp.components.common import uris
+from tfkfp.components.common.platform import uris
 from tfkfp.components.shard_tfrecords import diagnose
 from tfkfp.components.shard_tfrecords.errors import ShardInputError
 from tfkfp.components.shard_tfrecords.formats.base import (

@@ -12,7 +12,7 @@ import re
 from typing import Any, Dict
 
 from tfkfp.components._image import step_image
-from tfkfp.components.common import uris
+from tfkfp.components.common.platform import uris
 from tfkfp.components.train.config import TrainConfig
 from tfkfp.components.train.errors import TrainConfigError
 

@@ -18,12 +18,12 @@ import uuid
 from typing import Any, Callable, Deque, Dict, List, Tuple, Type
 
 from tfkfp.components._image import step_image
-from tfkfp.components.common.kube_api import (
+from tfkfp.components.common.platform.kube_api import (
     api_client,
     api_message,
     default_namespace,
 )
-from tfkfp.components.common.signals import sigterm_raises
+from tfkfp.components.common.platform.signals import sigterm_raises
 from tfkfp.components.train.errors import (
     ClusterCreateRefused,
     ClusterJobFailed,

@@ -16,9 +16,9 @@ import threading
 import time
 from typing import Deque, Dict, List, TextIO
 
-from tfkfp.components.common import lifeline
-from tfkfp.components.common.cpus import thread_environment
-from tfkfp.components.common.signals import sigterm_raises
+from tfkfp.components.common.platform import lifeline
+from tfkfp.components.common.platform.cpus import thread_environment
+from tfkfp.components.common.platform.signals import sigterm_raises
 from tfkfp.components.train import loopback, strategies
 from tfkfp.components.train.config import TrainConfig
 from tfkfp.components.train.errors import WorkerFailed

@@ -7,8 +7,8 @@ import time
 import uuid
 from typing import List
 
-from tfkfp.components.common import vertex_jobs
-from tfkfp.components.common.signals import sigterm_raises
+from tfkfp.components.common.platform import vertex_jobs
+from tfkfp.components.common.platform.signals import sigterm_raises
 from tfkfp.components.train.errors import VertexJobFailed
 from tfkfp.components.train.launchers.job import JobPlan, LaunchOptions, worker_command
 from tfkfp.components.train.shape import ClusterShape

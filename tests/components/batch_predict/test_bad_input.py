@@ -15,7 +15,7 @@ import tensorflow as tf
 from conftest import cut_shard
 from tfkfp.components.batch_predict.core import batch_predict
 from tfkfp.components.batch_predict.errors import PredictInputError
-from tfkfp.components.common.dataset import Manifest
+from tfkfp.components.common.data.dataset import Manifest
 
 FRAME = 16  # bytes around every TFRecord
 
@@ -209,7 +209,7 @@ def test_records_the_manifest_lists_but_the_shard_lacks_are_errors_naming_it(
 
 def test_a_csv_header_naming_a_column_twice_is_refused_before_any_output(tmp_path):
     from tfkfp.components.batch_predict.text import check_columns
-    from tfkfp.components.common.schema import Column
+    from tfkfp.components.common.data.schema import Column
 
     path = tmp_path / "twice.csv"
     path.write_text("id,a,a\n1,2,3\n")

@@ -11,7 +11,7 @@ import pytest
 
 from tfkfp.components.batch_predict.core import batch_predict, top_k_of
 from tfkfp.components.batch_predict.merge import merge_predictions
-from tfkfp.components.common.dataset import split_files
+from tfkfp.components.common.data.dataset import split_files
 
 
 def all_files(dataset):

@@ -14,7 +14,7 @@ from conftest import cut_shard, flip_byte
 from tfkfp.components.batch_predict.core import batch_predict
 from tfkfp.components.batch_predict.errors import PredictInputError
 from tfkfp.components.batch_predict.merge import merge_predictions
-from tfkfp.components.common.dataset import Manifest
+from tfkfp.components.common.data.dataset import Manifest
 
 
 @pytest.fixture

@@ -1,11 +1,11 @@
-"""batch_predict's CSV and JSON Lines rows follow common.missing's rule: NaN or a blank is a
+"""batch_predict's CSV and JSON Lines rows follow common.data.missing's rule: NaN or a blank is a
 gap; inf, and a number float32 cannot hold (3.5e38, read as inf), is an error row naming the
 line, the column and the value as written, while the other rows are predicted."""
 
 import pytest
 
 from tfkfp.components.batch_predict.text import read_text
-from tfkfp.components.common.schema import Column
+from tfkfp.components.common.data.schema import Column
 
 KEYS = [Column("id", "int64", role="key")]
 FINITE = "expected a finite float32 within ±3.4028235e+38"

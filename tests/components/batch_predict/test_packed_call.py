@@ -20,8 +20,8 @@ def mixed_model(tmp_path_factory):
     import tensorflow as tf
     import tf_keras
 
-    from tfkfp.components.common.savedmodel import export_model
-    from tfkfp.components.common.schema import Column, Schema
+    from tfkfp.components.common.data.schema import Column, Schema
+    from tfkfp.components.common.model.savedmodel import export_model
 
     schema = Schema((*[Column(n, "float32") for n in FLOATS], Column("n", "int64"),
                      Column("m", "int64"),

@@ -11,7 +11,7 @@ from tfkfp.components.batch_predict.tfrecords import (
     read_tfrecords,
     records_per_batch,
 )
-from tfkfp.components.common.schema import Schema
+from tfkfp.components.common.data.schema import Schema
 
 
 def _files(dataset):

@@ -15,7 +15,7 @@ def _savedmodel_values(model, dataset):
     """{house: the SavedModel's value} on the eval split, straight from serving_raw."""
     import tensorflow as tf
 
-    from tfkfp.components.common.reader import make_dataset
+    from tfkfp.components.common.data.reader import make_dataset
 
     raw = tf.saved_model.load(model).signatures["serving_raw"]
     out = {}

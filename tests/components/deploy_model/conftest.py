@@ -8,8 +8,8 @@ def untrained_model(demo_dataset, tmp_path_factory):
     import tensorflow as tf
     import tf_keras
 
-    from tfkfp.components.common.savedmodel import export_model
-    from tfkfp.components.common.schema import Schema
+    from tfkfp.components.common.data.schema import Schema
+    from tfkfp.components.common.model.savedmodel import export_model
 
     schema = Schema.load(demo_dataset)
     tf_keras.utils.set_random_seed(5)

@@ -9,8 +9,8 @@ import shutil
 import pytest
 
 from conftest import cut_shard
-from tfkfp.components.common.dataset import DatasetMismatchError, Manifest
-from tfkfp.components.common.schema import SchemaError
+from tfkfp.components.common.data.dataset import DatasetMismatchError, Manifest
+from tfkfp.components.common.data.schema import SchemaError
 from tfkfp.components.diagnose_bottleneck import memory, report
 from tfkfp.components.diagnose_bottleneck.core import diagnose_bottleneck
 from tfkfp.components.diagnose_bottleneck.verdict import COMPUTE, INPUT, MEMORY

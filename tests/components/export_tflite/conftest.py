@@ -5,7 +5,7 @@ from string_tables import string_table  # noqa: F401  (a session fixture)
 @pytest.fixture(scope="session")
 def dynamic_dir(demo_model, demo_dataset, tmp_path_factory):
     """freeze_quantize's tflite_model folder for the demo model in dynamic mode."""
-    from tfkfp.components.common.tflite_parity import Timing
+    from tfkfp.components.common.tflite.parity import Timing
     from tfkfp.components.freeze_quantize.core import freeze_quantize
 
     out = tmp_path_factory.mktemp("dynamic")

@@ -2,8 +2,8 @@ import os
 
 import pytest
 
-from tfkfp.components.common.tflite_inputs import QuantizeInputError
-from tfkfp.components.common.tflite_parity import QualityGateError
+from tfkfp.components.common.tflite.inputs import QuantizeInputError
+from tfkfp.components.common.tflite.parity import QualityGateError
 from tfkfp.components.export_tflite.core import export_tflite
 
 

@@ -4,7 +4,8 @@ import os
 import numpy as np
 import pytest
 
-from tfkfp.components.common import litert, tflite_inputs
+from tfkfp.components.common.tflite import inputs as tflite_inputs
+from tfkfp.components.common.tflite import litert
 from tfkfp.components.export_tflite.core import export_tflite
 
 pytestmark = pytest.mark.slow

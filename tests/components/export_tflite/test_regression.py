@@ -6,7 +6,7 @@ import json
 import numpy as np
 import pytest
 
-from tfkfp.components.common.tflite_parity import QualityGateError
+from tfkfp.components.common.tflite.parity import QualityGateError
 from tfkfp.components.export_tflite.core import export_tflite
 from tfkfp.components.freeze_quantize.core import freeze_quantize
 

@@ -8,8 +8,8 @@ def _export(schema, body, path, epochs, dataset):
     import tensorflow as tf
     import tf_keras
 
-    from tfkfp.components.common.reader import make_dataset
-    from tfkfp.components.common.savedmodel import export_model
+    from tfkfp.components.common.data.reader import make_dataset
+    from tfkfp.components.common.model.savedmodel import export_model
 
     names = [c.name for c in schema.features]
     tf_keras.utils.set_random_seed(5)
@@ -31,7 +31,7 @@ def wide_model(demo_dataset, tmp_path_factory):
     reshapes)."""
     import tf_keras
 
-    from tfkfp.components.common.schema import Schema
+    from tfkfp.components.common.data.schema import Schema
 
     def body(x):
         x = tf_keras.layers.Dense(1024, activation="relu")(x)
@@ -49,7 +49,7 @@ def erf_model(demo_dataset, tmp_path_factory):
     import tensorflow as tf
     import tf_keras
 
-    from tfkfp.components.common.schema import Schema
+    from tfkfp.components.common.data.schema import Schema
 
     def body(x):
         x = tf_keras.layers.Dense(16)(x)
@@ -63,7 +63,7 @@ def erf_model(demo_dataset, tmp_path_factory):
 @pytest.fixture(scope="session")
 def auto_result(wide_model, demo_dataset, tmp_path_factory):
     """freeze_quantize in auto mode on the wide model: every mode converted and measured."""
-    from tfkfp.components.common.tflite_parity import Timing
+    from tfkfp.components.common.tflite.parity import Timing
     from tfkfp.components.freeze_quantize.core import freeze_quantize
 
     out = tmp_path_factory.mktemp("auto")

@@ -2,9 +2,9 @@ import os
 
 import pytest
 
-from tfkfp.components.common.tflite_convert import ConversionError, convert
-from tfkfp.components.common.tflite_inputs import QuantizeInputError
-from tfkfp.components.common.tflite_parity import QualityGateError
+from tfkfp.components.common.tflite.convert import ConversionError, convert
+from tfkfp.components.common.tflite.inputs import QuantizeInputError
+from tfkfp.components.common.tflite.parity import QualityGateError
 from tfkfp.components.freeze_quantize.core import freeze_quantize
 
 

@@ -4,7 +4,8 @@ import os
 import numpy as np
 import pytest
 
-from tfkfp.components.common import tflite_convert, tflite_inputs
+from tfkfp.components.common.tflite import convert as tflite_convert
+from tfkfp.components.common.tflite import inputs as tflite_inputs
 from tfkfp.components.freeze_quantize import freeze
 
 pytestmark = pytest.mark.slow

@@ -7,7 +7,7 @@ import json
 import numpy as np
 import pytest
 
-from tfkfp.components.common.tflite_inputs import QuantizeInputError
+from tfkfp.components.common.tflite.inputs import QuantizeInputError
 from tfkfp.components.export_tflite.core import export_tflite
 from tfkfp.components.freeze_quantize.core import freeze_quantize
 
@@ -26,7 +26,7 @@ def _trained(digit_images, channels):
     import tensorflow as tf
     import tf_keras
 
-    from tfkfp.components.common.reader import make_dataset
+    from tfkfp.components.common.data.reader import make_dataset
 
     tf_keras.utils.set_random_seed(4)
     model = _cnn((8, 8, channels))
@@ -76,7 +76,7 @@ def test_a_fixed_batch_of_one_is_fed_one_example_per_call(batch_one_cnn, digit_i
 
 
 def len_eval(dataset):
-    from tfkfp.components.common.dataset import Manifest
+    from tfkfp.components.common.data.dataset import Manifest
 
     return min(1000, Manifest.load(dataset).records("eval"))
 
@@ -92,7 +92,7 @@ def test_a_grey_column_feeds_an_rgb_model(rgb_cnn, digit_images, tmp_path):
 
 
 def test_rgb_to_grey_uses_the_luma_weights():
-    from tfkfp.components.common.tflite_binding import _to_channels
+    from tfkfp.components.common.tflite.binding import _to_channels
 
     rgb = np.array([[[[1.0, 0.0, 0.0], [0.0, 1.0, 0.0], [0.2, 0.2, 0.2]]]], np.float32)
     grey = _to_channels(rgb, 1)

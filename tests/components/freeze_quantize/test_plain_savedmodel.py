@@ -7,9 +7,9 @@ import os
 
 import pytest
 
-from tfkfp.components.common import tflite_convert
-from tfkfp.components.common.tflite_inputs import QuantizeInputError
-from tfkfp.components.common.tflite_parity import QualityGateError, Timing
+from tfkfp.components.common.tflite import convert as tflite_convert
+from tfkfp.components.common.tflite.inputs import QuantizeInputError
+from tfkfp.components.common.tflite.parity import QualityGateError, Timing
 from tfkfp.components.export_tflite.core import export_tflite
 from tfkfp.components.freeze_quantize.core import freeze_quantize
 

@@ -9,8 +9,9 @@ import numpy as np
 import pytest
 from string_tables import COLOURS, probe_rows, savedmodel_outputs
 
-from tfkfp.components.common import tflite_convert, tflite_inputs
-from tfkfp.components.common.tflite_parity import Timing
+from tfkfp.components.common.tflite import convert as tflite_convert
+from tfkfp.components.common.tflite import inputs as tflite_inputs
+from tfkfp.components.common.tflite.parity import Timing
 from tfkfp.components.freeze_quantize import freeze
 from tfkfp.components.freeze_quantize.core import freeze_quantize
 

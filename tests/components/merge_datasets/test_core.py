@@ -5,9 +5,9 @@ import numpy as np
 import pytest
 
 from conftest import cut_shard, write_csv
-from tfkfp.components.common.dataset import DatasetMismatchError, Manifest
-from tfkfp.components.common.reader import make_dataset
-from tfkfp.components.common.schema import Schema, SchemaError
+from tfkfp.components.common.data.dataset import DatasetMismatchError, Manifest
+from tfkfp.components.common.data.reader import make_dataset
+from tfkfp.components.common.data.schema import Schema, SchemaError
 from tfkfp.components.merge_datasets.core import merge_datasets
 from tfkfp.components.shard_tfrecords.core import shard_tfrecords
 

@@ -156,7 +156,7 @@ FINITE = r"expected a finite float32 within ±3\.4028235e\+38"
     ({"v": [0.5, float("-inf")]}, "instance 1, column 'v': found -inf, "),
 ])
 def test_numbers_past_float32_are_refused_naming_instance_and_column(blocks, row, words):
-    """As common.missing says: inf, and what float32 cannot hold (inf once cast), are bad."""
+    """As common.data.missing says: inf, and what float32 cannot hold (inf once cast), are bad."""
     fields = [Field("a", "float32", ()), Field("b", "float32", ()), Field("v", "float32", (2,))]
     decoder = RowDecoder(fields, [], [], None, max_instances=4, blocks=blocks)
     good = {"a": 3.4e38, "b": None, "v": [1, 2]}  # the largest float32s and a gap are values

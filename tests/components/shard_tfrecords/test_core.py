@@ -7,8 +7,8 @@ import pyarrow.parquet as pq
 import pytest
 
 from conftest import write_csv
-from tfkfp.components.common.reader import make_dataset
-from tfkfp.components.common.schema import Schema
+from tfkfp.components.common.data.reader import make_dataset
+from tfkfp.components.common.data.schema import Schema
 from tfkfp.components.shard_tfrecords import sources
 from tfkfp.components.shard_tfrecords.core import shard_tfrecords
 from tfkfp.components.shard_tfrecords.errors import ShardInputError
@@ -208,7 +208,7 @@ def test_a_header_only_file_among_several_adds_no_rows(tmp_path):
 
 
 def test_unlabeled_data_is_sharded_for_prediction_only(tmp_path):
-    from tfkfp.components.common.schema import SchemaError
+    from tfkfp.components.common.data.schema import SchemaError
 
     path = write_csv(tmp_path / "u.csv", ["id", "x"], [[i, i * 2.0] for i in range(30)])
     out = str(tmp_path / "ds")

@@ -4,7 +4,7 @@ import numpy as np
 import pytest
 
 from conftest import MESSY_HEADER, messy_rows, write_csv, write_messy_csv
-from tfkfp.components.common.schema import Schema
+from tfkfp.components.common.data.schema import Schema
 from tfkfp.components.shard_tfrecords.core import shard_tfrecords
 from tfkfp.components.shard_tfrecords.errors import ShardInputError
 from tfkfp.pipelines.cli import main
@@ -12,7 +12,7 @@ from tfkfp.pipelines.cli import main
 
 def read_all(out):
     """Every row of both splits as {column: array}, ordered by id."""
-    from tfkfp.components.common.reader import make_dataset
+    from tfkfp.components.common.data.reader import make_dataset
 
     parts = {}
     for split in ("train", "eval"):

@@ -17,8 +17,8 @@ import numpy as np
 import pytest
 
 from conftest import write_csv
-from tfkfp.components.common.dataset import DatasetMismatchError, Manifest
-from tfkfp.components.common.reader import make_dataset
+from tfkfp.components.common.data.dataset import DatasetMismatchError, Manifest
+from tfkfp.components.common.data.reader import make_dataset
 from tfkfp.components.shard_tfrecords.core import shard_tfrecords
 from tfkfp.components.shard_tfrecords.publish import SPOOL_PREFIX, STAGING_PREFIX
 

@@ -8,8 +8,8 @@ import pytest
 import tensorflow as tf
 
 from conftest import write_csv
-from tfkfp.components.common.reader import make_dataset
-from tfkfp.components.common.schema import Schema
+from tfkfp.components.common.data.reader import make_dataset
+from tfkfp.components.common.data.schema import Schema
 from tfkfp.components.merge_datasets.core import merge_datasets
 from tfkfp.components.shard_tfrecords.core import check_options, shard_tfrecords
 from tfkfp.components.shard_tfrecords.errors import ShardInputError

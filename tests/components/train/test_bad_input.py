@@ -5,9 +5,9 @@ import shutil
 import pytest
 
 from conftest import cut_shard, write_csv
-from tfkfp.components.common import savedmodel
-from tfkfp.components.common.dataset import DatasetMismatchError, Manifest
-from tfkfp.components.common.schema import SchemaError
+from tfkfp.components.common.data.dataset import DatasetMismatchError, Manifest
+from tfkfp.components.common.data.schema import SchemaError
+from tfkfp.components.common.model import savedmodel
 from tfkfp.components.train.core import train, warm_start_from
 from tfkfp.components.train.errors import TrainConfigError, TrainingDiverged
 

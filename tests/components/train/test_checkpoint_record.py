@@ -6,8 +6,8 @@ import shutil
 
 import pytest
 
-from tfkfp.components.common.dataset import Manifest
-from tfkfp.components.common.schema import Schema
+from tfkfp.components.common.data.dataset import Manifest
+from tfkfp.components.common.data.schema import Schema
 from tfkfp.components.shard_tfrecords.core import shard_tfrecords
 from tfkfp.components.train import checkpoint_record, loop
 from tfkfp.components.train.config import TrainConfig

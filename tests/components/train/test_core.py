@@ -1,8 +1,8 @@
 import numpy as np
 import pytest
 
-from tfkfp.components.common import savedmodel
-from tfkfp.components.common.reader import make_dataset
+from tfkfp.components.common.data.reader import make_dataset
+from tfkfp.components.common.model import savedmodel
 from tfkfp.components.train.core import train
 
 
@@ -77,7 +77,7 @@ def test_cnn_learns_from_images(image_dataset, tmp_path):
 
 @pytest.mark.parametrize("name", ["resnet50", "mobilenet_v2"])
 def test_keras_applications_build_for_small_images(image_dataset, name):
-    from tfkfp.components.common.schema import Schema
+    from tfkfp.components.common.data.schema import Schema
     from tfkfp.components.train.config import TrainConfig
     from tfkfp.components.train.models import build_model
 

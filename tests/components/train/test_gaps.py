@@ -7,7 +7,7 @@ import numpy as np
 import pytest
 
 from conftest import messy_rows, write_csv, write_messy_csv
-from tfkfp.components.common.schema import SchemaError
+from tfkfp.components.common.data.schema import SchemaError
 from tfkfp.components.shard_tfrecords.core import shard_tfrecords
 from tfkfp.components.train.core import train
 from tfkfp.components.train.models import gap_free_moments
@@ -32,7 +32,7 @@ def test_a_table_with_gaps_and_unicode_strings_trains(messy_model):
 def test_a_gap_predicts_as_the_training_mean_of_its_column(messy_model):
     import tensorflow as tf
 
-    from tfkfp.components.common.reader import make_dataset
+    from tfkfp.components.common.data.reader import make_dataset
 
     tmp, result = messy_model
     xs = np.concatenate([f["x"].numpy() for f, _ in make_dataset(

@@ -12,7 +12,7 @@ import pytest
 from tfkfp.components.batch_predict.core import batch_predict
 from tfkfp.components.batch_predict.errors import PredictInputError
 from tfkfp.components.batch_predict.vertex import check_record_layout
-from tfkfp.components.common.schema import Schema
+from tfkfp.components.common.data.schema import Schema
 from tfkfp.components.train.core import train
 
 

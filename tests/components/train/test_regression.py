@@ -6,7 +6,7 @@ import os
 import numpy as np
 import pytest
 
-from tfkfp.components.common.schema import Column, Schema, SchemaError
+from tfkfp.components.common.data.schema import Column, Schema, SchemaError
 from tfkfp.components.train import tasks
 
 
@@ -70,7 +70,7 @@ def test_the_regression_loss_is_in_units_of_the_label_spread():
 
 
 def test_eval_figures_from_batch_sums_equal_the_direct_computation():
-    from tfkfp.components.common.regression import summarise
+    from tfkfp.components.common.model.regression import summarise
 
     rng = np.random.default_rng(3)
     actual = rng.normal(5000.0, 30.0, 500)  # a large mean: the spread must not cancel
@@ -91,8 +91,8 @@ def test_a_regressor_serves_raw_values_in_the_labels_units(regression_model,
                                                           regression_dataset):
     import tensorflow as tf
 
-    from tfkfp.components.common import savedmodel
-    from tfkfp.components.common.reader import make_dataset
+    from tfkfp.components.common.data.reader import make_dataset
+    from tfkfp.components.common.model import savedmodel
 
     meta = savedmodel.load_metadata(regression_model)
     assert meta["task"] == "regression" and meta["labels"] == []
@@ -133,7 +133,7 @@ def test_the_report_and_metrics_speak_of_the_regression(regression_dataset, tmp_
 
 
 def _eval_rows(dataset):
-    from tfkfp.components.common.reader import make_dataset
+    from tfkfp.components.common.data.reader import make_dataset
 
     for _, labels in make_dataset(dataset, mode="eval", batch_size=256):
         yield from labels.numpy()
@@ -152,7 +152,7 @@ def test_a_task_that_cannot_work_is_refused_before_any_work(regression_dataset, 
 
 
 def test_a_whole_number_label_can_be_regressed_on(regression_csv, tmp_path):
-    from tfkfp.components.common import savedmodel
+    from tfkfp.components.common.model import savedmodel
     from tfkfp.components.shard_tfrecords.core import shard_tfrecords
     from tfkfp.components.train.core import train
 

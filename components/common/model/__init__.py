@@ -1,0 +1,3 @@
+"""Model: the SavedModel contract and the task figures (classification, regression). Imports
+the platform and data rooms.
+"""

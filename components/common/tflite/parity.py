@@ -1,0 +1,249 @@
+"""Measuring a converted model in LiteRT against the SavedModel it came from, and the
+gate freeze_quantize and export_tflite apply to the figures.
+
+What is compared follows the signature's outputs (a ``Reading``, common.tflite.binding): on
+class scores, top-1 agreement with the SavedModel, and accuracy when the data's labels index
+the scores; on a regressor's value with the data's labels, the RMSE of both models; on every
+float output, the relative error ``|got - ref| / |ref|`` (L2 norms over all examples, the
+largest over the outputs). The gate checks the accuracy drop where there is an accuracy; on
+class scores without labels, the share of examples whose top class changed (which bounds the
+accuracy drop) against the same limit; on a regressor's value, the relative increase of the
+RMSE against ``max_rmse_increase``; on other outputs, the relative error against
+``max_relative_error``.
+"""
+
+import dataclasses
+from typing import Dict, List, Tuple
+
+import numpy as np
+
+from tfkfp.components.common.tflite import litert
+from tfkfp.components.common.tflite.inputs import Examples
+
+
+@dataclasses.dataclass(frozen=True)
+class Reading:
+    """Which outputs hold class scores and the top class; whether labels index the scores."""
+
+    scores: str | None = "probabilities"
+    class_ids: str | None = "class_ids"  # None: the argmax of the scores
+    accuracy: bool = True
+    values: str | None = None  # a regressor's value output, compared by RMSE on the labels
+
+
+@dataclasses.dataclass(frozen=True)
+class Gate:
+    max_accuracy_drop: float = 0.01
+    max_relative_error: float = 0.05
+    min_agreement: float = 0.0
+    max_rmse_increase: float = 0.05  # relative: 0.05 accepts an RMSE up to 5% higher
+
+
+@dataclasses.dataclass(frozen=True)
+class Figures:
+    """One converted model measured on the evaluation examples."""
+
+    mode: str
+    size_bytes: int
+    accuracy: float | None  # of the converted model; None without labels for its scores
+    reference_accuracy: float | None  # of the SavedModel, same examples
+    agreement: float | None  # share of examples with the SavedModel's top class; None: no scores
+    max_abs_diff: float  # of the class scores (of every float output without scores)
+    mean_abs_diff: float
+    examples: int
+    relative_error: float = 0.0  # the largest over the float outputs
+    latency_example_ms: float | None = None
+    latency_batch_ms: float | None = None
+    batch_size: int | None = None
+    rmse: float | None = None  # a regressor's, on the labels; None: no value or no labels
+    reference_rmse: float | None = None  # of the SavedModel, same examples
+
+    @property
+    def accuracy_drop(self) -> float | None:
+        if self.accuracy is None:
+            return None
+        return round(self.reference_accuracy - self.accuracy, 9)  # 0.96 - 0.95 is not 0.01
+
+    @property
+    def rmse_increase(self) -> float | None:
+        """The RMSE's relative increase over the SavedModel's (0.05: 5% higher)."""
+        if self.rmse is None:
+            return None
+        if self.reference_rmse > 0:
+            return round(self.rmse / self.reference_rmse - 1.0, 9)
+        return 0.0 if self.rmse == 0 else float("inf")
+
+    @property
+    def shortfall(self) -> float:
+        """What the gate holds against its limit: the accuracy drop, the share of changed
+        top classes, the RMSE increase, or the relative error."""
+        if self.accuracy is not None:
+            return self.accuracy_drop
+        if self.agreement is not None:
+            return round(1.0 - self.agreement, 9)
+        if self.rmse is not None:
+            return self.rmse_increase
+        return self.relative_error
+
+    def to_dict(self) -> Dict:
+        out = dataclasses.asdict(self)
+        out["accuracy_drop"] = self.accuracy_drop
+        out["rmse_increase"] = self.rmse_increase
+        return {k: round(v, 6) if isinstance(v, float) else v for k, v in out.items()}
+
+    def summary(self) -> str:
+        """The figures in one line, for logs and gate messages."""
+        parts = [f"{self.size_bytes:,} bytes"]
+        if self.accuracy is not None:
+            parts.append(f"accuracy {self.accuracy:.4f} vs {self.reference_accuracy:.4f} for "
+                         f"the SavedModel")
+        if self.agreement is not None:
+            parts.append(f"agreement {self.agreement:.4f}")
+        if self.rmse is not None:
+            parts.append(f"RMSE {self.rmse:.4g} vs {self.reference_rmse:.4g} for the "
+                         "SavedModel")
+        parts.append(f"relative error {self.relative_error:.2e}")
+        parts.append(f"max abs diff {self.max_abs_diff:.2e}")
+        return ", ".join(parts)
+
+
+@dataclasses.dataclass(frozen=True)
+class Timing:
+    batch_size: int = 256
+    runs: int = 20  # calls timed per figure (median)
+    num_threads: int = 0
+
+
+def compare(mode: str, content: bytes, signature: str, examples: Examples,
+            reference: Dict[str, np.ndarray], timing: Timing | None = None,
+            fills: Dict[str, np.ndarray] | None = None,
+            reading: Reading | None = None) -> Figures:
+    """Run the .tflite model on every example (gaps fed as the model's fills, see
+    common.tflite.feeding) and, if timing is given, time it."""
+    return measure(mode, content, signature, examples, reference, timing, fills, reading)[0]
+
+
+def measure(mode: str, content: bytes, signature: str, examples: Examples,
+            reference: Dict[str, np.ndarray], timing: Timing | None = None,
+            fills: Dict[str, np.ndarray] | None = None, reading: Reading | None = None
+            ) -> Tuple[Figures, Dict[str, np.ndarray]]:
+    """:func:`compare`, with the .tflite model's outputs on the examples beside the figures."""
+    reading = reading or Reading()
+    interpreter = litert.load_interpreter(content, timing.num_threads if timing else 0)
+    runner = litert.signature_runner(interpreter, signature)
+    got = litert.run(runner, examples.features, fills=fills, fixed_batch=examples.batch)
+    figures = dict(mode=mode, size_bytes=len(content), examples=len(examples),
+                   **outputs_figures(got, reference, reading, examples.labels))
+    if timing is not None:
+        figures.update(_latencies(runner, examples, timing, fills))
+    return Figures(**figures), got
+
+
+def _latencies(runner, examples: Examples, timing: Timing, fills) -> Dict[str, float]:
+    """Per example and per batch; a model with a fixed batch size is timed on calls of that
+    batch (its per-example figure is a call's share per row)."""
+    if examples.batch:
+        rows, _ = next(examples.batches(examples.batch))
+        call = litert.latency(runner, rows, examples.batch, timing.runs, fills)
+        return dict(latency_example_ms=1000 * call / examples.batch,
+                    latency_batch_ms=1000 * call, batch_size=examples.batch)
+    batch = min(timing.batch_size, len(examples))
+    return dict(latency_example_ms=1000 * litert.latency(runner, examples.features, 1,
+                                                         timing.runs * 5, fills),
+                latency_batch_ms=1000 * litert.latency(runner, examples.features, batch,
+                                                       timing.runs, fills),
+                batch_size=batch)
+
+
+def outputs_figures(got: Dict[str, np.ndarray], reference: Dict[str, np.ndarray],
+                    reading: Reading, labels: np.ndarray | None) -> Dict[str, float | None]:
+    """Agreement, accuracies, differences and relative error of got against reference."""
+    missing = sorted(set(reference) - set(got))
+    if missing:
+        raise litert.LiteRTError(f"the converted model lacks outputs {missing} of the "
+                                 f"SavedModel; it has {sorted(got)}")
+    floats = [n for n in sorted(reference) if np.asarray(reference[n]).dtype.kind == "f"]
+    compared = [reading.scores] if reading.scores else floats
+    diff = np.concatenate([np.abs(got[n].astype(np.float64) - reference[n]).reshape(-1)
+                           for n in compared]) if compared else np.zeros(1)
+    out = dict(max_abs_diff=float(diff.max()), mean_abs_diff=float(diff.mean()),
+               relative_error=max((_relative(got[n], reference[n]) for n in floats),
+                                  default=0.0),
+               accuracy=None, reference_accuracy=None, agreement=None, rmse=None,
+               reference_rmse=None)
+    if reading.values and labels is not None:
+        out["rmse"] = _rmse(got[reading.values], labels)
+        out["reference_rmse"] = _rmse(reference[reading.values], labels)
+    if reading.scores:
+        top, ref_top = _top1(got, reading), _top1(reference, reading)
+        out["agreement"] = float(np.mean(top == ref_top))
+        if reading.accuracy and labels is not None:
+            out["accuracy"] = _accuracy(top, labels)
+            out["reference_accuracy"] = _accuracy(ref_top, labels)
+    return out
+
+
+def _top1(outputs: Dict[str, np.ndarray], reading: Reading) -> np.ndarray:
+    if reading.class_ids:
+        return outputs[reading.class_ids]
+    return np.argmax(outputs[reading.scores], axis=-1)
+
+
+def _relative(got: np.ndarray, want: np.ndarray) -> float:
+    want = np.asarray(want, np.float64)
+    error = np.linalg.norm(got.astype(np.float64) - want)
+    return float(error / max(np.linalg.norm(want), 1e-12))
+
+
+def _rmse(values: np.ndarray, labels: np.ndarray) -> float:
+    error = np.asarray(values, np.float64).reshape(-1) - np.asarray(labels, np.float64)
+    return float(np.sqrt(np.mean(error ** 2)))
+
+
+def _accuracy(class_ids: np.ndarray, labels: np.ndarray) -> float:
+    return float(np.mean(class_ids.astype(np.int64) == labels.astype(np.int64)))
+
+
+class QualityGateError(ValueError):
+    """The converted model is not good enough; the message gives the figures and limits."""
+
+
+def failures(figures: Figures, gate: Gate) -> List[str]:
+    """Why the figures fail the gate (empty: they pass)."""
+    f, out = figures, []
+    if f.accuracy is not None and f.accuracy_drop > gate.max_accuracy_drop:
+        out.append(f"accuracy {f.accuracy:.4f} vs {f.reference_accuracy:.4f} for the "
+                   f"SavedModel on {f.examples} examples, a drop of "
+                   f"{100 * f.accuracy_drop:.2f} points, above max_accuracy_drop "
+                   f"{100 * gate.max_accuracy_drop:.2f} points")
+    elif f.accuracy is None and f.agreement is not None and \
+            f.shortfall > gate.max_accuracy_drop:
+        out.append(f"top-1 agreement {f.agreement:.4f} on {f.examples} examples (no labels "
+                   f"for the scores): {100 * f.shortfall:.2f} points changed their top class, "
+                   f"above max_accuracy_drop {100 * gate.max_accuracy_drop:.2f} points")
+    elif f.rmse is not None:
+        if f.rmse_increase > gate.max_rmse_increase:
+            out.append(f"RMSE {f.rmse:.4g} vs {f.reference_rmse:.4g} for the SavedModel on "
+                       f"{f.examples} examples, {100 * f.rmse_increase:.2f}% higher, above "
+                       f"max_rmse_increase {100 * gate.max_rmse_increase:.2f}%")
+    elif f.agreement is None and f.relative_error > gate.max_relative_error:
+        out.append(f"relative error {f.relative_error:.4f} vs the SavedModel on "
+                   f"{f.examples} examples, above max_relative_error "
+                   f"{gate.max_relative_error:.4f}")
+    if f.agreement is not None and f.agreement < gate.min_agreement:
+        out.append(f"top-1 agreement with the SavedModel {f.agreement:.4f} on {f.examples} "
+                   f"examples is below min_agreement {gate.min_agreement:.4f}")
+    return out
+
+
+def check(figures: Figures, gate: Gate, what: str) -> None:
+    """Raise QualityGateError naming every failure and the figures."""
+    found = failures(figures, gate)
+    if found:
+        raise QualityGateError(f"{what}: {'; '.join(found)} ({figures.summary()})")
+
+
+def check_drop(figures: Figures, max_accuracy_drop: float, what: str) -> None:
+    """The accuracy gate alone (see failures)."""
+    check(figures, Gate(max_accuracy_drop=max_accuracy_drop, max_relative_error=float("inf"),
+                        max_rmse_increase=float("inf")), what)
