@@ -44,7 +44,7 @@ def diagnose(name: str, dataset_dir: str, batch_size: int, seconds: float) -> Li
 
 
 def run(csv_path: str, work: str, quick: bool) -> List[Record]:
-    from tfkfp.components.common.demo_data import write_demo_data
+    from tfkfp.components.common.data.demo_data import write_demo_data
     from tfkfp.components.shard_tfrecords.core import shard_tfrecords
 
     seconds = 1.0 if quick else 3.0

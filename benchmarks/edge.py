@@ -79,8 +79,9 @@ def plain_converter(model_dir: str, calibration: Dict[str, np.ndarray]) -> Dict[
 
 
 def run(work: str, quick: bool = False) -> List[Record]:
-    from tfkfp.components.common import tflite_binding, tflite_inputs
-    from tfkfp.components.common.tflite_parity import Timing
+    from tfkfp.components.common.tflite import binding as tflite_binding
+    from tfkfp.components.common.tflite import inputs as tflite_inputs
+    from tfkfp.components.common.tflite.parity import Timing
     from tfkfp.components.freeze_quantize.core import freeze_quantize
     from tfkfp.components.shard_tfrecords.core import shard_tfrecords
 

@@ -46,9 +46,9 @@ def build_model(dataset_dir: str, model_dir: str, hidden: Tuple[int, ...] = (256
     import tensorflow as tf
     import tf_keras
 
-    from tfkfp.components.common.reader import make_dataset
-    from tfkfp.components.common.savedmodel import export_model
-    from tfkfp.components.common.schema import Schema
+    from tfkfp.components.common.data.reader import make_dataset
+    from tfkfp.components.common.data.schema import Schema
+    from tfkfp.components.common.model.savedmodel import export_model
 
     schema = Schema.load(dataset_dir)
     tf_keras.utils.set_random_seed(0)
@@ -130,7 +130,7 @@ def run(csv_path: str, work: str, repeats: int) -> List[Record]:
         return batch_predict(model_dir, shards, os.path.join(work, name),
                              predict_batch_size=BATCH, predictor=predictor).inputs
 
-    from tfkfp.components.common.dataset import Manifest
+    from tfkfp.components.common.data.dataset import Manifest
 
     manifest = Manifest.load(dataset_dir)
     shard_files = [f for split in manifest.splits for f in manifest.shard_files(split)]

@@ -72,9 +72,9 @@ def train_and_export(dataset: str, out: str, hidden: List[int], stacked: bool,
                      epochs: int) -> int:
     import tf_keras
 
-    from tfkfp.components.common.reader import make_dataset
-    from tfkfp.components.common.savedmodel import export_model
-    from tfkfp.components.common.schema import Schema
+    from tfkfp.components.common.data.reader import make_dataset
+    from tfkfp.components.common.data.schema import Schema
+    from tfkfp.components.common.model.savedmodel import export_model
 
     schema = Schema.load(dataset)
     tf_keras.utils.set_random_seed(3)
@@ -86,7 +86,7 @@ def train_and_export(dataset: str, out: str, hidden: List[int], stacked: bool,
 
 
 def measure_modes(model_dir: str, dataset: str, work: str, name: str):
-    from tfkfp.components.common.tflite_parity import Timing
+    from tfkfp.components.common.tflite.parity import Timing
     from tfkfp.components.freeze_quantize.core import freeze_quantize
 
     return freeze_quantize(model_dir, dataset, os.path.join(work, f"{name}-tflite"),
@@ -112,7 +112,8 @@ def latency_rates(model_dir: str, int8_path: str, dataset: str, batch: int, call
     """Examples/s of int8 LiteRT and of the float SavedModel in TF, same batch, same data."""
     import tensorflow as tf
 
-    from tfkfp.components.common import litert, tflite_inputs
+    from tfkfp.components.common.tflite import inputs as tflite_inputs
+    from tfkfp.components.common.tflite import litert
 
     _, fn = tflite_inputs.load_signature(model_dir, "serving_raw")
     names = sorted(tflite_inputs.signature_inputs(fn))
@@ -136,7 +137,7 @@ def latency_rates(model_dir: str, int8_path: str, dataset: str, batch: int, call
 
 
 def run(work: str, repeats: int, quick: bool = False) -> List[Record]:
-    from tfkfp.components.common.demo_data import write_demo_data
+    from tfkfp.components.common.data.demo_data import write_demo_data
     from tfkfp.components.shard_tfrecords.core import shard_tfrecords
 
     logging.getLogger("tfkfp").setLevel(logging.WARNING)

@@ -25,7 +25,7 @@ def _consume(ds) -> int:
 
 
 def ours(dataset_dir: str) -> int:
-    from tfkfp.components.common.reader import make_dataset
+    from tfkfp.components.common.data.reader import make_dataset
 
     return sum(_consume(make_dataset(dataset_dir, mode="eval", split=split, batch_size=BATCH))
                for split in ("train", "eval"))
@@ -34,9 +34,9 @@ def ours(dataset_dir: str) -> int:
 def naive(dataset_dir: str) -> int:
     import tensorflow as tf
 
-    from tfkfp.components.common.dataset import split_files
-    from tfkfp.components.common.reader import feature_spec
-    from tfkfp.components.common.schema import Schema
+    from tfkfp.components.common.data.dataset import split_files
+    from tfkfp.components.common.data.reader import feature_spec
+    from tfkfp.components.common.data.schema import Schema
 
     schema = Schema.load(dataset_dir)
     spec = feature_spec(schema, schema.columns)
@@ -49,7 +49,7 @@ def naive(dataset_dir: str) -> int:
 def raw_bytes(dataset_dir: str) -> int:
     import tensorflow as tf
 
-    from tfkfp.components.common.dataset import split_files
+    from tfkfp.components.common.data.dataset import split_files
 
     files = [f for s in ("train", "eval") for f in split_files(dataset_dir, s)[0]]
     ds = tf.data.Dataset.from_tensor_slices(files).interleave(
@@ -61,7 +61,7 @@ def raw_bytes(dataset_dir: str) -> int:
 
 def raw_block_rows(dataset_dir: str) -> int:
     """The raw read of a blocks Dataset, counted in rows (from its manifest)."""
-    from tfkfp.components.common.dataset import Manifest
+    from tfkfp.components.common.data.dataset import Manifest
 
     raw_bytes(dataset_dir)
     return sum(Manifest.load(dataset_dir).records(s) for s in ("train", "eval"))
@@ -73,8 +73,8 @@ STREAM_EPOCHS = 5  # long enough that what the pipeline fills before its first b
 def ours_streaming(dataset_dir: str):
     """Rows of each batch of ``STREAM_EPOCHS`` passes over the train split through
     ``make_dataset``."""
-    from tfkfp.components.common.dataset import Manifest
-    from tfkfp.components.common.reader import make_dataset
+    from tfkfp.components.common.data.dataset import Manifest
+    from tfkfp.components.common.data.reader import make_dataset
 
     batches = STREAM_EPOCHS * -(-Manifest.load(dataset_dir).records("train") // BATCH)
     ds = make_dataset(dataset_dir, mode="eval", split="train", batch_size=BATCH, repeat=True)
@@ -87,7 +87,7 @@ def raw_streaming(dataset_dir: str):
     block's rows counted as the manifest's rows per record)."""
     import tensorflow as tf
 
-    from tfkfp.components.common.dataset import Manifest, split_files
+    from tfkfp.components.common.data.dataset import Manifest, split_files
 
     manifest = Manifest.load(dataset_dir)
     per_record = manifest.records("train") / max(sum(manifest.shard_blocks("train")), 1)
