@@ -33,8 +33,8 @@ def in_memory_rate(dataset_dir: str, epochs: int, steps_per_execution: int = 1) 
 
     from tfkfp.components.common.data.reader import make_dataset
     from tfkfp.components.common.data.schema import Schema
-    from tfkfp.components.train.config import TrainConfig
-    from tfkfp.components.train.models import build_model, sample_features
+    from tfkfp.components.common.training.config import TrainConfig
+    from tfkfp.components.common.training.models import build_model, sample_features
 
     schema = Schema.load(dataset_dir)
     columns, labels = {}, []
@@ -126,8 +126,8 @@ def _time_to_target(work: str, workers: int = 1) -> float:
     """Seconds of training to 95% eval accuracy on the demo digits, default settings; with
     ``workers``, multi_worker_mirrored at the same global batch."""
     from tfkfp.components.common.data.demo_data import write_demo_data
+    from tfkfp.components.common.training.config import TrainConfig
     from tfkfp.components.shard_tfrecords.core import shard_tfrecords
-    from tfkfp.components.train.config import TrainConfig
     from tfkfp.components.train.core import train
 
     dataset_dir = os.path.join(work, "demo-dataset")

@@ -255,11 +255,11 @@ def check_arguments(arguments: Dict[str, Any]) -> None:
 
 def _check_train(values: Dict[str, Any]) -> None:
     with checks.native_stderr_hushed():
-        from tfkfp.components.train.config import check_warm_start_uri
-        from tfkfp.components.train.core import check_request
+        from tfkfp.components.common.training.config import check_warm_start_uri
+        from tfkfp.components.train.core import check_options
 
     check_warm_start_uri(values["warm_start_model_uri"], "warm_start_model_uri")
     options = checks.pick(values, *TRAIN_SETTINGS)
     if values["model_fn"]:  # imported in the step's image, which may hold code this one lacks
         options.pop("model_name")
-    check_request("", "", values["launcher"], values["launcher_options"], **options)
+    check_options("", "", values["launcher"], values["launcher_options"], **options)

@@ -13,13 +13,12 @@ import time
 from typing import Any, Dict, Sequence, Tuple
 
 from tfkfp.components.common.data.dataset import Manifest
-from tfkfp.components.common.data.schema import Schema, SchemaError
 from tfkfp.components.common.platform.cpus import tensorflow_threads
+from tfkfp.components.common.training import strategies, tasks
+from tfkfp.components.common.training.config import TrainConfig, TrainConfigError
+from tfkfp.components.common.training.request import check_request, make_config
+from tfkfp.components.common.training.shape import validate
 from tfkfp.components.diagnose_bottleneck import probe, report, verdict
-from tfkfp.components.train import strategies, tasks
-from tfkfp.components.train.config import TrainConfig
-from tfkfp.components.train.errors import TrainConfigError
-from tfkfp.components.train.shape import validate
 
 IN_PROCESS = strategies.names(multi_process=False)  # the strategies this process can run
 METRICS = ("input_records_per_second", "input_mb_per_second", "read_records_per_second",
@@ -84,31 +83,22 @@ def diagnose_bottleneck(
     """
     started = time.perf_counter()
     tensorflow_threads()  # before TensorFlow's first op: pools sized to the CPU limit
-    config = _config(dataset, model_name, model_fn, hidden_units, batch_size, strategy, precision,
-                     cache, task)
+    config = make_config(dataset, "", dict(
+        model_name=model_name, model_fn=model_fn, hidden_units=hidden_units,
+        batch_size=batch_size, strategy=strategy, precision=precision, cache=cache, task=task))
     _check(config, memory_limit_mb, seconds)
-    schema = _check_dataset(dataset, task)
-    records = _train_records(dataset)
-    figures = probe.run(config, schema, records, memory_limit_mb, seconds)
+    # train's own checks of its Dataset; the label read as train reads it (classes or values)
+    schema, resolved = check_request(config, splits=("train",),
+                                     consequence="there is no training step to diagnose")
+    records = Manifest.load(dataset).records("train")
+    figures = probe.run(config, tasks.training_schema(schema, resolved), records,
+                        memory_limit_mb, seconds)
     figures.update(model=config.model_fn or config.model_name, strategy=strategy,
                    batch_size=batch_size, precision=precision, cache=cache,
                    diagnosis_seconds=time.perf_counter() - started)
     found, summary = verdict.decide(figures)
     return BottleneckResult(found, summary, tuple(verdict.remedies(found, figures)), figures,
                             config)
-
-
-def _config(dataset, model_name, model_fn, hidden_units, batch_size, strategy, precision,
-            cache, task="auto") -> TrainConfig:
-    if isinstance(hidden_units, str):
-        try:
-            hidden_units = [int(u) for u in hidden_units.replace(" ", "").split(",") if u]
-        except ValueError as err:
-            raise TrainConfigError(f"hidden_units {hidden_units!r} is not a comma-separated "
-                                   "list of integers, e.g. '256,128'") from err
-    return TrainConfig(dataset=dataset, model_dir="", model_name=model_name, model_fn=model_fn,
-                       hidden_units=tuple(hidden_units), batch_size=batch_size,
-                       strategy=strategy, precision=precision, cache=cache, task=task)
 
 
 def _check(config: TrainConfig, memory_limit_mb: int, seconds: float) -> None:
@@ -124,22 +114,3 @@ def _check(config: TrainConfig, memory_limit_mb: int, seconds: float) -> None:
                                f"got {memory_limit_mb}")
     if not seconds > 0:
         raise TrainConfigError(f"seconds must be positive, got {seconds}")
-
-
-def _check_dataset(data: str, task: str = "auto") -> Schema:
-    Manifest.load(data)  # says what is missing when data is not a Dataset directory
-    schema = Schema.load(data)
-    try:  # the label read as train reads it: a classifier's classes or a regressor's values
-        task = tasks.resolve(schema, task)
-    except SchemaError as err:
-        raise SchemaError(f"{data}: {err}; there is no training step to diagnose") from err
-    if not schema.features:
-        raise SchemaError(f"{data}: the schema has no feature columns")
-    return tasks.training_schema(schema, task)
-
-
-def _train_records(data: str) -> int:
-    records = Manifest.load(data).records("train")
-    if records < 1:
-        raise SchemaError(f"{data}: the train split has no records")
-    return records

@@ -12,9 +12,9 @@ from tfkfp.components.common.data.dataset import Manifest, tf_compression
 from tfkfp.components.common.data.reader import make_dataset
 from tfkfp.components.common.data.schema import Schema, packable
 from tfkfp.components.common.platform import uris
+from tfkfp.components.common.training import models, strategies
+from tfkfp.components.common.training.config import TrainConfig
 from tfkfp.components.diagnose_bottleneck import measure, memory
-from tfkfp.components.train import models, strategies
-from tfkfp.components.train.config import TrainConfig
 
 log = logging.getLogger("tfkfp")
 HELD_BATCHES = 2

@@ -6,8 +6,8 @@ import math
 from typing import Any, Dict, List, Tuple
 
 from tfkfp.components.common.platform.cpus import container_cpus
+from tfkfp.components.common.training import strategies
 from tfkfp.components.diagnose_bottleneck.memory import HEADROOM
-from tfkfp.components.train import strategies
 
 INPUT, COMPUTE, MEMORY = "input-bound", "compute-bound", "memory-bound"
 VERDICTS = (INPUT, COMPUTE, MEMORY)

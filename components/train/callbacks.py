@@ -9,8 +9,8 @@ from typing import Any, Dict, List
 import tf_keras
 
 from tfkfp.components.common.platform import uris
+from tfkfp.components.common.training.tasks import reached
 from tfkfp.components.train.errors import TrainingDiverged
-from tfkfp.components.train.tasks import reached
 
 
 class EpochTimer(tf_keras.callbacks.Callback):

@@ -22,12 +22,17 @@ from typing import Any, Dict, List
 from tfkfp.components.common.data.dataset import SPLITS, Manifest
 from tfkfp.components.common.data.schema import Column, Schema
 from tfkfp.components.common.platform import uris
-from tfkfp.components.train import tasks
-from tfkfp.components.train.config import CHECKPOINT_SETTINGS, TrainConfig
+from tfkfp.components.common.training import tasks
+from tfkfp.components.common.training.config import TrainConfig
 from tfkfp.components.train.errors import CheckpointMismatch
 
 RECORD_FILE = "tfkfp_checkpoint.json"
 RECORD_VERSION = 1
+# The settings a checkpoint_dir records, besides the model (model_fn or model_name): those
+# that change the weights' shapes or meaning, or the optimizer and loss scale state kept with
+# them. A rerun may change the others (epochs to continue, batch size, learning rate,
+# strategy and cluster shape after a preemption) and still resume.
+CHECKPOINT_SETTINGS = ("hidden_units", "task", "loss", "optimizer", "precision")
 log = logging.getLogger("tfkfp")
 
 

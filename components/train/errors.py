@@ -1,11 +1,10 @@
-"""Why a training step fails: a request that cannot run, a diverged loss, a failed task or job.
+"""Why a training step fails: a checkpoint of another run, a diverged loss, a failed task or
+job. A request that cannot run raises common.training's TrainConfigError.
 
-One module, so a caller (diagnose_bottleneck, a launcher, a test) names the failure without
-importing the machinery that raises it."""
+One module, so a caller (a launcher, a test) names the failure without importing the
+machinery that raises it."""
 
-
-class TrainConfigError(ValueError):
-    """A training request that cannot run; raised before any training work."""
+from tfkfp.components.common.training.config import TrainConfigError
 
 
 class CheckpointMismatch(TrainConfigError):

@@ -15,8 +15,8 @@ import json
 import os
 from typing import Dict, List, Mapping
 
-from tfkfp.components.train.shape import ClusterShape
-from tfkfp.components.train.strategies import Task
+from tfkfp.components.common.training.shape import ClusterShape
+from tfkfp.components.common.training.strategies import ClusterTask
 
 PORT = 2222  # every replica serves TensorFlow's gRPC here (the runtime's containerPort)
 # Set in each pod by the runtime from the JobSet's labels (downward API), and by the Job
@@ -76,12 +76,12 @@ def _int(env: Mapping[str, str], name: str) -> int:
     return value
 
 
-def tasks(shape: ClusterShape) -> List[Task]:
+def tasks(shape: ClusterShape) -> List[ClusterTask]:
     """The shape's tasks in completion-index order."""
-    return [Task(role, i) for role, n in shape.replicas.items() for i in range(n)]
+    return [ClusterTask(role, i) for role, n in shape.replicas.items() for i in range(n)]
 
 
-def task_at(shape: ClusterShape, index: int) -> Task:
+def task_at(shape: ClusterShape, index: int) -> ClusterTask:
     """The task the pod with this completion index runs."""
     order = tasks(shape)
     if not 0 <= index < len(order):

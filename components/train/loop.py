@@ -19,7 +19,9 @@ from tfkfp.components.common.data.schema import Schema
 from tfkfp.components.common.model import savedmodel
 from tfkfp.components.common.platform import uris
 from tfkfp.components.common.platform.cpus import tensorflow_threads
-from tfkfp.components.train import checkpoint_record, models, strategies, tasks
+from tfkfp.components.common.training import models, strategies, tasks
+from tfkfp.components.common.training.config import TrainConfig, check_batch
+from tfkfp.components.train import checkpoint_record
 from tfkfp.components.train.callbacks import (
     EpochCheckpoint,
     EpochTimer,
@@ -28,7 +30,6 @@ from tfkfp.components.train.callbacks import (
     StepNanGuard,
     load_history,
 )
-from tfkfp.components.train.config import TrainConfig, check_batch
 from tfkfp.components.train.errors import CheckpointMismatch
 
 log = logging.getLogger("tfkfp")
@@ -40,8 +41,8 @@ def run(config: TrainConfig, result_path: str) -> Dict[str, Any] | None:
     import tf_keras
 
     tensorflow_threads()  # before TensorFlow's first op: pools sized to the CPU limit
-    task = strategies.current_task()
-    chief = strategies.is_chief(task)
+    cluster_task = strategies.current_cluster_task()  # TF_CONFIG's; task: what the model learns
+    chief = strategies.is_chief(cluster_task)
     if config.precision != "float32":
         tf_keras.mixed_precision.set_global_policy(config.precision)
     tf_keras.utils.set_random_seed(config.seed)

@@ -11,9 +11,10 @@ import os
 import sys
 
 from tfkfp.components.common.platform import uris
-from tfkfp.components.train import jobset_replica, strategies
-from tfkfp.components.train.config import TrainConfig
-from tfkfp.components.train.shape import ClusterShape
+from tfkfp.components.common.training import strategies
+from tfkfp.components.common.training.config import TrainConfig
+from tfkfp.components.common.training.shape import ClusterShape
+from tfkfp.components.train import jobset_replica
 
 
 def main(argv=None) -> int:
@@ -24,9 +25,9 @@ def main(argv=None) -> int:
     if jobset_replica.set_tf_config(ClusterShape.for_config(config)):
         logging.getLogger("tfkfp").info("TF_CONFIG from the JobSet identity: %s",
                                         os.environ["TF_CONFIG"])
-    task = strategies.current_task()
-    if task and task.type in strategies.get(config.strategy).servers:
-        strategies.run_server(task, config.workers)
+    cluster_task = strategies.current_cluster_task()
+    if cluster_task and cluster_task.type in strategies.get(config.strategy).servers:
+        strategies.run_server(cluster_task, config.workers)
         return 0
     from tfkfp.components.train import loop
 

@@ -374,9 +374,9 @@ def test_the_allow_list_names_the_launcher_defaults(rendered):
 
 def replica_pod_labels(runtime):
     """The labels of every replica pod the launchers create, with the runtime's pods."""
-    from tfkfp.components.train.config import TrainConfig
+    from tfkfp.components.common.training.config import TrainConfig
+    from tfkfp.components.common.training.shape import ClusterShape
     from tfkfp.components.train.launchers import job, tfjob
-    from tfkfp.components.train.shape import ClusterShape
 
     options = job.parse_options("tfjob", {})
     config = TrainConfig(dataset="gs://b/data", model_dir="gs://b/model")
@@ -427,9 +427,9 @@ def test_on_kind_the_replicas_may_reach_kfps_minio_and_its_namespace_is_labelled
 
 
 def test_the_pods_tfkfp_creates_meet_the_restricted_pod_security_profile(rendered, runtime):
-    from tfkfp.components.train.config import TrainConfig
+    from tfkfp.components.common.training.config import TrainConfig
+    from tfkfp.components.common.training.shape import ClusterShape
     from tfkfp.components.train.launchers import job, tfjob
-    from tfkfp.components.train.shape import ClusterShape
 
     options = job.parse_options("tfjob", {"volume_claim": "shared"})
     config = TrainConfig(dataset="gs://b/data", model_dir="gs://b/model")

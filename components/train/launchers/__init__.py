@@ -1,6 +1,6 @@
 """Where a training cluster runs: ``local`` processes on this machine, a Kubeflow Training
 Operator ``tfjob``, a Kubeflow Trainer v2 ``trainjob``, or a Vertex AI CustomJob (``vertex``).
-All render one ClusterShape (see ../shape.py); tfjob and trainjob share kube.py."""
+All render one ClusterShape (see common/training/shape.py); tfjob and trainjob share kube.py."""
 
 from typing import Iterable
 

@@ -13,8 +13,7 @@ from typing import Any, Dict
 
 from tfkfp.components._image import step_image
 from tfkfp.components.common.platform import uris
-from tfkfp.components.train.config import TrainConfig
-from tfkfp.components.train.errors import TrainConfigError
+from tfkfp.components.common.training.config import TrainConfig, TrainConfigError
 
 log = logging.getLogger("tfkfp")
 

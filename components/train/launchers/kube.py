@@ -24,11 +24,11 @@ from tfkfp.components.common.platform.kube_api import (
     default_namespace,
 )
 from tfkfp.components.common.platform.signals import sigterm_raises
+from tfkfp.components.common.training.config import TrainConfigError
 from tfkfp.components.train.errors import (
     ClusterCreateRefused,
     ClusterJobFailed,
     ClusterJobReportedFailure,
-    TrainConfigError,
 )
 from tfkfp.components.train.launchers import TAIL_LINES, indented
 from tfkfp.components.train.launchers.job import LaunchOptions

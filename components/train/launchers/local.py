@@ -19,12 +19,13 @@ from typing import Deque, Dict, List, TextIO
 from tfkfp.components.common.platform import lifeline
 from tfkfp.components.common.platform.cpus import thread_environment
 from tfkfp.components.common.platform.signals import sigterm_raises
-from tfkfp.components.train import loopback, strategies
-from tfkfp.components.train.config import TrainConfig
+from tfkfp.components.common.training import strategies
+from tfkfp.components.common.training.config import TrainConfig
+from tfkfp.components.common.training.shape import ClusterShape
+from tfkfp.components.common.training.strategies import ClusterTask
+from tfkfp.components.train import loopback
 from tfkfp.components.train.errors import WorkerFailed
 from tfkfp.components.train.launchers import TAIL_LINES, indented
-from tfkfp.components.train.shape import ClusterShape
-from tfkfp.components.train.strategies import Task
 
 
 @dataclasses.dataclass(frozen=True)
@@ -34,14 +35,15 @@ class Cluster:
     spec: Dict[str, List[str]]
 
     @property
-    def tasks(self) -> List[Task]:
-        return [Task(kind, i) for kind, hosts in self.spec.items() for i in range(len(hosts))]
+    def tasks(self) -> List[ClusterTask]:
+        return [ClusterTask(kind, i) for kind, hosts in self.spec.items()
+                for i in range(len(hosts))]
 
     @property
-    def chief(self) -> Task:
-        return Task("chief", 0) if "chief" in self.spec else Task("worker", 0)
+    def chief(self) -> ClusterTask:
+        return ClusterTask("chief", 0) if "chief" in self.spec else ClusterTask("worker", 0)
 
-    def tf_config(self, task: Task) -> str:
+    def tf_config(self, task: ClusterTask) -> str:
         return json.dumps({"cluster": self.spec, "task": {"type": task.type,
                                                           "index": task.index}})
 
@@ -77,8 +79,8 @@ def run_cluster(config: TrainConfig, result_path: str, stream: TextIO | None = N
             f.write(config.to_json())
         env = {"PYTHONUNBUFFERED": "1", **loopback.environment(loopback.build(tmp)),
                **thread_environment(len(cluster.tasks))}  # the pod's CPUs, shared
-        processes: Dict[Task, subprocess.Popen] = {}
-        tails: Dict[Task, Deque[str]] = {}
+        processes: Dict[ClusterTask, subprocess.Popen] = {}
+        tails: Dict[ClusterTask, Deque[str]] = {}
         threads = []
         with sigterm_raises("training"):
             try:
@@ -102,7 +104,7 @@ def _start(env: Dict[str, str], config_path: str, result_path: str) -> subproces
         env={**os.environ, **env}, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
 
 
-def _stream(process: subprocess.Popen, task: Task, tail: Deque[str], out: TextIO):
+def _stream(process: subprocess.Popen, task: ClusterTask, tail: Deque[str], out: TextIO):
     def pump():
         for line in process.stdout:
             tail.append(line.rstrip("\n"))
@@ -114,7 +116,8 @@ def _stream(process: subprocess.Popen, task: Task, tail: Deque[str], out: TextIO
     return thread
 
 
-def _wait(processes: Dict[Task, subprocess.Popen], chief: Task, tails, servers_linger: bool):
+def _wait(processes: Dict[ClusterTask, subprocess.Popen], chief: ClusterTask, tails,
+          servers_linger: bool):
     """Return when the chief (and, for multi-worker, every worker) has succeeded; raise as
     soon as any task fails."""
     while True:

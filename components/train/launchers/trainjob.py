@@ -10,11 +10,11 @@ index 0, the chief (worker 0 when there is no chief), succeeds, as a TFJob does.
 
 from typing import Any, Dict
 
+from tfkfp.components.common.training.shape import ClusterShape
 from tfkfp.components.train import jobset_replica
 from tfkfp.components.train.errors import TrainJobFailed, TrainJobReportedFailure
 from tfkfp.components.train.launchers import kube
 from tfkfp.components.train.launchers.job import JobPlan, LaunchOptions, worker_command
-from tfkfp.components.train.shape import ClusterShape
 
 GROUP, VERSION, PLURAL = "trainer.kubeflow.org", "v1alpha1", "trainjobs"
 RUNTIME_KIND = "ClusterTrainingRuntime"

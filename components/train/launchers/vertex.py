@@ -9,9 +9,9 @@ from typing import List
 
 from tfkfp.components.common.platform import vertex_jobs
 from tfkfp.components.common.platform.signals import sigterm_raises
+from tfkfp.components.common.training.shape import ClusterShape
 from tfkfp.components.train.errors import VertexJobFailed
 from tfkfp.components.train.launchers.job import JobPlan, LaunchOptions, worker_command
-from tfkfp.components.train.shape import ClusterShape
 
 log = logging.getLogger("tfkfp")
 

@@ -11,10 +11,10 @@ import pytest
 from conftest import cut_shard
 from tfkfp.components.common.data.dataset import DatasetMismatchError, Manifest
 from tfkfp.components.common.data.schema import SchemaError
+from tfkfp.components.common.training.config import TrainConfigError
 from tfkfp.components.diagnose_bottleneck import memory, report
 from tfkfp.components.diagnose_bottleneck.core import diagnose_bottleneck
 from tfkfp.components.diagnose_bottleneck.verdict import COMPUTE, INPUT, MEMORY
-from tfkfp.components.train.errors import TrainConfigError
 
 SECONDS = 0.5
 
@@ -131,10 +131,10 @@ def test_bad_options_are_refused_with_the_allowed_values(demo_dataset, options, 
         diagnose_bottleneck(demo_dataset, **options)
 
 
-def test_dataset_without_a_label_is_refused(unlabeled_demo):
+def test_dataset_without_a_label_is_refused(unlabeled_dataset):
     with pytest.raises(SchemaError, match="the schema has no label column.*label=<column>; "
                                           "there is no training step to diagnose"):
-        diagnose_bottleneck(unlabeled_demo)
+        diagnose_bottleneck(unlabeled_dataset)
 
 
 def test_folder_that_is_not_a_dataset_is_refused(tmp_path):

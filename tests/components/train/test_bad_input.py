@@ -8,8 +8,9 @@ from conftest import cut_shard, write_csv
 from tfkfp.components.common.data.dataset import DatasetMismatchError, Manifest
 from tfkfp.components.common.data.schema import SchemaError
 from tfkfp.components.common.model import savedmodel
+from tfkfp.components.common.training.config import TrainConfigError
 from tfkfp.components.train.core import train, warm_start_from
-from tfkfp.components.train.errors import TrainConfigError, TrainingDiverged
+from tfkfp.components.train.errors import TrainingDiverged
 
 
 @pytest.mark.parametrize("options,message", [

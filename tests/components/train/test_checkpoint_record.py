@@ -8,11 +8,11 @@ import pytest
 
 from tfkfp.components.common.data.dataset import Manifest
 from tfkfp.components.common.data.schema import Schema
+from tfkfp.components.common.training.config import TrainConfig, TrainConfigError
 from tfkfp.components.shard_tfrecords.core import shard_tfrecords
 from tfkfp.components.train import checkpoint_record, loop
-from tfkfp.components.train.config import TrainConfig
 from tfkfp.components.train.core import train
-from tfkfp.components.train.errors import CheckpointMismatch, TrainConfigError
+from tfkfp.components.train.errors import CheckpointMismatch
 
 RECORD = checkpoint_record.RECORD_FILE
 SMALL = {"hidden_units": "16", "steps_per_epoch": 3, "batch_size": 32}

@@ -78,8 +78,8 @@ def test_cnn_learns_from_images(image_dataset, tmp_path):
 @pytest.mark.parametrize("name", ["resnet50", "mobilenet_v2"])
 def test_keras_applications_build_for_small_images(image_dataset, name):
     from tfkfp.components.common.data.schema import Schema
-    from tfkfp.components.train.config import TrainConfig
-    from tfkfp.components.train.models import build_model
+    from tfkfp.components.common.training.config import TrainConfig
+    from tfkfp.components.common.training.models import build_model
 
     config = TrainConfig(image_dataset, "unused", model_name=name)
     model = build_model(config, Schema.load(image_dataset), {})

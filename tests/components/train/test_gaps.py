@@ -8,9 +8,9 @@ import pytest
 
 from conftest import messy_rows, write_csv, write_messy_csv
 from tfkfp.components.common.data.schema import SchemaError
+from tfkfp.components.common.training.models import gap_free_moments
 from tfkfp.components.shard_tfrecords.core import shard_tfrecords
 from tfkfp.components.train.core import train
-from tfkfp.components.train.models import gap_free_moments
 
 
 @pytest.fixture(scope="module")

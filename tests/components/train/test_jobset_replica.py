@@ -6,11 +6,12 @@ import json
 
 import pytest
 
-from tfkfp.components.train import jobset_replica, strategies
-from tfkfp.components.train.config import TrainConfig
+from tfkfp.components.common.training import strategies
+from tfkfp.components.common.training.config import TrainConfig
+from tfkfp.components.common.training.shape import ClusterShape
+from tfkfp.components.train import jobset_replica
 from tfkfp.components.train.jobset_replica import Identity
 from tfkfp.components.train.launchers.local import local_cluster
-from tfkfp.components.train.shape import ClusterShape
 
 
 def shapes():
@@ -59,7 +60,7 @@ def test_index_0_leads_and_only_index_0(shape, monkeypatch):
     for index in range(sum(shape.replicas.values())):
         monkeypatch.setenv("TF_CONFIG", jobset_replica.tf_config(shape,
                                                                  Identity("j", "node", 0, index)))
-        assert strategies.is_chief(strategies.current_task()) == (index == 0)
+        assert strategies.is_chief(strategies.current_cluster_task()) == (index == 0)
 
 
 def test_tensorflow_reads_the_cluster_the_replica_built(monkeypatch):

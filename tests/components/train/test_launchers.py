@@ -8,12 +8,12 @@ import signal
 import pytest
 
 from tfkfp.components._image import IMAGE
-from tfkfp.components.train.config import TrainConfig
+from tfkfp.components.common.training.config import TrainConfig, TrainConfigError
+from tfkfp.components.common.training.shape import ClusterShape
 from tfkfp.components.train.core import train
-from tfkfp.components.train.errors import TrainConfigError, VertexJobFailed
+from tfkfp.components.train.errors import VertexJobFailed
 from tfkfp.components.train.launchers import job, kube, tfjob, trainjob, vertex
 from tfkfp.components.train.launchers.local import local_cluster
-from tfkfp.components.train.shape import ClusterShape
 
 
 def config(strategy="default", **fields):

@@ -14,8 +14,9 @@ from cluster_tools import ROOT, run, tool
 from kube_controller import Controller, cancel_step, cluster
 
 from tfkfp.components._image import IMAGE
+from tfkfp.components.common.training.config import TrainConfigError
 from tfkfp.components.train.core import train
-from tfkfp.components.train.errors import TFJobFailed, TrainConfigError
+from tfkfp.components.train.errors import TFJobFailed
 from tfkfp.components.train.launchers import job, kube, tfjob
 
 pytestmark = pytest.mark.slow

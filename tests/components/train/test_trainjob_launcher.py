@@ -18,8 +18,9 @@ from cluster_tools import ROOT, run, tool
 from kube_controller import Controller, cancel_step, cluster
 
 from tfkfp.components._image import IMAGE
+from tfkfp.components.common.training.config import TrainConfigError
 from tfkfp.components.train.core import train
-from tfkfp.components.train.errors import TrainConfigError, TrainJobFailed
+from tfkfp.components.train.errors import TrainJobFailed
 from tfkfp.components.train.launchers import kube, trainjob
 
 pytestmark = pytest.mark.slow

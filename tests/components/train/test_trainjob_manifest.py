@@ -3,9 +3,9 @@ the replica names it gives the pods' logs (the launcher against an API server:
 test_trainjob_launcher.py)."""
 
 from tfkfp.components._image import IMAGE
-from tfkfp.components.train.config import TrainConfig
+from tfkfp.components.common.training.config import TrainConfig
+from tfkfp.components.common.training.shape import ClusterShape
 from tfkfp.components.train.launchers import job, trainjob
-from tfkfp.components.train.shape import ClusterShape
 
 
 def config(strategy="default", **fields):

@@ -1,6 +1,7 @@
 """What a training run is asked to do, and the checks of its fields made before any work
 starts. shape.validate checks the whole request: these fields, then the strategy and its
-cluster shape against the table in strategies.py (which builds on this module)."""
+cluster shape against the table in strategies.py (which builds on this module); request.py
+then checks it against its Dataset. TrainConfigError is what every one of them raises."""
 
 import dataclasses
 import importlib
@@ -9,7 +10,6 @@ import os
 from typing import Any, Dict, Tuple
 
 from tfkfp.components.common.platform import uris
-from tfkfp.components.train.errors import TrainConfigError
 
 MODELS = ("mlp", "cnn", "resnet50", "mobilenet_v2")
 OPTIMIZERS = ("adam", "sgd", "rmsprop")
@@ -23,12 +23,10 @@ TARGET_METRICS = {"classification": ("accuracy", "loss"),
                   "regression": ("rmse", "mae", "r2", "loss")}
 # What tf.io.gfile reads in the suite's image, besides local paths.
 WARM_START_SCHEMES = ("gs://", "file://")
-# The settings a checkpoint_dir records (checkpoint_record.py), besides the model (model_fn
-# or model_name): those that change the weights' shapes or meaning, or the optimizer and loss
-# scale state kept with them. A rerun may change the others (epochs to continue, batch size,
-# learning rate, strategy and cluster shape after a preemption) and still resume.
-CHECKPOINT_SETTINGS = ("hidden_units", "task", "loss", "optimizer", "precision")
 
+
+class TrainConfigError(ValueError):
+    """A training request that cannot run; raised before any training work."""
 
 
 @dataclasses.dataclass(frozen=True)

@@ -14,9 +14,8 @@ from typing import Dict, List, Tuple
 import numpy as np
 
 from tfkfp.components.common.data.schema import Column, Schema
-from tfkfp.components.train import tasks
-from tfkfp.components.train.config import TrainConfig, load_model_fn
-from tfkfp.components.train.errors import TrainConfigError
+from tfkfp.components.common.training import tasks
+from tfkfp.components.common.training.config import TrainConfig, TrainConfigError, load_model_fn
 
 MAX_STRING_TOKENS = 100
 MIN_APPLICATION_SIZE = 32  # keras.applications need at least 32x32 inputs

@@ -18,7 +18,7 @@ from typing import Dict, Tuple
 import numpy as np
 
 from tfkfp.components.common.data.schema import Schema, SchemaError
-from tfkfp.components.train.config import (
+from tfkfp.components.common.training.config import (
     HIGHER_IS_BETTER,
     REGRESSION_LOSSES,
     TARGET_METRICS,

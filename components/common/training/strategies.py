@@ -2,10 +2,12 @@
 it runs as, where its replicas run, what it allows of Keras and of the launchers, what must be
 there before any work, and how its strategy object is built.
 
-This is train's public module for strategies. The rest of train (checks, cluster shape,
-launchers, worker, loop) and diagnose_bottleneck read the table here instead of naming
-strategies, so adding a strategy is a change to this file only. It imports no TensorFlow at
-module scope: builders import it when they run, in the process that trains."""
+The checks and cluster shape beside it, train (launchers, worker, loop) and
+diagnose_bottleneck read the table here instead of naming strategies, so adding a strategy
+is a change to this file only.
+A process of a multi-process strategy knows which task of the cluster it is from
+``TF_CONFIG`` (``ClusterTask``: a cluster's task, not the task a model learns). It imports no
+TensorFlow at module scope: builders import it when they run, in the process that trains."""
 
 import dataclasses
 import json
@@ -13,8 +15,7 @@ import logging
 import os
 from typing import Any, Callable, Dict, List, Mapping, Tuple
 
-from tfkfp.components.train.config import TrainConfig
-from tfkfp.components.train.errors import TrainConfigError
+from tfkfp.components.common.training.config import TrainConfig, TrainConfigError
 
 log = logging.getLogger("tfkfp")
 
@@ -153,7 +154,9 @@ def resolve_tpu(tpu: str):
 
 
 @dataclasses.dataclass(frozen=True)
-class Task:
+class ClusterTask:
+    """One task of a cluster, as ``TF_CONFIG`` names it."""
+
     type: str  # chief, worker or ps
     index: int
 
@@ -162,14 +165,14 @@ class Task:
         return f"{self.type}-{self.index}"
 
 
-def current_task() -> Task | None:
+def current_cluster_task() -> ClusterTask | None:
     """This process's task from ``TF_CONFIG``, or None outside a cluster."""
     body = json.loads(os.environ.get("TF_CONFIG") or "{}")
     task = body.get("task")
-    return Task(task["type"], int(task["index"])) if task else None
+    return ClusterTask(task["type"], int(task["index"])) if task else None
 
 
-def is_chief(task: Task | None) -> bool:
+def is_chief(task: ClusterTask | None) -> bool:
     return task is None or task.type == "chief" or (
         task.type == "worker" and task.index == 0 and "chief" not in _cluster_spec())
 
@@ -178,7 +181,7 @@ def _cluster_spec() -> Dict[str, List[str]]:
     return json.loads(os.environ.get("TF_CONFIG") or "{}").get("cluster", {})
 
 
-def run_server(task: Task, workers: int) -> None:
+def run_server(task: ClusterTask, workers: int) -> None:
     """Serve as one of a strategy's ``servers`` tasks until killed."""
     import tensorflow as tf
 

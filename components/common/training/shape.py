@@ -8,9 +8,8 @@ Trainer v2 TrainJob (pods of one indexed job, each task by its index) and a Vert
 import dataclasses
 from typing import Dict
 
-from tfkfp.components.train import strategies
-from tfkfp.components.train.config import TrainConfig, check_fields
-from tfkfp.components.train.errors import TrainConfigError
+from tfkfp.components.common.training import strategies
+from tfkfp.components.common.training.config import TrainConfig, TrainConfigError, check_fields
 
 LAUNCHERS = ("local", "tfjob", "trainjob", "vertex")
 # Local processes share one machine's cores; a cluster's size is the user's to choose, within

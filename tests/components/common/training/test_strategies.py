@@ -7,12 +7,11 @@ import pathlib
 
 import pytest
 
-from tfkfp.components.train import strategies
-from tfkfp.components.train.config import TrainConfig
-from tfkfp.components.train.errors import TrainConfigError
-from tfkfp.components.train.shape import ClusterShape, validate
+from tfkfp.components.common.training import strategies
+from tfkfp.components.common.training.config import TrainConfig, TrainConfigError
+from tfkfp.components.common.training.shape import ClusterShape, validate
 
-TRAIN = pathlib.Path(__file__).resolve().parents[3] / "components" / "train"
+TRAINING = pathlib.Path(__file__).resolve().parents[4] / "components" / "common" / "training"
 
 
 def config(strategy, **fields):
@@ -50,8 +49,8 @@ def test_an_unknown_strategy_names_the_table():
 
 
 def test_config_imports_no_module_that_reads_the_table():
-    tree = ast.parse((TRAIN / "config.py").read_text())
+    tree = ast.parse((TRAINING / "config.py").read_text())
     imported = [n.module for n in ast.walk(tree) if isinstance(n, ast.ImportFrom)]
     imported += [a.name for n in ast.walk(tree) if isinstance(n, ast.Import) for a in n.names]
-    assert not [m for m in imported if m and m.startswith("tfkfp.components.train")
-                and m != "tfkfp.components.train.errors"]  # a leaf: imports nothing
+    assert not [m for m in imported if m and m.startswith("tfkfp.components.common.training")
+                ]  # a leaf of its room: it imports nothing beside it
