@@ -110,7 +110,7 @@ def raw_read(shards: List[str]) -> int:
 
 def run(csv_path: str, work: str, repeats: int) -> List[Record]:
     from tfkfp.components.batch_predict.core import batch_predict
-    from tfkfp.components.batch_predict.models import load_predictor
+    from tfkfp.components.common.model.predictor import load_predictor
     from tfkfp.components.shard_tfrecords.core import shard_tfrecords
 
     logging.getLogger("tfkfp").setLevel(logging.WARNING)

@@ -32,7 +32,7 @@ from typing import Dict, List, Sequence
 import numpy as np
 
 from tfkfp.components.batch_predict import sources, text, writers
-from tfkfp.components.batch_predict.errors import PredictInputError
+from tfkfp.components.batch_predict.errors import PredictInputError, model_errors
 from tfkfp.components.batch_predict.merge import (
     MAX_ERROR_FRACTION,
     SUMMARY_PREFIX,
@@ -40,11 +40,12 @@ from tfkfp.components.batch_predict.merge import (
     error_fraction,
     refuse_errors,
 )
-from tfkfp.components.batch_predict.models import Predictor, load_predictor
 from tfkfp.components.batch_predict.records import Chunk, ErrorRow, prefetch, split_failures
 from tfkfp.components.batch_predict.stages import StageClock
 from tfkfp.components.batch_predict.tfrecords import missing_records
 from tfkfp.components.common.data.dataset import select_group
+from tfkfp.components.common.model.predictor import Predictor, load_predictor
+from tfkfp.components.common.model.ranking import check_outputs, check_top_k, top_k_of
 from tfkfp.components.common.platform import uris
 from tfkfp.components.common.platform.progress import Progress, log
 
@@ -145,10 +146,12 @@ def batch_predict(
     """
     started = time.monotonic()
     check_options(output_format, top_k, predict_batch_size, max_error_fraction)
-    predictor = predictor or load_predictor(model_uri, labels_uri, threads)
+    with model_errors():
+        predictor = predictor or load_predictor(model_uri, labels_uri, threads)
     plan = sources.resolve_input(dataset, split, schema_uri, input_format, predictor.schema)
     features, key_columns = sources.plan_columns(predictor, plan.schema, keys, dataset)
-    check_top_k(predictor, top_k)
+    with model_errors():
+        check_top_k(predictor, top_k)
     chosen = select_group(range(len(plan.files)), file_group, file_groups, what="shard",
                           error=PredictInputError, allow_empty=True)
     sources.check_shards(plan, chosen)
@@ -176,16 +179,6 @@ def batch_predict(
     refuse_errors([{**dataclasses.asdict(s), "errors_file": uris.join(output_dir, s.errors_file)}
                    for s in result.shards], max_error_fraction)
     return result
-
-
-def check_top_k(predictor: Predictor, top_k: int) -> None:
-    """top_k is a classifier's: at most its classes; a regressor answers one value."""
-    if predictor.regressor and top_k > 1:
-        raise PredictInputError(f"top_k {top_k}: model {predictor.uri} is a regressor, which "
-                                "predicts one value per row; top_k applies to classifiers")
-    if not predictor.regressor and top_k > len(predictor.labels):
-        raise PredictInputError(f"top_k {top_k} is more than the model's "
-                                f"{len(predictor.labels)} classes")
 
 
 def check_options(output_format: str, top_k: int, predict_batch_size: int,
@@ -293,7 +286,8 @@ class _Task:
 
     def predictions(self, keys: Dict[str, np.ndarray], outputs: np.ndarray
                     ) -> writers.Predictions:
-        check_outputs(self.predictor, outputs)
+        with model_errors():
+            check_outputs(self.predictor, outputs)
         if self.predictor.regressor:
             return writers.Predictions(keys, self.key_columns, values=outputs.reshape(-1))
         ids, scores = top_k_of(outputs, self.top_k)
@@ -306,27 +300,6 @@ class _Task:
         width = 1 if self.predictor.regressor else len(self.predictor.labels)
         shape = (0,) if self.predictor.regressor else (0, width)
         return self.predictions(keys, np.zeros(shape, np.float32))
-
-
-def check_outputs(predictor: Predictor, outputs: np.ndarray) -> None:
-    """A classifier's probabilities are [rows, classes]; a regressor's values [rows]."""
-    if predictor.regressor:
-        if outputs.ndim != 1 and (outputs.ndim != 2 or outputs.shape[1] != 1):
-            raise PredictInputError(f"model {predictor.uri} is a regressor but returned "
-                                    f"values of shape {list(outputs.shape)}, not one per row")
-    elif outputs.ndim != 2 or outputs.shape[1] != len(predictor.labels):
-        raise PredictInputError(
-            f"model {predictor.uri} returned probabilities of shape "
-            f"{list(outputs.shape)}, but it has {len(predictor.labels)} labels")
-
-
-def top_k_of(probs: np.ndarray, k: int):
-    """The k best class ids per row (ties: the lower id first) and their scores."""
-    if k == 1:
-        ids = np.argmax(probs, axis=1)[:, None]
-    else:
-        ids = np.argsort(-probs, axis=1, kind="stable")[:, :k]
-    return ids.astype(np.int64), np.take_along_axis(probs, ids, axis=1).astype(np.float32)
 
 
 def _finish(result: PredictResult) -> None:

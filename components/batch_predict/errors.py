@@ -1,10 +1,25 @@
 """The error bad options, a bad model or a model/data mismatch raise before any output."""
 
+import contextlib
 import re
+from typing import Iterator
+
+from tfkfp.components.common.model.predictor import ModelInputError
 
 
 class PredictInputError(ValueError):
     """Bad options, model or data; the message names what was found and what was expected."""
+
+
+@contextlib.contextmanager
+def model_errors() -> Iterator[None]:
+    """The shared model runtime's refusals (common.model's ModelInputError: a model that
+    does not load, or does not fit the data, the top_k or its outputs) raised as batch
+    prediction's own, with the same message and cause."""
+    try:
+        yield
+    except ModelInputError as err:
+        raise PredictInputError(str(err)) from err.__cause__
 
 
 _NODE = re.compile(r"\{\{function_node [^}]*\}\}\s*|\s*\[\[\{\{node [^}]*\}\}\]\]")

@@ -10,8 +10,7 @@ import dataclasses
 import os
 from typing import Dict, List, Sequence, Tuple
 
-from tfkfp.components.batch_predict.errors import PredictInputError
-from tfkfp.components.batch_predict.models import Predictor
+from tfkfp.components.batch_predict.errors import PredictInputError, model_errors
 from tfkfp.components.common.data.dataset import (
     MANIFEST_FILE,
     Manifest,
@@ -22,7 +21,8 @@ from tfkfp.components.common.data.dataset import (
     tf_compression,
 )
 from tfkfp.components.common.data.schema import SCHEMA_FILE, Column, Schema, SchemaError
-from tfkfp.components.common.model.savedmodel import raw_dtype, raw_shape
+from tfkfp.components.common.model.matching import feature_columns
+from tfkfp.components.common.model.predictor import Predictor
 from tfkfp.components.common.platform import uris
 
 PREDICTION_COLUMNS = ("class", "class_id", "score", "top_classes", "top_scores", "value")
@@ -140,24 +140,11 @@ def plan_columns(predictor: Predictor, schema: Schema, keys: Sequence[str] | Non
     """The feature columns to parse for the model and the key columns to carry.
 
     Raises PredictInputError naming the input when the data lacks a model input or holds it
-    with another type or shape: this is the model/data mismatch check.
+    with another type or shape (common.model.matching: the model/data mismatch check), or a
+    key column cannot be carried.
     """
-    features = []
-    for name, spec in predictor.inputs.items():
-        try:
-            col = schema.column(name)
-        except SchemaError:
-            raise PredictInputError(
-                f"model {predictor.uri} needs input {name!r} ({spec.dtype}"
-                f"{list(spec.shape)}), which the data {where} does not have; its columns are "
-                f"{schema.names}") from None
-        dtype = "string" if col.dtype == "string" and not col.encoding else raw_dtype(col).name
-        have = (dtype, tuple(raw_shape(col)))
-        if have != (spec.dtype, spec.shape):
-            raise PredictInputError(
-                f"model {predictor.uri} input {name!r} expects {spec.dtype}{list(spec.shape)}, "
-                f"but the data {where} has {have[0]}{list(have[1])} for that column")
-        features.append(col)
+    with model_errors():
+        features = feature_columns(predictor, schema, where)
     names = [c.name for c in schema.keys] if keys is None else list(keys)
     return features, [_key_column(schema, n, where) for n in names]
 

@@ -58,7 +58,7 @@ def gate(candidate_uri: str, dataset: str, baseline_uri: str = "", split: str = 
     """Measure the candidate (and the serving model, when there is one) on up to ``limit``
     examples of ``split``; deploy when the candidate is no worse than the baseline by more
     than ``margin``."""
-    from tfkfp.components.batch_predict.models import load_predictor
+    from tfkfp.components.common.model.predictor import load_predictor
     from tfkfp.components.common.tflite.inputs import dataset_schema, load_examples
 
     check_options(metric, margin)

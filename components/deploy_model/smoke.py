@@ -48,8 +48,8 @@ def smoke_test(endpoint_url: str, model_name: str, model_uri: str, dataset: str,
                wait_seconds: float = 60.0) -> SmokeResult:
     """Send ``rows`` rows of ``split`` in one request; raise SmokeTestFailed naming each row
     whose class or score differs from the model's own answer here."""
-    from tfkfp.components.batch_predict.core import top_k_of
-    from tfkfp.components.batch_predict.models import load_predictor
+    from tfkfp.components.common.model.predictor import load_predictor
+    from tfkfp.components.common.model.ranking import top_k_of
     from tfkfp.components.common.tflite.inputs import load_examples
 
     predictor = load_predictor(model_uri)

@@ -23,8 +23,8 @@ from typing import Any, Callable, Dict, List, Sequence
 
 import numpy as np
 
-from tfkfp.components.batch_predict.models import BLOCKS, to_blocks
 from tfkfp.components.common.data import missing
+from tfkfp.components.common.model.predictor import BLOCKS, to_blocks
 from tfkfp.components.serve.errors import RequestError
 
 _V2_TYPES = {"float32": ("FP32", "FP64"), "int64": ("INT64", "INT32"), "string": ("BYTES",)}

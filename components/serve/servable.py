@@ -1,10 +1,11 @@
-"""The model as the server sees it: batch prediction's Predictor, its request decoder, a
-batch function returning top-k (a regressor's values), and answers shaped like batch_predict
-rows.
+"""The model as the server sees it: the shared Predictor (common.model.predictor), its
+request decoder, a batch function returning top-k (a regressor's values), and answers shaped
+like batch_predict rows.
 
 The Predictor is loaded exactly as batch_predict loads it (a SavedModel's ``serving_raw``
-concrete function, or a TFLite bundle in LiteRT with its gap fills), so a row gets the same
-answer online as in a batch. Nothing here imports kserve.
+concrete function, or a TFLite bundle in LiteRT with its gap fills) and ranks classes as it
+does (common.model.ranking), so a row gets the same answer online as in a batch. Nothing
+here imports kserve.
 """
 
 import dataclasses
@@ -12,9 +13,8 @@ from typing import Any, Dict, List, Tuple
 
 import numpy as np
 
-from tfkfp.components.batch_predict.core import check_outputs, check_top_k, top_k_of
-from tfkfp.components.batch_predict.errors import PredictInputError
-from tfkfp.components.batch_predict.models import Predictor, load_predictor
+from tfkfp.components.common.model.predictor import ModelInputError, Predictor, load_predictor
+from tfkfp.components.common.model.ranking import check_outputs, check_top_k, top_k_of
 from tfkfp.components.serve.errors import ServeOptionsError
 from tfkfp.components.serve.options import ServeOptions
 from tfkfp.components.serve.rows import Field, RowDecoder, Rows
@@ -34,7 +34,7 @@ class Servable:
         outputs = np.asarray(self.predictor.predict(features))
         try:
             check_outputs(self.predictor, outputs)
-        except PredictInputError as err:
+        except ModelInputError as err:
             raise RuntimeError(str(err)) from err
         if self.predictor.regressor:
             return outputs.reshape(-1).astype(np.float32), None
@@ -95,7 +95,7 @@ def load_servable(model_uri: str, options: ServeOptions, threads: int) -> Servab
     predictor = load_predictor(model_uri, threads=threads)
     try:
         check_top_k(predictor, options.top_k)
-    except PredictInputError as err:
+    except ModelInputError as err:
         raise ServeOptionsError(str(err)) from err
     fields = [Field(name, spec.dtype, tuple(spec.shape))
               for name, spec in predictor.inputs.items()]
@@ -109,22 +109,29 @@ def load_servable(model_uri: str, options: ServeOptions, threads: int) -> Servab
 
 
 def _example_parser(predictor: Predictor, model_uri: str):
-    """``records -> {input: array}`` with the reader batch prediction uses for TFRecords."""
+    """``records -> {input: array}`` with the Example parser every reader uses
+    (common.data.parsing), images decoded as the reader decodes them."""
     if predictor.kind != "savedmodel" or predictor.schema is None:
         return None
     import tensorflow as tf
 
-    from tfkfp.components.batch_predict.sources import plan_columns
-    from tfkfp.components.batch_predict.tfrecords import make_parser
+    from tfkfp.components.common.data.parsing import example_parser
+    from tfkfp.components.common.data.reader import decode_column
+    from tfkfp.components.common.model.matching import feature_columns
 
-    features, _ = plan_columns(predictor, predictor.schema, [], model_uri)
+    features = feature_columns(predictor, predictor.schema, model_uri)
     schema = predictor.schema
     if schema.layout == "blocks":  # an instance is one row: read it as a packed Example
         schema = schema.with_layout("packed")
-    parse = make_parser(features, [], schema, accept="both")
+    parse_columns = example_parser(schema, features, accept="both")
+
+    @tf.function(input_signature=[tf.TensorSpec([None], tf.string)])
+    def parse(serialized):
+        parsed = parse_columns(serialized)
+        return {c.name: decode_column(c, parsed[c.name]) for c in features}
 
     def parse_examples(records: List[bytes]) -> Dict[str, np.ndarray]:
-        parsed, _, _ = parse(tf.constant(records, tf.string))
+        parsed = parse(tf.constant(records, tf.string))
         return {name: value.numpy() for name, value in parsed.items()}
 
     return parse_examples

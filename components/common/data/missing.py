@@ -11,7 +11,7 @@ a bad value: refused wherever data enters (sharding, serving, batch prediction) 
 ``non_finite_problem``'s words, since it would reach the model as ``inf``.
 """
 
-from typing import Any, Tuple
+from typing import Any, Dict, Tuple
 
 import numpy as np
 
@@ -67,3 +67,34 @@ def non_finite_problem(found: Any) -> str:
     """The one wording for ``±inf`` or a number past float32's range, wherever refused."""
     return (f"found {found}, expected a finite float32 within ±{FLOAT32_MAX:.8g} (a missing "
             "value is a gap, not inf)")
+
+
+def fills_from_signature(signature: Dict[str, Any]) -> Dict[str, np.ndarray]:
+    """The fills a TFLite bundle's signature.json gives (common.tflite.feeding.describe
+    writes them), for a runner that reads a bundle."""
+    fills = {}
+    for name, entry in signature.get("inputs", {}).items():
+        fill = (entry.get("missing") or {}).get("fill")
+        if fill is not None:
+            fills[name] = np.asarray(fill, np.float32)
+    return fills
+
+
+def fill_gaps(values: np.ndarray, fill: np.ndarray | None) -> np.ndarray:
+    """values with each NaN replaced by the fill (values unchanged without a fill): how a gap
+    is fed where the model's own imputation cannot see a NaN (a quantized input)."""
+    if fill is None or values.dtype.kind != "f":
+        return values
+    gaps = np.isnan(values)
+    if not gaps.any():
+        return values
+    fill = np.asarray(fill, values.dtype)
+    row = values.shape[1:]
+    if fill.size == 1:
+        fill = fill.reshape(())
+    elif fill.size == int(np.prod(row)):
+        fill = fill.reshape(row)
+    else:
+        raise ValueError(f"a fill of {fill.size} values does not fit inputs of shape "
+                         f"{list(row)} per example")
+    return np.where(gaps, fill, values)

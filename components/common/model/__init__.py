@@ -1,3 +1,4 @@
-"""Model: the SavedModel contract and the task figures (classification, regression). Imports
-the platform and data rooms.
+"""Model: the SavedModel contract, the model runtime (predictor: a SavedModel or TFLite
+model behind one API; ranking; matching its inputs to a schema) and the task figures
+(classification, regression). Imports the platform and data rooms.
 """

@@ -93,6 +93,6 @@ def columns_eval_files(demo_columns_dataset):
 @pytest.fixture(scope="session")
 def predictor(demo_model):
     """The demo SavedModel loaded once (batch_predict takes it instead of loading again)."""
-    from tfkfp.components.batch_predict.models import load_predictor
+    from tfkfp.components.common.model.predictor import load_predictor
 
     return load_predictor(demo_model)

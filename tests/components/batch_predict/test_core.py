@@ -9,9 +9,10 @@ import shutil
 import numpy as np
 import pytest
 
-from tfkfp.components.batch_predict.core import batch_predict, top_k_of
+from tfkfp.components.batch_predict.core import batch_predict
 from tfkfp.components.batch_predict.merge import merge_predictions
 from tfkfp.components.common.data.dataset import split_files
+from tfkfp.components.common.model.ranking import top_k_of
 
 
 def all_files(dataset):
@@ -138,8 +139,3 @@ def test_csv_and_jsonl_input_give_the_tfrecord_predictions(demo_model, demo_dir,
         assert [(r["id"], r["class_id"]) for r in got] == [(r["id"], r["class_id"]) for r in want]
         np.testing.assert_allclose([r["score"] for r in got], [r["score"] for r in want],
                                    rtol=1e-5)  # other batches: last-bit differences
-
-
-def test_top_k_orders_ties_by_class_id():
-    ids, scores = top_k_of(np.array([[0.25, 0.5, 0.25]], np.float32), 3)
-    assert ids.tolist() == [[1, 0, 2]] and scores.tolist() == [[0.5, 0.25, 0.25]]

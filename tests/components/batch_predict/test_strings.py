@@ -9,8 +9,8 @@ import pytest
 from string_tables import confident, known_colour, probe_rows, savedmodel_outputs
 
 from tfkfp.components.batch_predict.core import batch_predict
-from tfkfp.components.batch_predict.models import load_predictor
 from tfkfp.components.common.data.schema import Schema
+from tfkfp.components.common.model.predictor import load_predictor
 from tfkfp.components.export_tflite.core import export_tflite
 
 pytestmark = pytest.mark.slow

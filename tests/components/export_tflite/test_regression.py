@@ -35,7 +35,7 @@ def test_every_mode_is_measured_by_its_rmse(quantized):
 
 def test_the_bundle_is_a_regressor_validated_by_rmse(quantized, regression_model,
                                                      regression_dataset, tmp_path):
-    from tfkfp.components.batch_predict.models import load_predictor
+    from tfkfp.components.common.model.predictor import load_predictor
 
     _, tflite_dir = quantized
     out = tmp_path / "bundle"

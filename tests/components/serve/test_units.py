@@ -104,7 +104,7 @@ def test_a_row_missing_a_float_column_is_named():
 def test_blocks_are_handed_over_as_one_matrix_each_from_v1_and_v2_alike():
     from kserve.protocol.infer_type import InferInput
 
-    from tfkfp.components.batch_predict.models import FLOAT_BLOCK, INT64_BLOCK
+    from tfkfp.components.common.model.predictor import FLOAT_BLOCK, INT64_BLOCK
 
     fields = [Field("a", "float32", ()), Field("s", "string", ()), Field("i", "int64", ()),
               Field("b", "float32", ()), Field("j", "int64", ())]

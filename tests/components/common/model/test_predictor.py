@@ -1,12 +1,18 @@
-"""The SavedModel Predictor feeds the scalar float32 columns as one packed matrix: its answers
-must be exactly those of the ``serving_raw`` signature called one input per column, for a
-table of floats with gaps, int64 columns (a second block), a string column and a shaped float
-column."""
+"""The model runtime (common.model.predictor). The SavedModel Predictor feeds the scalar
+float32 columns as one packed matrix: its answers must be exactly those of the
+``serving_raw`` signature called one input per column, for a table of floats with gaps, int64
+columns (a second block), a string column and a shaped float column. A path that is no model
+is refused with ModelInputError, naming what it found."""
 
 import numpy as np
 import pytest
 
-from tfkfp.components.batch_predict.models import FLOAT_BLOCK, INT64_BLOCK, load_predictor
+from tfkfp.components.common.model.predictor import (
+    FLOAT_BLOCK,
+    INT64_BLOCK,
+    ModelInputError,
+    load_predictor,
+)
 
 FLOATS = ["a", "b", "c"]
 INTS = ["n", "m"]
@@ -111,3 +117,15 @@ def test_a_model_with_one_float_column_is_called_per_column(string_table):
                 "colour": np.array([b"blue", b"", b"zzz"], dtype=object)}
     np.testing.assert_array_equal(predictor.predict(features),
                                   _per_column(string_table.model, features))
+
+
+def test_what_is_not_a_model_is_refused_naming_what_was_found(tmp_path):
+    with pytest.raises(ModelInputError, match="does not exist"):
+        load_predictor(str(tmp_path / "nowhere"))
+    (tmp_path / "notes.txt").write_text("x")
+    with pytest.raises(ModelInputError, match=r"neither saved_model.pb .* nor model.tflite .*"
+                                              r"it has \['notes.txt'\]"):
+        load_predictor(str(tmp_path))
+    with pytest.raises(ModelInputError, match="is not a SavedModel directory, a TFLite bundle "
+                                              "directory or a .tflite file"):
+        load_predictor(str(tmp_path / "notes.txt"))

@@ -1,13 +1,15 @@
-"""The model side of batch prediction: a tfkfp SavedModel or a TFLite model behind one API.
+"""The model runtime: a tfkfp SavedModel or a TFLite model behind one API, the ``Predictor``.
 
-Both are called on raw feature columns (the ``serving_raw`` signature, which is also what
-the TFLite model was converted from): records are parsed once by the reader, so key columns
-can be carried through and a bad record can be told apart from its batch. String columns are
-fed as they are read (UTF-8 bytes; the model looks them up itself). A TFLite bundle's
-``signature.json`` gives the fill of each imputed float input: a gap (NaN) is fed as it,
-since a NaN does not survive a quantized input (common.tflite.feeding). The model is
-injected into the core as a ``Predictor``, so tests and benchmarks can hand it a small real
-one.
+batch_predict, serve and deploy_model load and call models through it, so a row gets the
+same answer in a batch, online and at the deploy gate. Both kinds are called on raw feature
+columns (the ``serving_raw`` signature, which is also what the TFLite model was converted
+from): records are parsed once by the reader, so key columns can be carried through and a bad
+record can be told apart from its batch. String columns are fed as they are read (UTF-8
+bytes; the model looks them up itself). A TFLite bundle's ``signature.json`` gives the fill
+of each imputed float input: a gap (NaN) is fed as it, since a NaN does not survive a
+quantized input (common.data.missing). Callers inject a ``Predictor``, so tests and
+benchmarks can hand them a small real one. A model that cannot be loaded, or does not fit
+the data, is refused with ``ModelInputError`` naming what was found and what was expected.
 """
 
 import dataclasses
@@ -16,18 +18,22 @@ from typing import Callable, Dict, List, Tuple
 
 import numpy as np
 
-from tfkfp.components.batch_predict.errors import PredictInputError
+from tfkfp.components.common.data.missing import fill_gaps, fills_from_signature
 from tfkfp.components.common.data.schema import Schema
 from tfkfp.components.common.model import savedmodel
 from tfkfp.components.common.platform import uris
 from tfkfp.components.common.platform.cpus import tensorflow_threads, threads_or_cpus
-from tfkfp.components.common.tflite import feeding as tflite_feeding
 
 TFLITE_FILE = "model.tflite"
 SIGNATURE_FILE = "signature.json"  # beside model.tflite in an export_tflite bundle
 BUNDLE_SCHEMA_FILE = "schema.json"  # likewise, from bundles of this version on
 _NUMPY_DTYPES = {np.dtype(np.float32): "float32", np.dtype(np.int64): "int64",
                  np.dtype(np.bytes_): "string", np.dtype(np.object_): "string"}
+
+
+class ModelInputError(ValueError):
+    """A model that cannot be loaded, or data, options or outputs that do not fit it; the
+    message names what was found and what was expected."""
 
 
 @dataclasses.dataclass(frozen=True)
@@ -91,13 +97,13 @@ def load_predictor(model_uri: str, labels_uri: str = "", threads: int = 0) -> Pr
         threads: LiteRT interpreter or TensorFlow threads (0: one per CPU of the container).
     """
     if not uris.exists(model_uri):
-        raise PredictInputError(f"model {model_uri} does not exist")
+        raise ModelInputError(f"model {model_uri} does not exist")
     if savedmodel.is_savedmodel(model_uri):
         return _load_savedmodel(model_uri, threads)
     if uris.isdir(model_uri):
         tflite = uris.join(model_uri, TFLITE_FILE)
         if not uris.exists(tflite):
-            raise PredictInputError(
+            raise ModelInputError(
                 f"model directory {model_uri} holds neither saved_model.pb (a SavedModel) nor "
                 f"{TFLITE_FILE} (a TFLite bundle); it has {uris.listdir(model_uri)[:10]}")
         return _load_tflite(tflite, labels_uri or uris.join(model_uri, savedmodel.LABELS_FILE),
@@ -106,8 +112,8 @@ def load_predictor(model_uri: str, labels_uri: str = "", threads: int = 0) -> Pr
         head = model_uri.rpartition("/")[0] or "."
         return _load_tflite(model_uri, labels_uri or uris.join(head, savedmodel.LABELS_FILE),
                             threads)
-    raise PredictInputError(f"model {model_uri} is not a SavedModel directory, a TFLite bundle "
-                            "directory or a .tflite file")
+    raise ModelInputError(f"model {model_uri} is not a SavedModel directory, a TFLite bundle "
+                          "directory or a .tflite file")
 
 
 def _load_savedmodel(model_dir: str, threads: int) -> Predictor:
@@ -117,7 +123,7 @@ def _load_savedmodel(model_dir: str, threads: int) -> Predictor:
     loaded = tf.saved_model.load(model_dir)
     signatures = sorted(loaded.signatures.keys())
     if savedmodel.SIGNATURE_RAW not in signatures:
-        raise PredictInputError(
+        raise ModelInputError(
             f"SavedModel {model_dir} has signatures {signatures}; batch_predict needs the "
             f"tfkfp {savedmodel.SIGNATURE_RAW!r} signature (one input per feature column), as "
             "written by common.model.savedmodel.export_model")
@@ -231,9 +237,9 @@ def _load_tflite(path: str, labels_uri: str, threads: int) -> Predictor:
     interpreter = Interpreter(model_content=content, num_threads=threads_or_cpus(threads))
     signatures = interpreter.get_signature_list()
     if savedmodel.SIGNATURE_RAW not in signatures:
-        raise PredictInputError(f"TFLite model {path} has signatures {sorted(signatures)}; "
-                                f"expected {savedmodel.SIGNATURE_RAW!r} (converted from the "
-                                "SavedModel's raw-feature signature)")
+        raise ModelInputError(f"TFLite model {path} has signatures {sorted(signatures)}; "
+                              f"expected {savedmodel.SIGNATURE_RAW!r} (converted from the "
+                              "SavedModel's raw-feature signature)")
     runner = interpreter.get_signature_runner(savedmodel.SIGNATURE_RAW)
     schema = _bundle_schema(path)
     details = {_column_of(schema, t): d for t, d in runner.get_input_details().items()}
@@ -249,7 +255,7 @@ def _load_tflite(path: str, labels_uri: str, threads: int) -> Predictor:
 
     def predict(features: Dict[str, np.ndarray]) -> np.ndarray:
         out = runner(**{tensors[name]: _quantize(
-            tflite_feeding.fill_gaps(features[name], fills.get(tensors[name])), details[name])
+            fill_gaps(features[name], fills.get(tensors[name])), details[name])
             for name in inputs})
         return _dequantize(out[output_name], output)
 
@@ -264,8 +270,8 @@ def _tensor_of(schema: Schema | None, column: str) -> str:
 
 def _tflite_labels(path: str, labels_uri: str) -> List[str]:
     if not uris.exists(labels_uri):
-        raise PredictInputError(f"TFLite model {path} needs its class names: no labels file "
-                                f"at {labels_uri} (one class per line)")
+        raise ModelInputError(f"TFLite model {path} needs its class names: no labels file "
+                              f"at {labels_uri} (one class per line)")
     return [line for line in uris.read_text(labels_uri).splitlines() if line]
 
 
@@ -283,11 +289,11 @@ def _bundle_fills(path: str) -> Dict[str, np.ndarray]:
     if not uris.exists(signature):
         return {}
     try:
-        return tflite_feeding.fills_from_signature(json.loads(uris.read_text(signature)))
+        return fills_from_signature(json.loads(uris.read_text(signature)))
     except (ValueError, AttributeError, TypeError) as err:
-        raise PredictInputError(f"{signature}: not a readable TFLite bundle signature "
-                                f"({err}); expected the signature.json export_tflite "
-                                "writes") from err
+        raise ModelInputError(f"{signature}: not a readable TFLite bundle signature "
+                              f"({err}); expected the signature.json export_tflite "
+                              "writes") from err
 
 
 def _scale(detail: Dict) -> Tuple[float, int]:
