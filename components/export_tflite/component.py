@@ -45,8 +45,9 @@ def export_tflite(
             predicted against actual values and its error distribution.
         quantized_model: Optional tflite_model from freeze_quantize: export it as chosen
             there instead of converting here.
-        quantization: none, dynamic, float16, int8 or int16x8 to convert here; auto (with
-            quantized_model) to export the mode freeze_quantize chose.
+        quantization: none, dynamic, float16, int8 or int16x8 to convert here; auto (needs
+            quantized_model) to export that model in the mode freeze_quantize chose,
+            converting nothing here (freeze_quantize's auto is the sweep).
         signature: SavedModel signature converted and compared; empty: serving_raw when the
             model has it, else serving_default.
         input_mapping: Signature input name -> Dataset column (else fed by name, or the

@@ -2,8 +2,10 @@
 
 Any SavedModel: its signature is bound to the Dataset's columns as in freeze_quantize
 (common.tflite.binding), a misfit refused before any conversion. The model is converted in
-an explicit quantization mode, or taken as converted and chosen by freeze_quantize (its
-``model.tflite`` and ``quantization.json``). It is then run in LiteRT, the runtime the app
+an explicit quantization mode (common.tflite.modes), or, for ``auto``, taken as converted
+and chosen by freeze_quantize (its ``model.tflite`` and ``quantization.json``,
+common.tflite.quantized): here ``auto`` converts nothing and sweeps nothing, where
+freeze_quantize's sweeps the modes. It is then run in LiteRT, the runtime the app
 ships, on held-out examples next to the SavedModel in TensorFlow: on class scores top-1
 agreement and, with labels, the accuracy of both (a regressor's value: the RMSE of both); the
 relative error and max and mean absolute difference of the outputs. A gate
@@ -26,13 +28,14 @@ from tfkfp.components.common.platform.cpus import tensorflow_threads
 from tfkfp.components.common.tflite import binding as tflite_binding
 from tfkfp.components.common.tflite import convert as tflite_convert
 from tfkfp.components.common.tflite import inputs as tflite_inputs
+from tfkfp.components.common.tflite import modes as tflite_modes
 from tfkfp.components.common.tflite import parity as tflite_parity
+from tfkfp.components.common.tflite import quantized
 from tfkfp.components.common.tflite.inputs import QuantizeInputError
 from tfkfp.components.common.tflite.parity import Figures, Gate
 from tfkfp.components.export_tflite import bundle
-from tfkfp.components.freeze_quantize import artifact
 
-AUTO = "auto"  # the mode freeze_quantize chose, read from its quantized model
+AUTO = tflite_modes.AUTO  # here: the mode freeze_quantize chose, read from its quantized model
 
 log = logging.getLogger("tfkfp.export_tflite")
 
@@ -129,8 +132,9 @@ def export_tflite(
         dataset: a Dataset directory from shard_tfrecords, for validation (and calibration
             when converting in int8/int16x8).
         output_dir: the bundle folder to write.
-        quantization: none, dynamic, float16, int8 or int16x8 to convert here; auto (the
-            default) to take the mode freeze_quantize chose, in quantized_dir.
+        quantization: a mode of common.tflite.modes.MODES (none, dynamic, float16, int8,
+            int16x8) to convert here; auto (the default): convert nothing here, export the
+            model of quantized_dir in the mode freeze_quantize chose (no sweep).
         quantized_dir: a tflite folder written by freeze_quantize; empty to convert here.
         signature: the signature converted (and compared); empty: serving_raw when the
             model has it, else serving_default.
@@ -156,7 +160,7 @@ def export_tflite(
     fills = prepared.feeding.fills
     mode = quantization
     if quantized_dir:
-        (content, mode), source = artifact.read(quantized_dir, signature), quantized_dir
+        (content, mode), source = quantized.read(quantized_dir, signature), quantized_dir
     else:
         with tflite_convert.convertible(model_dir, signature, fn, prepared) as converted:
             content = _convert(model_dir, converted, dataset, signature, mode, binding,
@@ -193,9 +197,7 @@ def _model_schema(model_dir: str, dataset_schema):
 def check_options(quantization: str, quantized_dir: str, eval_examples: int,
                    min_agreement: float) -> None:
     """Refuse what cannot work before any work; the pipelines call it before a run starts."""
-    modes = ", ".join((*tflite_convert.MODES, AUTO))
-    if quantization not in (*tflite_convert.MODES, AUTO):
-        raise QuantizeInputError(f"quantization {quantization!r} is not one of {modes}")
+    tflite_modes.check_mode(quantization)  # a mode, or auto (freeze_quantize's choice)
     if quantization != AUTO and quantized_dir:
         raise QuantizeInputError(f"give either quantization {quantization!r} or quantized_dir "
                                  f"({quantized_dir}), not both: the quantized model already "
@@ -203,7 +205,7 @@ def check_options(quantization: str, quantized_dir: str, eval_examples: int,
     if quantization == AUTO and not quantized_dir:
         raise QuantizeInputError("quantization 'auto' exports the mode freeze_quantize chose: "
                                  "pass its quantized model, or name a mode to convert in "
-                                 f"(one of {', '.join(tflite_convert.MODES)})")
+                                 f"(one of {', '.join(tflite_modes.MODES)})")
     if eval_examples < 1:
         raise QuantizeInputError(f"eval_examples {eval_examples} is below 1")
     if not 0.0 <= min_agreement <= 1.0:
@@ -229,7 +231,7 @@ def _regression(examples, outputs: Dict, reading) -> Dict | None:
 def _convert(model_dir, converted, dataset, signature, mode, binding, calibration_examples,
              integer_io, select_tf_ops, fills) -> bytes:
     representative = None
-    if mode in tflite_convert.CALIBRATED:
+    if tflite_modes.get(mode).calibrated:
         calibration = tflite_inputs.load_examples(dataset, "train", calibration_examples,
                                                   binding, "calibration")
         representative = tflite_convert.representative_dataset(calibration.features, fills,

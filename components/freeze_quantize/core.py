@@ -4,10 +4,12 @@ A signature of any SavedModel (tfkfp's ``serving_raw`` by default, else ``servin
 is bound to the Dataset's columns (common.tflite.binding: by name, the single image or
 feature column, or ``input_mapping``), a misfit refused before any work. It is frozen into an
 optimised inference GraphDef, checked against the SavedModel, and converted to TFLite
-(lookup tables as TFLite hash-table builtins) in the requested mode, or in every mode for
-``auto``. Each converted model is run in LiteRT on the eval split: size, accuracy and top-1
-agreement on class scores, relative error, output difference and latency; gaps (NaN) are
-fed as the model's fills (common.tflite.feeding), recorded per input in quantization.json.
+(lookup tables as TFLite hash-table builtins) in the requested mode, or for ``auto`` in every
+mode of the table (common.tflite.modes, in its order; ``auto_modes`` narrows it): here
+``auto`` means sweep, where export_tflite's means take this step's choice. Each converted
+model is run in LiteRT on the eval split: size, accuracy and top-1 agreement on class scores,
+relative error, output difference and latency; gaps (NaN) are fed as the model's fills
+(common.tflite.feeding), recorded per input in quantization.json (common.tflite.quantized).
 ``auto`` skips a mode that fails to convert or to run in LiteRT (saying why in its table)
 and keeps the smallest model that passes the gate (common.tflite.parity); an explicit mode
 must convert and pass it too. Outputs are written under staging names and renamed into
@@ -25,17 +27,18 @@ from tfkfp.components.common.tflite import binding as tflite_binding
 from tfkfp.components.common.tflite import convert as tflite_convert
 from tfkfp.components.common.tflite import feeding as tflite_feeding
 from tfkfp.components.common.tflite import inputs as tflite_inputs
+from tfkfp.components.common.tflite import modes as tflite_modes
 from tfkfp.components.common.tflite import parity as tflite_parity
+from tfkfp.components.common.tflite import quantized
 from tfkfp.components.common.tflite.convert import ConversionError
 from tfkfp.components.common.tflite.inputs import QuantizeInputError
 from tfkfp.components.common.tflite.litert import LiteRTError
 from tfkfp.components.common.tflite.parity import Figures, Gate, QualityGateError, Reading, Timing
-from tfkfp.components.freeze_quantize import artifact, freeze
+from tfkfp.components.freeze_quantize import freeze
 from tfkfp.components.freeze_quantize.result import FreezeQuantizeResult
 
 log = logging.getLogger("tfkfp.freeze_quantize")
 
-MODES = (*tflite_convert.MODES, "auto")
 # what makes auto skip a mode: the converter refuses it, or LiteRT cannot load or run it
 # (e.g. int16x8 MobileNetV2: "DEPTHWISE_CONV_2D failed to prepare", a RuntimeError)
 CONVERSION_FAILURES = (ConversionError, LiteRTError, RuntimeError)
@@ -58,7 +61,7 @@ def freeze_quantize(
     timing: Timing | None = None,
     input_mapping: str | Dict[str, str] = "",
     max_relative_error: float = 0.05,
-    auto_modes: Sequence[str] = tflite_convert.MODES,
+    auto_modes: Sequence[str] | None = None,
     max_rmse_increase: float = 0.05,
 ) -> FreezeQuantizeResult:
     """Freeze, quantize and measure; see the module docstring.
@@ -69,7 +72,10 @@ def freeze_quantize(
         dataset: a Dataset directory from shard_tfrecords whose columns feed the signature.
         tflite_dir: output folder: ``model.tflite`` and ``quantization.json``.
         frozen_dir: output folder: ``frozen_graph.pb`` and ``frozen_graph.json``.
-        quantization: none, dynamic, float16, int8, int16x8 or auto.
+        quantization: a mode of common.tflite.modes.MODES (none, dynamic, float16, int8,
+            int16x8), or auto: sweep, i.e. convert and measure every mode of auto_modes,
+            skip one that fails to convert or run in LiteRT, keep the smallest that passes
+            the gate.
         max_accuracy_drop: largest accepted accuracy drop vs the SavedModel, as a fraction
             (0.01 is one point); without labels, the share of changed top-1 classes.
         signature: the signature to freeze and convert; empty: serving_raw when the model
@@ -84,28 +90,24 @@ def freeze_quantize(
             named are fed by name (see common.tflite.binding).
         max_relative_error: largest accepted relative error of outputs that are neither
             class scores nor a regressor's value.
-        auto_modes: the modes auto tries (default: all), e.g. without int16x8, whose
-            reference kernels are slow on a large model.
+        auto_modes: the modes auto tries, in table order (None: every mode of the table),
+            e.g. without int16x8, whose reference kernels are slow on a large model.
         max_rmse_increase: a regressor's largest accepted RMSE increase over the
             SavedModel's on the eval examples, relative (0.05: 5% higher).
     """
     started = time.monotonic()
     tensorflow_threads()  # before TensorFlow's first op: pools sized to the CPU limit
     check_options(quantization, calibration_examples, eval_examples)
-    unknown = sorted(set(auto_modes) - set(tflite_convert.MODES))
-    if unknown or not auto_modes:
-        raise QuantizeInputError(f"auto_modes {list(auto_modes)}: expected some of "
-                                 f"{', '.join(tflite_convert.MODES)}")
+    sweep = tflite_modes.check_sweep(auto_modes)
     mapping = tflite_binding.parse_mapping(input_mapping)
     loaded, fn, signature = tflite_inputs.load_model(model_dir, signature)
     schema = tflite_inputs.dataset_schema(dataset)
     binding = tflite_binding.bind(fn, signature, schema, f"dataset {dataset}", mapping)
     examples = tflite_inputs.load_examples(dataset, eval_split, eval_examples, binding,
                                            "evaluation")
-    modes = ([m for m in tflite_convert.MODES if m in auto_modes] if quantization == "auto"
-             else [quantization])
+    modes = list(sweep) if quantization == tflite_modes.AUTO else [quantization]
     calibration = None
-    if set(modes) & set(tflite_convert.CALIBRATED):
+    if any(tflite_modes.MODES[m].calibrated for m in modes):
         calibration = tflite_inputs.load_examples(dataset, calibration_split,
                                                   calibration_examples, binding, "calibration")
     reference = tflite_inputs.reference_outputs(fn, examples)
@@ -117,7 +119,8 @@ def freeze_quantize(
     run = _Run(model_dir, signature, calibration, integer_io, select_tf_ops, examples,
                reference, timing or Timing(), prepared.feeding.fills, binding.reading)
     with tflite_convert.convertible(model_dir, signature, fn, prepared) as source:
-        contents, figures, skipped = _measure_modes(run, source, modes, quantization == "auto")
+        contents, figures, skipped = _measure_modes(run, source, modes,
+                                                    quantization == tflite_modes.AUTO)
     chosen = _choose(figures, skipped, quantization, gate)
     result = FreezeQuantizeResult(
         mode=chosen.mode, signature=signature, figures=figures, frozen=frozen.spec(),
@@ -129,15 +132,14 @@ def freeze_quantize(
     options = {"integer_io": integer_io, "select_tf_ops": select_tf_ops,
                "fills": {k: tflite_feeding.to_json(v)
                          for k, v in sorted(prepared.feeding.fills.items())}}
-    artifact.write(tflite_dir, contents[chosen.mode], {**result.metadata(), **options})
+    quantized.write(tflite_dir, contents[chosen.mode], {**result.metadata(), **options})
     log.info("chose %s: %s", chosen.mode, chosen.summary())
     return result
 
 
 def check_options(quantization: str, calibration_examples: int, eval_examples: int) -> None:
     """Refuse what cannot work before any work; the pipelines call it before a run starts."""
-    if quantization not in MODES:
-        raise QuantizeInputError(f"quantization {quantization!r} is not one of {', '.join(MODES)}")
+    tflite_modes.check_mode(quantization)  # a mode, or auto (sweep)
     if calibration_examples < 1:
         raise QuantizeInputError(f"calibration_examples {calibration_examples}: the "
                                  "calibration set would be empty; expected e.g. 100-500")
@@ -187,7 +189,7 @@ def _convert_and_measure(run: _Run, source: str, mode: str):
     started = time.monotonic()
     representative = (tflite_convert.representative_dataset(
         run.calibration.features, run.fills, run.calibration.batch)
-        if mode in tflite_convert.CALIBRATED else None)
+        if tflite_modes.MODES[mode].calibrated else None)
     content = tflite_convert.convert(run.model_dir, run.signature, mode, representative,
                                      integer_io=run.integer_io,
                                      select_tf_ops=run.select_tf_ops, source=source)
@@ -199,7 +201,7 @@ def _convert_and_measure(run: _Run, source: str, mode: str):
 
 def _choose(figures: List[Figures], skipped: Dict[str, str], quantization: str,
             gate: Gate) -> Figures:
-    if quantization != "auto":
+    if quantization != tflite_modes.AUTO:
         tflite_parity.check(figures[0], gate, f"quantization {quantization!r}")
         return figures[0]
     within = [f for f in figures if not tflite_parity.failures(f, gate)]

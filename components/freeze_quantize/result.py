@@ -3,6 +3,7 @@
 import dataclasses
 from typing import Dict, List
 
+from tfkfp.components.common.tflite import modes as tflite_modes
 from tfkfp.components.common.tflite.parity import Figures, Gate
 from tfkfp.components.freeze_quantize import report
 
@@ -11,7 +12,7 @@ from tfkfp.components.freeze_quantize import report
 class FreezeQuantizeResult:
     mode: str  # the mode chosen (auto) or asked for
     signature: str
-    figures: List[Figures]  # every mode tried, in MODES order
+    figures: List[Figures]  # every mode tried, in the order of common.tflite.modes.MODES
     frozen: Dict  # frozen graph spec: tensor names, node counts, sizes, op histograms
     frozen_agreement: float | None  # None: the outputs hold no class scores
     frozen_max_abs_diff: float
@@ -28,7 +29,8 @@ class FreezeQuantizeResult:
 
     @property
     def float_size(self) -> int | None:
-        return next((f.size_bytes for f in self.figures if f.mode == "none"), None)
+        """The unquantized (float32) model's size, when it was measured."""
+        return next((f.size_bytes for f in self.figures if not _quantizes(f.mode)), None)
 
     def metadata(self) -> Dict:
         return {"mode": self.mode, "signature": self.signature, **self.chosen.to_dict(),
@@ -73,3 +75,6 @@ class FreezeQuantizeResult:
             ""])
 
 
+def _quantizes(mode: str) -> bool:
+    entry = tflite_modes.MODES.get(mode)
+    return entry is None or entry.quantized

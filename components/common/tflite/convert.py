@@ -1,12 +1,13 @@
 """SavedModel signature -> TFLite flatbuffer, in one of the quantization modes (for
 freeze_quantize, which tries them, and export_tflite, which converts in one).
 
-Modes: ``none`` (float32), ``dynamic`` (int8 weights, float activations), ``float16``
-(float16 weights), ``int8`` (int8 weights and activations, calibrated on a representative
-dataset; ``integer_io`` also makes float inputs/outputs int8) and ``int16x8`` (int16
-activations, int8 weights). Ops that cannot be quantized (casts, argmax, the label gather)
-stay in float or integer builtins; ``select_tf_ops`` lets ops with no builtin fall back to
-TensorFlow kernels (Flex), at the price of a larger runtime in the app.
+The modes, what each does and how it sets up the converter are one table,
+common.tflite.modes (``none``, ``dynamic``, ``float16``, ``int8``, ``int16x8``); this module
+adds what every mode shares: the representative dataset of a calibrated mode, int8 inputs and
+outputs where ``integer_io`` applies, and ``select_tf_ops``. Ops that cannot be quantized
+(casts, argmax, the label gather) stay in float or integer builtins; ``select_tf_ops`` lets
+ops with no builtin fall back to TensorFlow kernels (Flex), at the price of a larger runtime
+in the app.
 
 ``prepare`` freezes the signature first (common.tflite.graph): its lookup tables, the fills of
 imputed inputs and the vocabularies of string inputs come from there. A signature with a
@@ -23,12 +24,12 @@ from typing import Callable, Dict, Iterator, List
 
 import numpy as np
 
+from tfkfp.components.common.data import missing
 from tfkfp.components.common.tflite import feeding as tflite_feeding
 from tfkfp.components.common.tflite import graph as tflite_graph
-from tfkfp.components.common.tflite.feeding import CALIBRATED, Feeding
+from tfkfp.components.common.tflite import modes as tflite_modes
+from tfkfp.components.common.tflite.feeding import Feeding
 from tfkfp.components.common.tflite.inputs import fixed_batches
-
-MODES = ("none", "dynamic", "float16", "int8", "int16x8")
 
 
 class ConversionError(RuntimeError):
@@ -66,36 +67,26 @@ def convert(model_dir: str, signature: str, mode: str,
     Args:
         model_dir: the SavedModel directory.
         signature: the signature to convert (its inputs become the model's inputs).
-        mode: one of MODES.
-        representative: yields dicts of single-example input arrays, for int8/int16x8.
-        integer_io: int8 mode: float inputs and outputs become int8 too.
+        mode: a mode of common.tflite.modes.MODES.
+        representative: yields dicts of single-example input arrays, for a calibrated mode.
+        integer_io: a mode that allows it (int8): float inputs and outputs become int8 too.
         select_tf_ops: allow TensorFlow ops that have no TFLite builtin (Flex).
         source: the SavedModel actually read (see ``convertible``); default model_dir, which
             errors name either way.
     """
     import tensorflow as tf
 
-    if mode not in MODES:
-        raise ValueError(f"quantization mode {mode!r} is not one of {MODES}")
+    entry = tflite_modes.get(mode)
     converter = tf.lite.TFLiteConverter.from_saved_model(source or model_dir,
                                                          signature_keys=[signature])
-    ops: List = [tf.lite.OpsSet.TFLITE_BUILTINS]
-    if mode != "none":
-        converter.optimizations = [tf.lite.Optimize.DEFAULT]
-    if mode == "float16":
-        converter.target_spec.supported_types = [tf.float16]
-    if mode in CALIBRATED:
+    ops: List = list(entry.configure(converter))
+    if entry.calibrated:
         if representative is None:
             raise ValueError(f"mode {mode!r} needs a representative dataset")
         converter.representative_dataset = representative
-    if mode == "int8":
-        ops = [tf.lite.OpsSet.TFLITE_BUILTINS_INT8, tf.lite.OpsSet.TFLITE_BUILTINS]
-        if integer_io:
-            converter.inference_input_type = tf.int8
-            converter.inference_output_type = tf.int8
-    if mode == "int16x8":
-        ops = [tf.lite.OpsSet.EXPERIMENTAL_TFLITE_BUILTINS_ACTIVATIONS_INT16_WEIGHTS_INT8,
-               tf.lite.OpsSet.TFLITE_BUILTINS]
+    if entry.integer_io and integer_io:
+        converter.inference_input_type = tf.int8
+        converter.inference_output_type = tf.int8
     if select_tf_ops:
         ops.append(tf.lite.OpsSet.SELECT_TF_OPS)
     converter.target_spec.supported_ops = ops
@@ -138,7 +129,7 @@ def representative_dataset(features: Dict[str, np.ndarray],
     """A generator factory yielding one example at a time (a model's fixed batch at a time),
     as the converter calibrates. Gaps (NaN) are replaced by the model's fills: a NaN would
     spoil the calibrated ranges."""
-    features = {name: tflite_feeding.fill_gaps(values, (fills or {}).get(name))
+    features = {name: missing.fill_gaps(values, (fills or {}).get(name))
                 for name, values in features.items()}
 
     def generate() -> Iterator[Dict[str, np.ndarray]]:

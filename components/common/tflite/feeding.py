@@ -7,11 +7,12 @@ to its out-of-vocabulary index like any unseen value. The fill of each imputed i
 from the frozen graph here.
 
 In float modes the imputation runs in float inside the .tflite model, so NaN can be fed. The
-int8 and int16x8 modes quantize activations and may quantize a float input at the model's
-entry, where a NaN is lost; an int8 input (``integer_io``) cannot hold one at all. There the
-fill itself (quantized for an int8 input) is what a gap is fed as, and ``signature.json``
-says so per input. tfkfp's own runners replace NaN with the fill before feeding in every
-mode, which gives exactly the model's own imputation.
+modes with integer activations (int8, int16x8: ``integer_activations`` in common.tflite.modes)
+may quantize a float input at the model's entry, where a NaN is lost; an int8 input
+(``integer_io``) cannot hold one at all. There the fill itself (quantized for an int8 input)
+is what a gap is fed as, and ``signature.json`` says so per input. tfkfp's own runners
+replace NaN with the fill before feeding in every mode, which gives exactly the model's own
+imputation.
 """
 
 import dataclasses
@@ -19,6 +20,7 @@ from typing import Any, Dict, List
 
 import numpy as np
 
+from tfkfp.components.common.tflite import modes as tflite_modes
 from tfkfp.components.common.tflite.rewrite import (
     const_value,
     node_map,
@@ -26,7 +28,6 @@ from tfkfp.components.common.tflite.rewrite import (
     trace_to_input,
 )
 
-CALIBRATED = ("int8", "int16x8")  # modes whose activations are integers
 LISTED_VOCABULARY = 1000  # longer vocabularies are summarised, not listed, in signature.json
 STRING_ENCODING = ("UTF-8 bytes of the raw value as stored in the dataset: no CSV quoting or "
                    "escaping, no trimming or case folding")
@@ -86,10 +87,15 @@ def describe(name: str, entry: Dict[str, Any], mode: str, feeding: Feeding) -> D
         fed = np.round(fill / quant["scale"] + quant["zero_point"]).astype(np.int64)
         return _missing(fed, fill, f"an {entry['dtype']} input cannot hold NaN: feed the "
                         "quantized fill, round(fill / scale) + zero_point")
-    if mode in CALIBRATED:
+    if _integer_activations(mode):
         return _missing(fill, fill, f"{mode} quantizes this input at the model's entry, where "
                         "a NaN is lost: feed the fill in place of a gap")
     return _missing("NaN", fill, "the model replaces NaN with the fill in its graph")
+
+
+def _integer_activations(mode: str) -> bool:
+    entry = tflite_modes.MODES.get(mode)
+    return entry is not None and entry.integer_activations
 
 
 def _missing(feed, fill: np.ndarray, note: str) -> Dict[str, Any]:
@@ -121,32 +127,3 @@ def _describe_string(name: str, feeding: Feeding) -> Dict[str, Any]:
         lookup["vocabulary"] = vocabulary
     out["lookup"] = lookup
     return out
-
-
-def fills_from_signature(signature: Dict[str, Any]) -> Dict[str, np.ndarray]:
-    """The fills signature.json gives (see describe), for a runner that reads a bundle."""
-    fills = {}
-    for name, entry in signature.get("inputs", {}).items():
-        fill = (entry.get("missing") or {}).get("fill")
-        if fill is not None:
-            fills[name] = np.asarray(fill, np.float32)
-    return fills
-
-
-def fill_gaps(values: np.ndarray, fill: np.ndarray | None) -> np.ndarray:
-    """values with each NaN replaced by the fill (values unchanged without a fill)."""
-    if fill is None or values.dtype.kind != "f":
-        return values
-    gaps = np.isnan(values)
-    if not gaps.any():
-        return values
-    fill = np.asarray(fill, values.dtype)
-    row = values.shape[1:]
-    if fill.size == 1:
-        fill = fill.reshape(())
-    elif fill.size == int(np.prod(row)):
-        fill = fill.reshape(row)
-    else:
-        raise ValueError(f"a fill of {fill.size} values does not fit inputs of shape "
-                         f"{list(row)} per example")
-    return np.where(gaps, fill, values)

@@ -15,9 +15,9 @@ from typing import Any, Dict, List
 
 import numpy as np
 
+from tfkfp.components.common.data.missing import fill_gaps
 from tfkfp.components.common.platform import uris
 from tfkfp.components.common.platform.cpus import threads_or_cpus
-from tfkfp.components.common.tflite.feeding import fill_gaps
 from tfkfp.components.common.tflite.inputs import fixed_batches
 
 

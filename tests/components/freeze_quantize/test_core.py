@@ -4,8 +4,8 @@ import os
 import numpy as np
 import pytest
 
-from tfkfp.components.common.tflite import convert as tflite_convert
 from tfkfp.components.common.tflite import inputs as tflite_inputs
+from tfkfp.components.common.tflite import modes as tflite_modes
 from tfkfp.components.freeze_quantize import freeze
 
 pytestmark = pytest.mark.slow
@@ -19,7 +19,7 @@ def eval_examples(model_dir, dataset, limit=1000):
 
 
 def test_every_mode_converts_and_runs_in_litert(auto_result):
-    assert [f.mode for f in auto_result.figures] == list(tflite_convert.MODES)
+    assert [f.mode for f in auto_result.figures] == list(tflite_modes.MODES)
     for f in auto_result.figures:
         assert f.size_bytes > 0 and f.examples > 100
         assert f.accuracy > 0.85, f
@@ -39,7 +39,7 @@ def test_auto_keeps_the_smallest_mode_within_the_accuracy_drop(auto_result):
     assert auto_result.mode == min(within, key=lambda f: f.size_bytes).mode
     saved = json.load(open(os.path.join(auto_result.tflite_dir, "quantization.json")))
     assert saved["mode"] == auto_result.mode
-    assert set(saved["modes"]) == set(tflite_convert.MODES)
+    assert set(saved["modes"]) == set(tflite_modes.MODES)
     content = open(os.path.join(auto_result.tflite_dir, "model.tflite"), "rb").read()
     assert len(content) == auto_result.chosen.size_bytes
 
@@ -69,7 +69,7 @@ def test_frozen_graph_loads_and_agrees_with_the_savedmodel(auto_result, wide_mod
 
 def test_metrics_and_report_cover_every_mode(auto_result):
     metrics = auto_result.metrics()
-    for mode in tflite_convert.MODES:
+    for mode in tflite_modes.MODES:
         for name in ("size_bytes", "accuracy", "agreement", "latency_ms_batch"):
             assert f"{mode}_{name}" in metrics
     text = auto_result.markdown()

@@ -8,6 +8,7 @@ import os
 import pytest
 
 from tfkfp.components.common.tflite import convert as tflite_convert
+from tfkfp.components.common.tflite import modes as tflite_modes
 from tfkfp.components.common.tflite.inputs import QuantizeInputError
 from tfkfp.components.common.tflite.parity import QualityGateError, Timing
 from tfkfp.components.export_tflite.core import export_tflite
@@ -50,7 +51,7 @@ def test_int8_of_a_plain_cnn_trained_here_stays_within_a_point(plain_auto):
     assert int8.reference_accuracy > 0.9 and int8.examples > 100
     assert int8.accuracy >= int8.reference_accuracy - 0.01, int8
     metrics = plain_auto.metrics()
-    for mode in tflite_convert.MODES:
+    for mode in tflite_modes.MODES:
         assert {f"{mode}_accuracy", f"{mode}_agreement", f"{mode}_relative_error"} <= set(metrics)
     assert plain_auto.chosen.accuracy_drop <= 0.01 and not plain_auto.skipped
 
@@ -134,7 +135,7 @@ def test_auto_fails_only_when_no_mode_converts(erf_model, demo_dataset, tmp_path
                         eval_examples=20, calibration_examples=20)
     message = str(err.value)
     assert message.startswith("auto: no mode passes the gate (none: skipped, ConversionError")
-    for mode in tflite_convert.MODES:
+    for mode in tflite_modes.MODES:
         assert f"{mode}: skipped, ConversionError: converting signature 'serving_raw'" in message
     assert "op(s) Erf have no TFLite builtin kernel" in message
     assert not os.listdir(tmp_path)

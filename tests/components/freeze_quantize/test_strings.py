@@ -9,8 +9,8 @@ import numpy as np
 import pytest
 from string_tables import COLOURS, probe_rows, savedmodel_outputs
 
-from tfkfp.components.common.tflite import convert as tflite_convert
 from tfkfp.components.common.tflite import inputs as tflite_inputs
+from tfkfp.components.common.tflite import modes as tflite_modes
 from tfkfp.components.common.tflite.parity import Timing
 from tfkfp.components.freeze_quantize import freeze
 from tfkfp.components.freeze_quantize.core import freeze_quantize
@@ -27,7 +27,7 @@ def strings_auto(string_table, tmp_path_factory):
 
 
 def test_every_mode_converts_and_keeps_the_savedmodel_answers(strings_auto):
-    assert [f.mode for f in strings_auto.figures] == list(tflite_convert.MODES)
+    assert [f.mode for f in strings_auto.figures] == list(tflite_modes.MODES)
     for f in strings_auto.figures:
         assert f.examples > 100
         assert f.agreement >= 0.98, f

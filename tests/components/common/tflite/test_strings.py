@@ -6,10 +6,12 @@ import numpy as np
 import pytest
 from string_tables import COLOURS, confident, known_colour, probe_rows, savedmodel_outputs
 
+from tfkfp.components.common.data import missing
 from tfkfp.components.common.tflite import convert as tflite_convert
 from tfkfp.components.common.tflite import feeding as tflite_feeding
 from tfkfp.components.common.tflite import inputs as tflite_inputs
 from tfkfp.components.common.tflite import litert
+from tfkfp.components.common.tflite import modes as tflite_modes
 from tfkfp.components.common.tflite.rewrite import rewrite_bincounts
 
 FLOAT_MODES = ("none", "dynamic", "float16")
@@ -27,7 +29,7 @@ def converted(string_table):
                                                            prepared.feeding.fills)
     out = {}
     with tflite_convert.convertible(model, "serving_raw", fn, prepared) as source:
-        for mode in tflite_convert.MODES:
+        for mode in tflite_modes.MODES:
             out[mode] = tflite_convert.convert(model, "serving_raw", mode, representative,
                                                source=source)
         out["int8_io"] = tflite_convert.convert(model, "serving_raw", "int8", representative,
@@ -46,7 +48,7 @@ def test_freezing_keeps_the_vocabulary_and_finds_the_fill(converted, string_tabl
     assert prepared.feeding.vocabularies["colour"] == sorted(COLOURS)
 
 
-@pytest.mark.parametrize("mode", [*tflite_convert.MODES, "int8_io"])
+@pytest.mark.parametrize("mode", [*tflite_modes.MODES, "int8_io"])
 def test_every_mode_runs_gaps_and_unknown_strings_like_the_savedmodel(converted, string_table,
                                                                        mode):
     prepared, contents = converted
@@ -116,19 +118,19 @@ def test_bincount_rewrite_counts_like_tensorflow(binary, shape):
 
 def test_fill_gaps_and_the_signature_round_trip():
     values = np.array([[1.0, np.nan], [np.nan, 4.0]], np.float32)
-    np.testing.assert_array_equal(tflite_feeding.fill_gaps(values, np.array([7.0, 8.0])),
+    np.testing.assert_array_equal(missing.fill_gaps(values, np.array([7.0, 8.0])),
                                   [[1.0, 8.0], [7.0, 4.0]])
-    np.testing.assert_array_equal(tflite_feeding.fill_gaps(values, np.float32(0.5)),
+    np.testing.assert_array_equal(missing.fill_gaps(values, np.float32(0.5)),
                                   [[1.0, 0.5], [0.5, 4.0]])
     strings = np.array([b"", b"a"], object)
-    assert tflite_feeding.fill_gaps(strings, np.float32(1)) is strings
+    assert missing.fill_gaps(strings, np.float32(1)) is strings
     feeding = tflite_feeding.Feeding({"x": np.float32(0.1)}, {}, {}, {})
     entry = {"dtype": "float32", "shape": [-1]}
     entry.update(tflite_feeding.describe("x", entry, "none", feeding))
     assert entry["missing"]["feed"] == "NaN" and entry["missing"]["fill"] == 0.1
     calibrated = tflite_feeding.describe("x", {"dtype": "float32"}, "int8", feeding)
     assert calibrated["missing"]["feed"] == 0.1
-    fills = tflite_feeding.fills_from_signature({"inputs": {"x": entry}})
+    fills = missing.fills_from_signature({"inputs": {"x": entry}})
     assert fills["x"] == pytest.approx(0.1)
     with pytest.raises(ValueError, match="does not fit"):
-        tflite_feeding.fill_gaps(values, np.array([1.0, 2.0, 3.0]))
+        missing.fill_gaps(values, np.array([1.0, 2.0, 3.0]))

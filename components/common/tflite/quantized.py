@@ -1,9 +1,10 @@
-"""The tflite_model folder freeze_quantize writes: public, export_tflite reads it back.
+"""The quantized-model folder (freeze_quantize's ``tflite_model`` output) that export_tflite
+reads back: one contract, beside the other TFLite contracts.
 
 The folder holds ``model.tflite`` (the model in the chosen mode) and ``quantization.json``
 (that mode, the signature it was converted from, the figures of every mode tried and the
-converter options). This module is the one place that knows the layout; other components
-import nothing else of freeze_quantize.
+converter options). This module is the one place that knows the layout: freeze_quantize
+writes it here, export_tflite reads it here, and neither imports the other.
 """
 
 import json
