@@ -8,6 +8,7 @@ import sys
 from typing import Dict, List
 
 from tfkfp.components._image import IMAGE, IMAGE_ENV, __version__
+from tfkfp.components.common.data.layouts import DEFAULT_BLOCK_ROWS, DEFAULT_LAYOUT, LAYOUTS
 from tfkfp.pipelines.accelerator import DEFAULT_TYPE, parse_gpu
 
 
@@ -57,12 +58,10 @@ def _parser() -> argparse.ArgumentParser:
     shard.add_argument("--missing", choices=["impute", "error"], default="impute",
                        help="impute: keep rows with blank, null or NaN values, filled inside "
                             "the trained model (default); error: refuse the first gap")
-    shard.add_argument("--layout", choices=["packed", "columns", "blocks"], default="packed",
-                       help="packed: scalar float32 and int64 features as one list feature "
-                            "per dtype per row (default, parses ~2x faster); columns: one "
-                            "feature per column; blocks: packed, --block-rows rows per "
-                            "record (fastest to read, for tfkfp readers only)")
-    shard.add_argument("--block-rows", type=int, default=256,
+    shard.add_argument("--layout", choices=list(LAYOUTS), default=DEFAULT_LAYOUT,
+                       help="; ".join(f"{n}: {x.summary}" for n, x in LAYOUTS.items())
+                       + f" (default {DEFAULT_LAYOUT})")
+    shard.add_argument("--block-rows", type=int, default=DEFAULT_BLOCK_ROWS,
                        help="rows per record in the blocks layout (default 256)")
 
     demo_data = commands.add_parser("demo-data", help="write the built-in demo data")

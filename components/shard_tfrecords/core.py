@@ -17,14 +17,14 @@ import time
 from typing import Dict, List, Sequence, Tuple
 
 from tfkfp.components.common.data.dataset import COMPRESSIONS, Manifest, select_group
-from tfkfp.components.common.data.missing import POLICIES as MISSING_POLICIES
-from tfkfp.components.common.data.schema import (
+from tfkfp.components.common.data.layouts import (
     DEFAULT_BLOCK_ROWS,
+    DEFAULT_LAYOUT,
     LAYOUTS,
     MAX_BLOCK_ROWS,
-    Column,
-    Schema,
 )
+from tfkfp.components.common.data.missing import POLICIES as MISSING_POLICIES
+from tfkfp.components.common.data.schema import Column, Schema
 from tfkfp.components.common.platform import scratch, uris
 from tfkfp.components.common.platform.cpus import threads_or_cpus
 from tfkfp.components.common.platform.progress import Progress, log
@@ -34,7 +34,6 @@ from tfkfp.components.shard_tfrecords.worker import ChunkResult, EncodePlan, enc
 
 MAX_VOCABULARY = 10_000
 MIN_SPLIT_RECORDS = 10  # fewer eval records cannot say much about accuracy
-DEFAULT_LAYOUT = "packed"  # parses ~2x faster than one feature per column (README)
 
 
 @dataclasses.dataclass(frozen=True)
@@ -180,8 +179,8 @@ def check_options(eval_fraction: float, compression: str, shard_size_mb: float,
         raise ShardInputError(f"input_format {input_format!r} is not one of "
                               f"auto, {', '.join(sources.FORMATS)}")
     if layout not in LAYOUTS:
-        raise ShardInputError(f"layout {layout!r} is not one of {LAYOUTS}")
-    if layout == "blocks" and not 1 <= block_rows <= MAX_BLOCK_ROWS:
+        raise ShardInputError(f"layout {layout!r} is not one of {', '.join(LAYOUTS)}")
+    if LAYOUTS[layout].multi_row and not 1 <= block_rows <= MAX_BLOCK_ROWS:
         raise ShardInputError(f"block_rows {block_rows} is outside 1..{MAX_BLOCK_ROWS}; "
                               f"expected e.g. {DEFAULT_BLOCK_ROWS} rows per record")
     if missing not in MISSING_POLICIES:

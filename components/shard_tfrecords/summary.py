@@ -32,6 +32,6 @@ def render(result) -> str:
 
 
 def _layout(schema) -> str:
-    if schema.layout == "blocks":
-        return f"blocks ({schema.block_rows:,} rows per record)"
+    if schema.record_layout.multi_row:
+        return f"{schema.layout} ({schema.block_rows:,} rows per record)"
     return schema.layout

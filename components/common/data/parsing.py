@@ -77,7 +77,7 @@ def rows_parser(schema: Schema, columns: Sequence[Column], accept: str = "schema
     columns = list(columns)
     groups = _needed_groups(schema, [c.name for c in columns])
     per_column = _parse_fn(column_spec(columns), {}, columns)
-    if schema.layout == "blocks":
+    if schema.record_layout.multi_row:
         laid_out = _blocks_fn(groups, columns)
     elif groups:
         laid_out = _parse_fn(packed_spec(schema, columns), groups, columns)

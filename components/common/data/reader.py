@@ -94,7 +94,7 @@ def make_dataset(
     if input_context is not None:
         batch_size = input_context.get_per_replica_batch_size(batch_size)
 
-    if schema.layout == "blocks":
+    if schema.record_layout.multi_row:
         return _blocks_dataset(files, compression, schema, mode, batch_size, shuffle,
                                shuffle_buffer, repeat, cache, deterministic, drop_remainder,
                                num_parallel_reads, seed, input_context, auto_shard_policy)

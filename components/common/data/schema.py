@@ -7,7 +7,8 @@ predictions so they can be joined back), and the count of rows with a gap (``mis
 decoded ``image_shape``. A classification label carries its
 vocabulary: the sorted distinct values, whose positions are the class indices.
 
-The record layout (``layout``) says how the columns sit in each ``tf.train.Example``:
+The record layout (``layout``, one of the table in ``common.data.layouts``) says how the
+columns sit in each ``tf.train.Example``:
 ``columns``, one feature per column (a schema.json without a layout means this), or
 ``packed``, where the scalar ``float32`` features share one ``FloatList`` feature and the
 scalar ``int64`` features one ``Int64List`` feature per row, in the order the schema's
@@ -33,14 +34,13 @@ import re
 import unicodedata
 from typing import Any, Dict, List, Sequence, Tuple
 
+from tfkfp.components.common.data import layouts
+from tfkfp.components.common.data.layouts import DEFAULT_BLOCK_ROWS, MAX_BLOCK_ROWS, RecordLayout
 from tfkfp.components.common.platform import uris
 
 DTYPES = ("float32", "int64", "string")
 ROLES = ("feature", "label", "key")
 ENCODINGS = ("image",)
-LAYOUTS = ("columns", "packed", "blocks")
-DEFAULT_BLOCK_ROWS = 256
-MAX_BLOCK_ROWS = 65_536
 PACKED_DTYPES = ("float32", "int64")
 SCHEMA_FILE = "schema.json"
 SCHEMA_VERSION = 1
@@ -232,10 +232,11 @@ class Schema:
         labels = [c.name for c in self.columns if c.role == "label"]
         if len(labels) > 1:
             raise SchemaError(f"schema has more than one label column: {labels}")
-        _require(self.layout in LAYOUTS, f"schema layout {self.layout!r}", LAYOUTS)
-        if self.layout == "columns" and self.packed:
-            raise SchemaError("schema layout 'columns' cannot have packed groups; expected "
-                              "layout 'packed' with them")
+        _require(self.layout in layouts.LAYOUTS, f"schema layout {self.layout!r}",
+                 layouts.names())
+        if not self.record_layout.packs_scalars and self.packed:
+            raise SchemaError(f"schema layout {self.layout!r} cannot have packed groups; "
+                              "expected a layout that packs scalars with them")
         self._check_block_rows()
         for group in self.packed:
             self._check_group(group, names)
@@ -272,25 +273,32 @@ class Schema:
             raise SchemaError(f"{where} lists no columns")
 
     def _check_block_rows(self) -> None:
-        if self.layout != "blocks":
+        if not self.record_layout.multi_row:
             if self.block_rows:
                 raise SchemaError(f"schema layout {self.layout!r} cannot have block_rows "
-                                  f"{self.block_rows}; only layout 'blocks' has them")
+                                  f"{self.block_rows}; only a layout of blocks of rows has "
+                                  "them")
             return
         if not isinstance(self.block_rows, int) or not 1 <= self.block_rows <= MAX_BLOCK_ROWS:
-            raise SchemaError(f"schema layout 'blocks' needs block_rows, a whole number from "
-                              f"1 to {MAX_BLOCK_ROWS}; found {self.block_rows!r}")
+            raise SchemaError(f"schema layout {self.layout!r} needs block_rows, a whole number "
+                              f"from 1 to {MAX_BLOCK_ROWS}; found {self.block_rows!r}")
         if not any(math.prod(c.shape) for c in self.columns):  # values a row
-            raise SchemaError("schema layout 'blocks' needs a column with at least one value "
-                              "per row, to count a block's rows")
+            raise SchemaError(f"schema layout {self.layout!r} needs a column with at least one "
+                              "value per row, to count a block's rows")
 
     def with_layout(self, layout: str, block_rows: int = DEFAULT_BLOCK_ROWS) -> "Schema":
-        """This schema with its columns laid out as ``layout`` (one of LAYOUTS); ``blocks``
+        """This schema with its columns laid out as ``layout`` (common.data.layouts); ``blocks``
         holds ``block_rows`` rows per Example."""
-        _require(layout in LAYOUTS, f"layout {layout!r}", LAYOUTS)
-        groups = packed_groups(self.columns) if layout in ("packed", "blocks") else ()
+        _require(layout in layouts.LAYOUTS, f"layout {layout!r}", layouts.names())
+        chosen = layouts.LAYOUTS[layout]
+        groups = packed_groups(self.columns) if chosen.packs_scalars else ()
         return dataclasses.replace(self, layout=layout, packed=groups,
-                                   block_rows=block_rows if layout == "blocks" else 0)
+                                   block_rows=block_rows if chosen.multi_row else 0)
+
+    @property
+    def record_layout(self) -> RecordLayout:
+        """The layout's entry in common.data.layouts (what its records hold)."""
+        return layouts.LAYOUTS[self.layout]
 
     def with_raw_label(self) -> "Schema":
         """This schema with the label's class vocabulary dropped, so readers yield the

@@ -10,12 +10,3 @@ def gzip_many_shards(demo_dir, tmp_path_factory):
     shard_tfrecords(demo_dir.csv, out, label="label", keys=["id"], compression="gzip",
                     num_shards=64)
     return out
-
-
-@pytest.fixture(scope="session")
-def unlabeled_demo(demo_dir, tmp_path_factory):
-    from tfkfp.components.shard_tfrecords.core import shard_tfrecords
-
-    out = str(tmp_path_factory.mktemp("unlabeled") / "dataset")
-    shard_tfrecords(demo_dir.csv, out, keys=["id"])
-    return out

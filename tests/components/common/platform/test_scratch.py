@@ -62,8 +62,24 @@ def test_an_owned_folder_beats_and_goes_away_whatever_happens(tmp_path):
     assert os.listdir(tmp_path) == []
 
 
-def test_the_pause_hook_is_inert_unless_its_variable_names_the_point(monkeypatch):
-    monkeypatch.delenv(scratch.PAUSE_ENV, raising=False)
-    scratch.pause_point("writing")
-    monkeypatch.setenv(scratch.PAUSE_ENV, "publishing")
-    scratch.pause_point("writing")  # another point: returns at once
+def pause_in_a_child(point: str, variable: str | None):
+    """A child process that reaches pause_point(point) with TFKFP_TEST_PAUSE_AT=variable;
+    its stderr says whether it paused, and it is killed either way."""
+    env = {k: v for k, v in os.environ.items() if k != scratch.PAUSE_ENV}
+    if variable is not None:
+        env[scratch.PAUSE_ENV] = variable
+    code = ("import sys; from tfkfp.components.common.platform import scratch; "
+            f"scratch.pause_point({point!r}); print('passed', file=sys.stderr, flush=True)")
+    child = subprocess.Popen([sys.executable, "-c", code], env=env, stderr=subprocess.PIPE,
+                             text=True)
+    try:
+        return child.stderr.readline().strip()  # the first line: paused, or passed it
+    finally:
+        child.kill()
+        child.wait()
+
+
+def test_the_pause_hook_is_inert_unless_its_variable_names_the_point():
+    assert pause_in_a_child("writing", None) == "passed"
+    assert pause_in_a_child("writing", "publishing") == "passed"  # another point
+    assert pause_in_a_child("writing", "writing") == "tfkfp: paused at writing"
