@@ -207,7 +207,7 @@ def _reader(plan: sources.InputPlan, files: List[str], features, key_columns, ba
         # "both": a pattern read with the model's schema may hold either layout
         parse = make_parser(features, key_columns, plan.schema, accept="both")
         counted = first_record_rows(files, plan.compression, parse) \
-            if plan.schema.layout == "blocks" else 0
+            if plan.schema.record_layout.multi_row else 0
         per_batch = records_per_batch(batch_size, plan.schema, counted)
         return lambda path: read_tfrecords(path, plan.compression, parse, per_batch)
     for path in files:

@@ -106,12 +106,13 @@ def check_record_layout(input_uris: Sequence[str]) -> None:
             path = uris.join(folder, SCHEMA_FILE)
             schema = _readable_schema(path)
             if schema is not None:
-                if schema.layout == "blocks":
+                if schema.record_layout.multi_row:
                     raise PredictInputError(
-                        f"Vertex batch prediction: {uri} is sharded in the 'blocks' layout "
-                        f"({path}), several rows per record, but Vertex sends each record to "
-                        "serving_default as one instance; shard it with layout='packed' or "
-                        "'columns', or use batch_predict, which reads every layout")
+                        f"Vertex batch prediction: {uri} is sharded in the "
+                        f"{schema.layout!r} layout ({path}), several rows per record, but "
+                        "Vertex sends each record to serving_default as one instance; shard "
+                        "it with layout='packed' or 'columns', or use batch_predict, which "
+                        "reads every layout")
                 break
             folder = folder.rsplit("/", 1)[0]
 

@@ -121,7 +121,7 @@ def _example_parser(predictor: Predictor, model_uri: str):
 
     features = feature_columns(predictor, predictor.schema, model_uri)
     schema = predictor.schema
-    if schema.layout == "blocks":  # an instance is one row: read it as a packed Example
+    if schema.record_layout.multi_row:  # an instance is one row: read it as a packed Example
         schema = schema.with_layout("packed")
     parse_columns = example_parser(schema, features, accept="both")
 
