@@ -21,12 +21,12 @@ anything is uploaded (``check_record_layout``).
 import dataclasses
 import logging
 import re
-import time
 from typing import Dict, List, Sequence
 
 from tfkfp.components.batch_predict.errors import PredictInputError
 from tfkfp.components.common.data.schema import SCHEMA_FILE, Schema
 from tfkfp.components.common.platform import uris, vertex_jobs
+from tfkfp.components.common.platform.follow import follow
 from tfkfp.components.common.platform.signals import sigterm_raises
 
 log = logging.getLogger("tfkfp")
@@ -211,13 +211,19 @@ def submit(job: VertexJob, wait: bool = True, poll_s: float = 30.0, clients=None
 
 
 def _wait(jobs, created, poll_s: float):
-    """The job once it has ended, logging each change of state."""
-    state, seen = created, ""
-    while True:
+    """The job once it has ended, logging each change of state (reading it survives the
+    API's hiccups: common/platform/follow.py). The first state is the one it was created
+    in."""
+    seen, first = "", [created]
+
+    def observe(state) -> None:
+        nonlocal seen
         if state.state.name != seen:
             seen = state.state.name
             log.info("BatchPredictionJob %s: %s", created.name, seen)
-        if seen in vertex_jobs.ENDED:
-            return state
-        time.sleep(poll_s)
-        state = jobs.get_batch_prediction_job(name=created.name)
+
+    return follow(f"Vertex AI BatchPredictionJob {created.name}",
+                  lambda: first.pop() if first else jobs.get_batch_prediction_job(
+                      name=created.name),
+                  lambda state: state.state.name in vertex_jobs.ENDED, interval=poll_s,
+                  observe=observe, describe=lambda state: state.state.name)

@@ -14,10 +14,10 @@ back the previous spec of one it updated; a failure the service reports is kept 
 
 import copy
 import logging
-import time
 from typing import Any, Dict, List, Tuple
 
 from tfkfp.components.common.platform import kube_api
+from tfkfp.components.common.platform.follow import describe_error, follow
 from tfkfp.components.common.platform.signals import sigterm_raises
 from tfkfp.components.deploy_model.errors import DeployFailed, DeployReportedFailure
 from tfkfp.components.deploy_model.options import DeployOptions
@@ -80,8 +80,10 @@ def manifest(name: str, namespace: str, storage_uri: str, model_uri: str,
 
 
 def serve_command(name: str, options: DeployOptions) -> List[str]:
-    """``tfkfp serve`` on the downloaded model, on KServe's port, threads from the limit."""
-    command = ["tfkfp", "serve", MODEL_DIR, "--name", name, "--port", str(HTTP_PORT)]
+    """``tfkfp serve`` on the downloaded model, on KServe's port on every interface (its
+    default is loopback only), threads from the limit."""
+    command = ["tfkfp", "serve", MODEL_DIR, "--name", name, "--host", "0.0.0.0", "--port",
+               str(HTTP_PORT)]
     if options.precomputed_uri:
         command += ["--precomputed", options.precomputed_uri,
                     "--precomputed-key", options.precomputed_key]
@@ -174,28 +176,43 @@ def _write(objects, body: Dict[str, Any], previous: Dict[str, Any] | None) -> Di
 def _wait_ready(objects, namespace: str, name: str, generation: int,
                 options: DeployOptions) -> Dict[str, Any]:
     """Poll until the service is Ready for ``generation``; raise DeployReportedFailure on a
-    failure it reports, DeployFailed at the deadline (with its last reason)."""
-    give_up = time.monotonic() + options.deadline_seconds
+    failure it reports, DeployFailed at the deadline (with its last reason). Reading it
+    survives the API's hiccups (common/platform/follow.py)."""
     seen = None
-    while True:
-        service = objects.get_namespaced_custom_object(GROUP, VERSION, namespace, PLURAL, name)
+
+    def status_of(service: Dict[str, Any]) -> Tuple[Dict[str, Any], bool]:
         status = service.get("status") or {}
-        current = status.get("observedGeneration", generation) >= generation
+        return status, status.get("observedGeneration", generation) >= generation
+
+    def observe(service: Dict[str, Any]) -> None:
+        nonlocal seen
+        status, current = status_of(service)
         ready = _condition(status, "Ready")
         if current and ready and ready != seen:
             seen = ready
             log.info("%s %s/%s: Ready %s %s", KIND, namespace, name, ready.get("status"),
                      ready.get("reason") or ready.get("message") or "")
-        if current and ready and ready.get("status") == "True":
-            return service
-        failure = _failure(status) if current else ""
+        ready_now = current and ready and ready.get("status") == "True"
+        failure = _failure(status) if current and not ready_now else ""
         if failure:
             raise DeployReportedFailure(f"{KIND} {namespace}/{name} failed: {failure}")
-        if time.monotonic() > give_up:
-            raise DeployFailed(
-                f"{KIND} {namespace}/{name} was not Ready within {options.deadline_seconds} s "
-                f"(deploy_options deadline_seconds): {_pending(status)}")
-        time.sleep(options.poll_seconds)
+
+    def is_ready(service: Dict[str, Any]) -> bool:
+        status, current = status_of(service)
+        ready = _condition(status, "Ready")
+        return bool(current and ready and ready.get("status") == "True")
+
+    def expired(service: Dict[str, Any] | None) -> BaseException:
+        return DeployFailed(
+            f"{KIND} {namespace}/{name} was not Ready within {options.deadline_seconds} s "
+            f"(deploy_options deadline_seconds): {_pending(status_of(service or {})[0])}")
+
+    return follow(f"{KIND} {namespace}/{name}",
+                  lambda: objects.get_namespaced_custom_object(GROUP, VERSION, namespace,
+                                                               PLURAL, name),
+                  is_ready, interval=options.poll_seconds,
+                  deadline=options.deadline_seconds, observe=observe, expired=expired,
+                  describe=lambda service: _pending(status_of(service)[0]))
 
 
 def _condition(status: Dict[str, Any], kind: str) -> Dict[str, Any] | None:
@@ -233,6 +250,9 @@ def _delete(objects, namespace: str, name: str) -> None:
     except client.ApiException as err:
         if err.status != 404:
             log.warning("could not delete %s %s/%s: %s", KIND, namespace, name, err.reason)
+    except Exception as err:  # noqa: BLE001 - the step's own error is on its way: keep it
+        log.warning("could not delete %s %s/%s: %s", KIND, namespace, name,
+                    describe_error(err))
 
 
 def _restore(objects, namespace: str, name: str, previous: Dict[str, Any]) -> None:
@@ -250,3 +270,6 @@ def _restore(objects, namespace: str, name: str, previous: Dict[str, Any]) -> No
     except client.ApiException as err:
         log.warning("could not put back the previous spec of %s %s/%s: %s", KIND, namespace,
                     name, err.reason)
+    except Exception as err:  # noqa: BLE001 - the step's own error is on its way: keep it
+        log.warning("could not put back the previous spec of %s %s/%s: %s", KIND, namespace,
+                    name, describe_error(err))

@@ -52,8 +52,8 @@ def upload_request(artifact_uri: str, name: str, options: DeployOptions, where: 
     AIP_STORAGE_URI, which the container's command reads."""
     from google.cloud import aiplatform_v1 as v1
 
-    command = ["tfkfp", "serve", "$(AIP_STORAGE_URI)", "--name", name,
-               "--port", str(HTTP_PORT)]
+    command = ["tfkfp", "serve", "$(AIP_STORAGE_URI)", "--name", name, "--host", "0.0.0.0",
+               "--port", str(HTTP_PORT)]  # every interface: Vertex AI calls from outside
     if options.precomputed_uri:
         command += ["--precomputed", options.precomputed_uri,
                     "--precomputed-key", options.precomputed_key]

@@ -2,10 +2,11 @@
 
 With launcher ``local`` (the default), a strategy that runs in one process trains in this
 process and a multi-process one runs as a cluster of processes on this machine (the table in
-common/training/strategies.py says which is which). Launchers ``tfjob``, ``trainjob`` and
-``vertex`` run the same cluster shape as a Kubeflow Training Operator TFJob, a Kubeflow
-Trainer v2 TrainJob or a Vertex AI CustomJob (see launchers/). Everything is checked before
-any training starts (common/training/request.py, as diagnose_bottleneck checks it).
+common/training/strategies.py says which is which). The other launchers of the table in
+launchers/ (``tfjob``, ``trainjob``, ``vertex``) run the same cluster shape as a Kubeflow
+Training Operator TFJob, a Kubeflow Trainer v2 TrainJob or a Vertex AI CustomJob. Everything
+is checked before any training starts (common/training/request.py, as diagnose_bottleneck
+checks it).
 """
 
 import dataclasses
@@ -20,10 +21,9 @@ from tfkfp.components.common.training import strategies
 from tfkfp.components.common.training.config import TrainConfig, TrainConfigError
 from tfkfp.components.common.training.request import check_request, make_config
 from tfkfp.components.common.training.shape import ClusterShape, validate
-from tfkfp.components.train import checkpoint_record, loop, report
-from tfkfp.components.train.launchers import job, kube, local, tfjob, trainjob, vertex
+from tfkfp.components.train import checkpoint_record, launchers, loop, report
+from tfkfp.components.train.launchers import Launcher, job, local
 
-CLUSTER_LAUNCHERS = {"tfjob": tfjob, "trainjob": trainjob, "vertex": vertex}
 METRICS = ("eval_accuracy", "eval_rmse", "eval_mae", "eval_r2", "eval_loss",
            "examples_per_second", "mean_step_ms",
            "input_wait_fraction", "seconds_to_target", "training_seconds", "parameters")
@@ -86,8 +86,9 @@ def train(dataset: str, model_dir: str, launcher: str = "local",
         checkpoint_record.check(config)
     if gcp_resources:
         vertex_jobs.write_gcp_resources(gcp_resources)  # the vertex launcher fills it in
-    if launcher != "local":
-        return _train_on_cluster(config, launcher, launch, gcp_resources)
+    entry = launchers.get(launcher)
+    if not entry.in_process:
+        return _train_on_cluster(config, entry, launch, gcp_resources)
     strategy = strategies.get(config.strategy)
     strategy.preflight(config)  # fail before any work when, e.g., there is no TPU
     started = time.perf_counter()
@@ -107,23 +108,20 @@ def check_options(dataset: str, model_dir: str, launcher: str = "local",
     """Everything about a train request that can be refused without reading the data:
     options, strategy and cluster shape, launcher and its options."""
     config = make_config(dataset, model_dir, options).with_vertex_dirs()
-    validate(config, launcher)
+    validate(config, launchers.get(launcher).placement)
     return config, job.parse_options(launcher, launcher_options)
 
 
-def _train_on_cluster(config: TrainConfig, launcher: str, options: job.LaunchOptions,
+def _train_on_cluster(config: TrainConfig, launcher: Launcher, options: job.LaunchOptions,
                       gcp_resources: str = "") -> TrainResult:
-    """Run the cluster as a TFJob, a TrainJob or a Vertex AI CustomJob on shared storage."""
+    """Run the cluster as the launcher's job (a TFJob, a TrainJob, a Vertex AI CustomJob) on
+    shared storage."""
     shape = ClusterShape.for_config(config)
-    plan = job.plan(config, launcher, options)
-    if launcher in job.KUBE:
-        kube.check_allowed(options)
+    plan = job.plan(config, launcher.name, options)
+    launcher.preflight(options)
     started = time.perf_counter()
     job.stage(plan)
-    if launcher == "vertex":
-        vertex.run(shape, plan, options, gcp_resources=gcp_resources)
-    else:
-        CLUSTER_LAUNCHERS[launcher].run(shape, plan, options)
+    launcher.run(shape, plan, options, gcp_resources=gcp_resources)
     return _result(config, job.collect(plan), started)
 
 

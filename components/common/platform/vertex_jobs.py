@@ -12,8 +12,9 @@ import json
 import logging
 import os
 import re
-import time
 from typing import Callable, Iterable, Tuple
+
+from tfkfp.components.common.platform.follow import FollowTimedOut, follow
 
 log = logging.getLogger("tfkfp")
 
@@ -60,15 +61,14 @@ def cancel(kind: str, name: str, send_cancel: Callable[[str], object],
     except Exception as err:  # noqa: BLE001
         log.warning("cancelling %s %s failed: %s", kind, name, err)
         return "unknown (the cancel request failed)"
-    deadline = time.monotonic() + wait_seconds
-    state = "JOB_STATE_CANCELLING"
-    while True:
-        try:
-            state = get_state(name)
-        except Exception as err:  # noqa: BLE001 - as above
-            log.warning("reading %s %s after the cancel failed: %s", kind, name, err)
-            return "unknown (cancel requested)"
-        if state in ENDED or time.monotonic() >= deadline:
-            log.info("%s %s: %s", kind, name, state)
-            return state
-        time.sleep(poll_seconds)
+    try:
+        state = follow(f"Vertex AI {kind} {name}", lambda: get_state(name),
+                       lambda current: current in ENDED, interval=poll_seconds,
+                       deadline=wait_seconds)
+    except FollowTimedOut as late:  # still cancelling, or never read (a lasting hiccup)
+        state = late.last or "unknown (cancel requested)"
+    except Exception as err:  # noqa: BLE001 - as above
+        log.warning("reading %s %s after the cancel failed: %s", kind, name, err)
+        return "unknown (cancel requested)"
+    log.info("%s %s: %s", kind, name, state)
+    return state

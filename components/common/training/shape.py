@@ -1,30 +1,43 @@
 """One description of a training cluster's shape: how many chief, worker and parameter-server
 replicas a strategy runs as, taken from its entry in the strategies table. It is checked
-once, before launch (``validate`` checks the whole request), and every launcher renders it:
-local processes (``TF_CONFIG`` per process), a Kubeflow TFJob (replica specs), a Kubeflow
-Trainer v2 TrainJob (pods of one indexed job, each task by its index) and a Vertex AI CustomJob
-(worker pools)."""
+once, before launch (``validate`` checks the whole request), against what the launcher can
+place (a ``Placement``: train's launcher table gives one per launcher, LOCAL is this
+machine's processes), and every launcher renders it: local processes (``TF_CONFIG`` per
+process), a Kubeflow TFJob (replica specs), a Kubeflow Trainer v2 TrainJob (pods of one indexed
+job, each task by its index) and a Vertex AI CustomJob (worker pools)."""
 
 import dataclasses
-from typing import Dict
+from typing import Dict, Mapping
 
 from tfkfp.components.common.training import strategies
 from tfkfp.components.common.training.config import TrainConfig, TrainConfigError, check_fields
 
-LAUNCHERS = ("local", "tfjob", "trainjob", "vertex")
-# Local processes share one machine's cores; a cluster's size is the user's to choose, within
-# what one coordinator and the operators handle comfortably.
-MAX_WORKERS = {"local": 8, "tfjob": 256, "trainjob": 256, "vertex": 256}
-MAX_PS = {"local": 4, "tfjob": 64, "trainjob": 64, "vertex": 64}
+
+@dataclasses.dataclass(frozen=True)
+class Placement:
+    """What a launcher can place: the cluster sizes it allows and the strategies it cannot
+    run. Local processes share one machine's cores; a cluster's size is the user's to choose,
+    within what one coordinator and the operators handle comfortably."""
+
+    launcher: str  # its name, as launcher= takes it
+    max_workers: int
+    max_ps: int
+    # A strategy's ``devices`` -> why this launcher cannot run it (said after "strategy
+    # '<name>'"), e.g. {"tpu": "cannot run as a TFJob (its pods have no TPU); ..."}.
+    refuses: Mapping[str, str] = dataclasses.field(default_factory=dict, hash=False)
+    workers_are: str = ""  # its workers in messages (default "<launcher> workers")
+
+
+LOCAL = Placement("local", max_workers=8, max_ps=4, workers_are="local worker processes")
 ROLE_NAMES = {"chief": "a chief", "worker": "workers", "ps": "parameter servers"}
 
 
-def validate(config: TrainConfig, launcher: str = "local") -> None:
+def validate(config: TrainConfig, placement: Placement = LOCAL) -> None:
     """Refuse, with the allowed values, anything that would fail later in training: an
     unknown strategy, a bad field, a cluster shape the strategy or the launcher cannot run."""
     strategies.get(config.strategy)
     check_fields(config)
-    ClusterShape.for_config(config).validate(launcher)
+    ClusterShape.for_config(config).validate(placement)
 
 
 @dataclasses.dataclass(frozen=True)
@@ -55,19 +68,16 @@ class ClusterShape:
     def multi_process(self) -> bool:
         return strategies.get(self.strategy).multi_process
 
-    def validate(self, launcher: str = "local") -> None:
+    def validate(self, placement: Placement = LOCAL) -> None:
         """Refuse a shape the strategy cannot run, or the launcher cannot place."""
-        if launcher not in LAUNCHERS:
-            raise TrainConfigError(f"launcher {launcher!r} is not known; expected one of "
-                                   f"{', '.join(LAUNCHERS)}")
         strategy = strategies.get(self.strategy)
-        if launcher in strategy.refused_by:
+        if strategy.devices in placement.refuses:
             raise TrainConfigError(f"strategy {self.strategy!r} "
-                                   f"{strategy.refused_by[launcher]}")
+                                   f"{placement.refuses[strategy.devices]}")
         if self.chief not in (0, 1):
             raise TrainConfigError(f"chief={self.chief}: a cluster has at most one chief")
         if strategy.multi_process:
-            self._check_roles(strategy, launcher)
+            self._check_roles(strategy, placement)
         elif (self.chief, self.workers, self.ps) != (1, 0, 0):
             raise TrainConfigError(
                 f"strategy {self.strategy!r} trains in one process: one chief, no workers "
@@ -75,13 +85,13 @@ class ClusterShape:
                 f"ps={self.ps}); choose {' or '.join(strategies.names(multi_process=True))} "
                 "to spread training over machines")
 
-    def _check_roles(self, strategy: strategies.Strategy, launcher: str) -> None:
+    def _check_roles(self, strategy: strategies.Strategy, placement: Placement) -> None:
         """Each role the strategy runs as within the launcher's limits, and no other role."""
-        where = "local worker processes" if launcher == "local" else f"{launcher} workers"
-        if not 1 <= self.workers <= MAX_WORKERS[launcher]:
+        where = placement.workers_are or f"{placement.launcher} workers"
+        if not 1 <= self.workers <= placement.max_workers:
             raise TrainConfigError(
                 f"workers={self.workers} for strategy {self.strategy!r}: allowed 1 to "
-                f"{MAX_WORKERS[launcher]} {where}")
+                f"{placement.max_workers} {where}")
         if (self.chief and "chief" not in strategy.roles) or (
                 self.ps and "ps" not in strategy.roles):
             leads = "" if "chief" in strategy.roles else " (worker 0 leads)"
@@ -93,7 +103,7 @@ class ClusterShape:
             raise TrainConfigError(
                 f"strategy {self.strategy!r} needs a chief to coordinate the workers "
                 "(chief=0)")
-        if "ps" in strategy.roles and not 1 <= self.ps <= MAX_PS[launcher]:
+        if "ps" in strategy.roles and not 1 <= self.ps <= placement.max_ps:
             raise TrainConfigError(
                 f"parameter_servers={self.ps}: strategy {self.strategy!r} needs 1 to "
-                f"{MAX_PS[launcher]} parameter servers with launcher {launcher!r}")
+                f"{placement.max_ps} parameter servers with launcher {placement.launcher!r}")

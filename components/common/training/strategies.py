@@ -1,6 +1,7 @@
 """What a ``tf.distribute`` strategy name means, in one table (``STRATEGIES``): the processes
-it runs as, where its replicas run, what it allows of Keras and of the launchers, what must be
-there before any work, and how its strategy object is built.
+it runs as, where its replicas run (a launcher's entry may refuse some: a TFJob has no TPU),
+what it allows of Keras, what must be there before any work, and how its strategy object is
+built.
 
 The checks and cluster shape beside it, train (launchers, worker, loop) and
 diagnose_bottleneck read the table here instead of naming strategies, so adding a strategy
@@ -13,7 +14,7 @@ import dataclasses
 import json
 import logging
 import os
-from typing import Any, Callable, Dict, List, Mapping, Tuple
+from typing import Any, Callable, Dict, List, Tuple
 
 from tfkfp.components.common.training.config import TrainConfig, TrainConfigError
 
@@ -91,8 +92,6 @@ class Strategy:
     devices: str = "one"
     sync: bool = True  # replicas step together (False: workers step on their own)
     batch_callbacks: bool = True  # Keras calls per-batch hooks (not under parameter servers)
-    # launcher -> why that launcher cannot run it (said after "strategy '<name>'").
-    refused_by: Mapping[str, str] = dataclasses.field(default_factory=dict, hash=False)
     # Fails, before any work, when what the strategy runs on is not there.
     preflight: Callable[[TrainConfig], None] = _nothing_to_check
 
@@ -109,11 +108,7 @@ STRATEGIES: Dict[str, Strategy] = {s.name: s for s in (
              devices="cluster"),
     Strategy("parameter_server", _parameter_server, roles=("chief", "worker", "ps"),
              servers=("worker", "ps"), devices="cluster", sync=False, batch_callbacks=False),
-    Strategy("tpu", _tpu, devices="tpu", preflight=_tpu_found, refused_by={
-        "tfjob": "cannot run as a TFJob (its pods have no TPU); use launcher 'vertex' or run "
-                 "on a TPU VM with 'local'",
-        "trainjob": "cannot run as a TrainJob (the suite's runtime has no TPU); use launcher "
-                    "'vertex' or run on a TPU VM with 'local'"}),
+    Strategy("tpu", _tpu, devices="tpu", preflight=_tpu_found),
 )}
 
 

@@ -1,9 +1,9 @@
-"""What the cluster launchers (tfjob, trainjob, vertex) share: their options, checked before
-launch, and the job plan: where the replicas read the data and write the model, checkpoints,
-TensorBoard logs and the result. A replica runs on another machine, so every one of those
-places is on storage all replicas reach (an object store such as gs://, or a shared volume
-mounted at the same path); what is not gets staged in the job folder and copied back
-afterwards."""
+"""What the cluster launchers (the entries of LAUNCHERS that run elsewhere) share: their
+options, checked before launch as each entry says, and the job plan: where the replicas read
+the data and write the model, checkpoints, TensorBoard logs and the result. A replica runs
+on another machine, so every one of those places is on storage all replicas reach (an object
+store such as gs://, or a shared volume mounted at the same path); what is not gets staged in
+the job folder and copied back afterwards."""
 
 import dataclasses
 import json
@@ -17,8 +17,6 @@ from tfkfp.components.common.training.config import TrainConfig, TrainConfigErro
 
 log = logging.getLogger("tfkfp")
 
-KUBE = ("tfjob", "trainjob")  # Kubernetes: a Training Operator TFJob, a Trainer v2 TrainJob
-CLUSTER = (*KUBE, "vertex")
 # A job's name is a DNS label, and so are its pods' host names (<name>-worker-255,
 # <name>-node-0-319), which must fit in 63 characters.
 JOB_NAME = re.compile(r"[a-z]([-a-z0-9]*[a-z0-9])?")
@@ -27,8 +25,9 @@ MAX_JOB_NAME = 52
 
 @dataclasses.dataclass(frozen=True)
 class LaunchOptions:
-    """``launcher_options`` of train; each field's comment says which launchers read it
-    (k8s: tfjob and trainjob)."""
+    """``launcher_options`` of train. Which launchers read a field is said by ``options`` of
+    their entries in LAUNCHERS (launchers/__init__.py); the comments say what each field
+    means to them (all: every cluster launcher; k8s: the Kubernetes ones)."""
 
     job_dir: str = ""  # all: shared folder for the job (default: beside the model)
     # all: the replicas' image; default the step's own (k8s: from the tfkfp-config allow-list)
@@ -52,28 +51,21 @@ class LaunchOptions:
     gpu_type: str = ""  # vertex: the accelerator, e.g. NVIDIA_TESLA_T4 (with gpus)
 
 
-READ_BY = {
-    **{name: CLUSTER for name in ("job_dir", "image", "deadline_seconds", "poll_seconds",
-                                  "service_account", "gpus")},
-    **{name: KUBE for name in ("namespace", "job_name", "cpu", "memory",
-                               "volume_claim", "mount_path")},
-    "backoff_limit": ("tfjob",),
-    "runtime": ("trainjob",),
-    **{name: ("vertex",) for name in ("project", "region", "machine_type",
-                                      "gpu_type")},
-}
-
-
 def parse_options(launcher: str, options: Dict[str, Any] | None) -> LaunchOptions:
-    """Check ``launcher_options`` for this launcher: known keys, right types, sane values."""
+    """Check ``launcher_options`` for this launcher, as its entry in LAUNCHERS says: known
+    keys, right types, sane values, then the launcher's own checks."""
+    from tfkfp.components.train import launchers  # the table imports this module
+
+    entry = launchers.get(launcher)
     options = dict(options or {})
-    allowed = sorted(name for name, launchers in READ_BY.items() if launcher in launchers)
-    if launcher == "local":
+    if not entry.options:
         if options:
+            takers = [name for name, other in launchers.LAUNCHERS.items() if other.options]
             raise TrainConfigError(f"launcher_options {sorted(options)} are for the cluster "
-                                   f"launchers ({', '.join(CLUSTER)}); launcher 'local' takes "
-                                   "none")
+                                   f"launchers ({', '.join(takers)}); launcher {launcher!r} "
+                                   "takes none")
         return LaunchOptions()
+    allowed = sorted(entry.options)
     unknown = sorted(set(options) - set(allowed))
     if unknown:
         raise TrainConfigError(f"launcher_options {unknown} are not known to launcher "
@@ -92,9 +84,6 @@ def parse_options(launcher: str, options: Dict[str, Any] | None) -> LaunchOption
         if getattr(parsed, name) < 0:
             raise TrainConfigError(f"launcher_options {name} must not be negative, got "
                                    f"{getattr(parsed, name)}")
-    if launcher == "vertex" and bool(parsed.gpu_type) != bool(parsed.gpus):
-        raise TrainConfigError("launcher_options gpu_type and gpus go together on vertex "
-                               "(e.g. NVIDIA_TESLA_T4 and 1)")
     if parsed.volume_claim and not parsed.mount_path.startswith("/"):
         raise TrainConfigError(f"launcher_options mount_path {parsed.mount_path!r} must be "
                                "an absolute path")
@@ -104,6 +93,7 @@ def parse_options(launcher: str, options: Dict[str, Any] | None) -> LaunchOption
             f"launcher_options job_name {parsed.job_name!r} must be at most {MAX_JOB_NAME} "
             "lower-case letters, digits and '-', starting with a letter and ending with a "
             "letter or digit (its pods' host names derive from it)")
+    entry.check(parsed)
     return parsed
 
 
@@ -132,6 +122,10 @@ class JobPlan:
 
 def plan(config: TrainConfig, launcher: str, options: LaunchOptions) -> JobPlan:
     """Map each path of the run to storage the replicas reach, staging what is not."""
+    from tfkfp.components.train import launchers  # the table imports this module
+
+    entry = launchers.get(launcher)
+
     def shared(path: str) -> str | None:
         if path and options.volume_claim and (
                 path == options.mount_path or path.startswith(options.mount_path.rstrip("/")
@@ -141,8 +135,9 @@ def plan(config: TrainConfig, launcher: str, options: LaunchOptions) -> JobPlan:
 
     model_uri = shared(config.model_dir)
     job_dir = options.job_dir or (f"{model_uri.rstrip('/')}-job" if model_uri else "")
-    where = ("gs://..." if launcher == "vertex" else
-             "gs://..., or a folder under launcher_options mount_path with volume_claim")
+    where = f"{entry.job_dir_scheme or 'gs://'}..." + (
+        ", or a folder under launcher_options mount_path with volume_claim"
+        if "volume_claim" in entry.options else "")
     if options.job_dir and not shared(options.job_dir):
         raise TrainConfigError(
             f"launcher_options job_dir {options.job_dir!r} is not on storage every "
@@ -152,8 +147,9 @@ def plan(config: TrainConfig, launcher: str, options: LaunchOptions) -> JobPlan:
             f"launcher {launcher!r} runs replicas on other machines, so they need a job_dir "
             f"they can all reach ({where}); the model path {config.model_dir!r} is on this "
             "machine's disk only. Use a gs:// pipeline root or set launcher_options job_dir")
-    if launcher == "vertex" and not job_dir.startswith("gs://"):
-        raise TrainConfigError(f"launcher 'vertex' needs a gs:// job_dir, got {job_dir!r}")
+    if entry.job_dir_scheme and not job_dir.startswith(entry.job_dir_scheme):
+        raise TrainConfigError(f"launcher {launcher!r} needs a {entry.job_dir_scheme} "
+                               f"job_dir, got {job_dir!r}")
     if config.checkpoint_dir and not shared(config.checkpoint_dir):
         raise TrainConfigError(
             f"checkpoint_dir {config.checkpoint_dir!r} is on this machine's disk, which the "

@@ -13,11 +13,11 @@ import collections
 import dataclasses
 import logging
 import threading
-import time
 import uuid
 from typing import Any, Callable, Deque, Dict, List, Tuple, Type
 
 from tfkfp.components._image import step_image
+from tfkfp.components.common.platform.follow import describe_error, follow
 from tfkfp.components.common.platform.kube_api import (
     api_client,
     api_message,
@@ -30,8 +30,8 @@ from tfkfp.components.train.errors import (
     ClusterJobFailed,
     ClusterJobReportedFailure,
 )
-from tfkfp.components.train.launchers import TAIL_LINES, indented
 from tfkfp.components.train.launchers.job import LaunchOptions
+from tfkfp.components.train.launchers.tail import TAIL_LINES, indented
 
 log = logging.getLogger("tfkfp")
 
@@ -155,30 +155,37 @@ def _create(kind: JobKind, jobs, body: Dict[str, Any], summary: str) -> None:
 
 def _follow(kind: JobKind, jobs, namespace: str, name: str, options: LaunchOptions,
             logs: "PodLogs") -> None:
-    """Poll the job until it succeeds; raise when it fails or outlives its deadline."""
-    give_up = time.monotonic() + options.deadline_seconds + DEADLINE_GRACE_SECONDS
-    seen = None
-    while True:
-        status = jobs.get_namespaced_custom_object(kind.group, kind.version, namespace, kind.plural,
-                                                   name).get("status") or {}
+    """Poll the job until it succeeds; raise when it fails or outlives its deadline (reading
+    its status survives the API's hiccups: common/platform/follow.py)."""
+    seen = None  # the type of the newest condition logged
+
+    def observe(status: Dict[str, Any]) -> None:
+        nonlocal seen
         condition = latest_condition(status, (kind.succeeded, "Failed"))
         if condition and condition["type"] != seen:
             seen = condition["type"]
             log.info("%s %s/%s: %s %s", kind.kind, namespace, name, seen,
                      condition.get("message", ""))
         logs.follow_new_pods()
-        if seen == kind.succeeded:
-            return
         if seen == "Failed":
             reason = condition.get("reason") or "Failed"
             raise kind.reported(f"{kind.kind} {namespace}/{name} failed: {reason}: "
                                 f"{condition.get('message', '')}{logs.tail()}")
-        if time.monotonic() > give_up:
-            raise kind.failed(
-                f"{kind.kind} {namespace}/{name} passed its deadline of "
-                f"{options.deadline_seconds} s (launcher_options deadline_seconds) without "
-                f"finishing; deleted it{logs.tail()}")
-        time.sleep(options.poll_seconds)
+
+    def expired(status) -> BaseException:
+        return kind.failed(
+            f"{kind.kind} {namespace}/{name} passed its deadline of "
+            f"{options.deadline_seconds} s (launcher_options deadline_seconds) without "
+            f"finishing; deleted it{logs.tail()}")
+
+    follow(f"{kind.kind} {namespace}/{name}",
+           lambda: jobs.get_namespaced_custom_object(kind.group, kind.version, namespace,
+                                                     kind.plural, name).get("status") or {},
+           lambda status: seen == kind.succeeded,
+           interval=options.poll_seconds,
+           deadline=options.deadline_seconds + DEADLINE_GRACE_SECONDS,
+           observe=observe, expired=expired,
+           describe=lambda status: seen or "no condition yet")
 
 
 def latest_condition(status: Dict[str, Any], ended: Tuple[str, ...]) -> Dict[str, Any] | None:
@@ -200,6 +207,9 @@ def _delete(kind: JobKind, jobs, namespace: str, name: str) -> None:
         if err.status != 404:
             log.warning("could not delete %s %s/%s: %s", kind.kind, namespace, name,
                         err.reason)
+    except Exception as err:  # noqa: BLE001 - the step's own error is on its way: keep it
+        log.warning("could not delete %s %s/%s: %s", kind.kind, namespace, name,
+                    describe_error(err))
 
 
 class PodLogs:

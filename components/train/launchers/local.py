@@ -25,7 +25,7 @@ from tfkfp.components.common.training.shape import ClusterShape
 from tfkfp.components.common.training.strategies import ClusterTask
 from tfkfp.components.train import loopback
 from tfkfp.components.train.errors import WorkerFailed
-from tfkfp.components.train.launchers import TAIL_LINES, indented
+from tfkfp.components.train.launchers.tail import TAIL_LINES, indented
 
 
 @dataclasses.dataclass(frozen=True)

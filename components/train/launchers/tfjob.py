@@ -72,9 +72,11 @@ def replica_of(pod) -> str:
                           labels.get("training.kubeflow.org/replica-index", "?"))
 
 
-def run(shape: ClusterShape, job: JobPlan, options: LaunchOptions, api=None) -> None:
+def run(shape: ClusterShape, job: JobPlan, options: LaunchOptions, gcp_resources: str = "",
+        api=None) -> None:
     """Create the TFJob and return when it succeeds; raise TFJobFailed when it fails or
-    passes its deadline (see kube.run)."""
+    passes its deadline (see kube.run). ``gcp_resources`` stays as train wrote it: a TFJob is
+    no Google Cloud resource."""
     name = options.job_name or kube.default_job_name()
     body = manifest(shape, job, options, name, options.namespace or kube.default_namespace())
     summary = ", ".join(f"{n} {role}" for role, n in shape.replicas.items())

@@ -80,9 +80,11 @@ def replica_namer(shape: ClusterShape):
     return replica_of
 
 
-def run(shape: ClusterShape, job: JobPlan, options: LaunchOptions, api=None) -> None:
+def run(shape: ClusterShape, job: JobPlan, options: LaunchOptions, gcp_resources: str = "",
+        api=None) -> None:
     """Create the TrainJob and return when it succeeds; raise TrainJobFailed when it fails or
-    passes its deadline (see kube.run)."""
+    passes its deadline (see kube.run). ``gcp_resources`` stays as train wrote it: a TrainJob
+    is no Google Cloud resource."""
     name = options.job_name or kube.default_job_name()
     body = manifest(shape, job, options, name, options.namespace or kube.default_namespace())
     summary = (f"{sum(shape.replicas.values())} nodes of runtime {options.runtime} ("

@@ -3,12 +3,13 @@
 servers; Vertex AI writes each replica's ``TF_CONFIG`` from the pools (chief, worker, ps)."""
 
 import logging
-import time
 import uuid
 from typing import List
 
 from tfkfp.components.common.platform import vertex_jobs
+from tfkfp.components.common.platform.follow import follow
 from tfkfp.components.common.platform.signals import sigterm_raises
+from tfkfp.components.common.training.config import TrainConfigError
 from tfkfp.components.common.training.shape import ClusterShape
 from tfkfp.components.train.errors import VertexJobFailed
 from tfkfp.components.train.launchers.job import JobPlan, LaunchOptions, worker_command
@@ -24,6 +25,13 @@ def pool_counts(shape: ClusterShape) -> List[int]:
     while counts[-1] == 0:
         counts.pop()
     return counts
+
+
+def check_options(options: LaunchOptions) -> None:
+    """What only this launcher asks of its launcher_options."""
+    if bool(options.gpu_type) != bool(options.gpus):
+        raise TrainConfigError("launcher_options gpu_type and gpus go together on vertex "
+                               "(e.g. NVIDIA_TESLA_T4 and 1)")
 
 
 def request(shape: ClusterShape, job: JobPlan, options: LaunchOptions, project: str,
@@ -108,13 +116,17 @@ def run(shape: ClusterShape, job: JobPlan, options: LaunchOptions, client=None,
 
 
 def _wait(client, name: str, poll_seconds: float):
-    """The job once it has ended, logging each change of state."""
-    state = ""
-    while True:
-        current = client.get_custom_job(name=name)
-        if current.state.name != state:
-            state = current.state.name
-            log.info("CustomJob %s: %s", name, state)
-        if state in vertex_jobs.ENDED:
-            return current
-        time.sleep(poll_seconds)
+    """The job once it has ended, logging each change of state (reading it survives the
+    API's hiccups: common/platform/follow.py)."""
+    seen = ""
+
+    def observe(current) -> None:
+        nonlocal seen
+        if current.state.name != seen:
+            seen = current.state.name
+            log.info("CustomJob %s: %s", name, seen)
+
+    return follow(f"Vertex AI CustomJob {name}", lambda: client.get_custom_job(name=name),
+                  lambda current: current.state.name in vertex_jobs.ENDED,
+                  interval=poll_seconds, observe=observe,
+                  describe=lambda current: current.state.name)

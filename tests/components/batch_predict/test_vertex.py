@@ -149,6 +149,34 @@ def test_sigterm_while_waiting_cancels_the_job_and_exits_with_why(tmp_path):
         f"BatchPredictionJob {name} (now JOB_STATE_CANCELLED)")
 
 
+class FlakyJobs(FakeJobs):
+    """The job's reads fail now and then, as an API under load does, then it succeeds."""
+
+    def __init__(self, script):
+        super().__init__()
+        self.script = list(script)
+
+    def get_batch_prediction_job(self, name):
+        item = self.script.pop(0)
+        if isinstance(item, BaseException):
+            raise item
+        return v1.BatchPredictionJob(name=name, state=item, output_info={
+            "gcs_output_directory": "gs://b/out/prediction-1"})
+
+
+def test_waiting_survives_transient_api_errors():
+    """common/platform/follow.py retries them; any other error would fail the step."""
+    from google.api_core import exceptions as google
+
+    from tfkfp.components.batch_predict.vertex import submit
+
+    jobs = FlakyJobs([google.ServiceUnavailable("down"), "JOB_STATE_RUNNING",
+                      google.DeadlineExceeded("late"), "JOB_STATE_SUCCEEDED"])
+    out = submit(JOB, poll_s=0.01, clients=(FakeModels(), jobs))
+    assert out["state"] == "JOB_STATE_SUCCEEDED" and not jobs.script
+    assert out["output"] == "gs://b/out/prediction-1"
+
+
 @pytest.mark.slow
 def test_cancelling_the_compiled_step_cancels_the_batch_prediction_job(tmp_path):
     """The step's real command from its compiled YAML (``sh -ec`` running Python), with

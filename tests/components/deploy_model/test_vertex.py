@@ -83,7 +83,8 @@ def test_a_model_is_uploaded_with_tfkfp_serve_and_deployed_to_a_new_endpoint(
     (upload,) = fakes.models.uploads
     assert upload.parent == PARENT and upload.model.artifact_uri == "gs://b/run/model"
     container = upload.model.container_spec
-    assert list(container.command)[:3] == ["tfkfp", "serve", "$(AIP_STORAGE_URI)"]
+    assert list(container.command)[:7] == ["tfkfp", "serve", "$(AIP_STORAGE_URI)", "--name",
+                                           "digits", "--host", "0.0.0.0"]  # called from outside
     assert container.predict_route == "/v1/models/digits:predict"
     assert container.health_route == "/v2/health/ready"
     assert container.ports[0].container_port == 8080

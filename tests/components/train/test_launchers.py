@@ -10,10 +10,15 @@ import pytest
 from tfkfp.components._image import IMAGE
 from tfkfp.components.common.training.config import TrainConfig, TrainConfigError
 from tfkfp.components.common.training.shape import ClusterShape
+from tfkfp.components.train import launchers
 from tfkfp.components.train.core import train
 from tfkfp.components.train.errors import VertexJobFailed
 from tfkfp.components.train.launchers import job, kube, tfjob, trainjob, vertex
 from tfkfp.components.train.launchers.local import local_cluster
+
+
+def placement(launcher):
+    return launchers.get(launcher).placement
 
 
 def config(strategy="default", **fields):
@@ -34,8 +39,8 @@ SHAPES = {  # strategy -> (shape replicas, TFJob replica types, TrainJob nodes, 
 def test_one_shape_renders_processes_tfjob_replicas_trainjob_nodes_and_vertex_pools(strategy):
     replicas, tfjob_replicas, nodes, pools = SHAPES[strategy]
     shape = ClusterShape.for_config(config(strategy, workers=3, parameter_servers=2))
-    shape.validate("tfjob")
-    shape.validate("trainjob")
+    shape.validate(placement("tfjob"))
+    shape.validate(placement("trainjob"))
     assert shape.replicas == replicas
     assert {role: len(hosts) for role, hosts in local_cluster(shape).spec.items()} == replicas
     plan = job.plan(config(strategy), "tfjob", job.LaunchOptions())
@@ -59,16 +64,16 @@ def test_one_shape_renders_processes_tfjob_replicas_trainjob_nodes_and_vertex_po
 ])
 def test_shapes_a_strategy_cannot_run_are_rejected(shape, message):
     with pytest.raises(TrainConfigError, match=message):
-        shape.validate("tfjob")
+        shape.validate(placement("tfjob"))
 
 
 def test_a_cluster_launcher_allows_more_workers_than_one_machine():
     shape = ClusterShape("multi_worker_mirrored", workers=16)
-    shape.validate("tfjob")
+    shape.validate(placement("tfjob"))
     with pytest.raises(TrainConfigError, match="allowed 1 to 8 local worker processes"):
-        shape.validate("local")
+        shape.validate(placement("local"))
     with pytest.raises(TrainConfigError, match="launcher 'slurm' is not known"):
-        shape.validate("slurm")
+        launchers.get("slurm")
 
 
 @pytest.mark.parametrize("launcher,options,message", [

@@ -9,7 +9,7 @@ import pytest
 
 from tfkfp.components.common.training import strategies
 from tfkfp.components.common.training.config import TrainConfig, TrainConfigError
-from tfkfp.components.common.training.shape import ClusterShape, validate
+from tfkfp.components.common.training.shape import LOCAL, ClusterShape, Placement, validate
 
 TRAINING = pathlib.Path(__file__).resolve().parents[4] / "components" / "common" / "training"
 
@@ -30,16 +30,17 @@ def added(monkeypatch):
 
 
 def test_a_strategy_added_to_the_table_is_checked_and_shaped_by_its_entry(added):
-    validate(config("one_more"), "tfjob")
+    cluster = Placement("cluster", max_workers=16, max_ps=4)
+    validate(config("one_more"), cluster)
     assert ClusterShape.for_config(config("one_more")).replicas == {"chief": 1}
     shape = ClusterShape.for_config(config("chief_and_workers", workers=3))
     assert shape.replicas == {"chief": 1, "worker": 3}
-    validate(config("chief_and_workers", workers=3), "vertex")
+    validate(config("chief_and_workers", workers=3), cluster)
     with pytest.raises(TrainConfigError, match="runs a chief and workers only; got"):
-        ClusterShape("chief_and_workers", chief=1, workers=2, ps=1).validate("local")
+        ClusterShape("chief_and_workers", chief=1, workers=2, ps=1).validate(LOCAL)
     with pytest.raises(TrainConfigError, match="choose multi_worker_mirrored or "
                                                "parameter_server or chief_and_workers"):
-        ClusterShape("one_more", chief=1, workers=1).validate("local")
+        ClusterShape("one_more", chief=1, workers=1).validate(LOCAL)
 
 
 def test_an_unknown_strategy_names_the_table():
