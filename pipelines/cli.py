@@ -35,12 +35,13 @@ def _parser() -> argparse.ArgumentParser:
                                 "Dataset directory (train/, eval/, schema.json, manifest.json).")
     shard.add_argument("input", help="file, folder, glob pattern or gs:// URI")
     shard.add_argument("dataset", help="the Dataset directory to write")
-    shard.add_argument("--label", help="label column (images: the class folder; omit for "
-                       "unlabeled data to predict on)")
+    shard.add_argument("--label", default="", help="label column (images: the class folder; "
+                       "omit for unlabeled data to predict on)")
     shard.add_argument("--keys", action="extend", nargs="+", default=[], metavar="COLUMN",
                        help="passthrough key columns")
     shard.add_argument("--eval-fraction", type=float, default=0.1)
-    shard.add_argument("--split-column", help="column of train/eval values to split by")
+    shard.add_argument("--split-column", default="",
+                       help="column of train/eval values to split by")
     shard.add_argument("--compression", choices=["none", "gzip"], default="none")
     size = shard.add_mutually_exclusive_group()
     size.add_argument("--shard-size-mb", type=float, default=128.0, metavar="MB",
@@ -143,7 +144,9 @@ def _add_serve_parser(commands) -> None:
         "micro-batching.")
     serve.add_argument("model", help="SavedModel directory, TFLite bundle or .tflite file")
     serve.add_argument("--name", default="model", help="model name in the URLs")
-    serve.add_argument("--host", default="0.0.0.0", help="listen address (default all)")
+    serve.add_argument("--host", default="127.0.0.1",
+                       help="address REST and gRPC listen on (default 127.0.0.1: this machine "
+                       "only; 0.0.0.0 serves every interface, as a pod needs)")
     serve.add_argument("--port", type=int, default=8080, help="HTTP port (default 8080)")
     serve.add_argument("--grpc-port", type=int, default=0, help="v2 gRPC port (0: none)")
     serve.add_argument("--max-batch-size", type=int, default=64, help="rows per model call")
@@ -169,6 +172,10 @@ def _add_serve_parser(commands) -> None:
                        help="answers older than this go to the model (default 0: no limit)")
     serve.add_argument("--precomputed-reload", type=float, default=30.0, metavar="SECONDS",
                        help="how often a newer precomputed set is looked for (0: never)")
+    serve.add_argument("--model-repository-api", action="store_true",
+                       help="serve KServe's model-repository API (POST /v2/repository/models/"
+                       "NAME/load|unload and its gRPC twins) to clients on 127.0.0.1 or ::1 "
+                       "only, e.g. KServe's agent in the same pod (default: off)")
 
 
 def _shard(args: argparse.Namespace) -> None:
@@ -295,7 +302,8 @@ def _serve(args: argparse.Namespace) -> None:
         keys=tuple(args.keys) if args.keys is not None else None,
         precomputed=args.precomputed, precomputed_key=args.precomputed_key,
         precomputed_max_age_s=args.precomputed_max_age,
-        precomputed_reload_s=args.precomputed_reload)
+        precomputed_reload_s=args.precomputed_reload,
+        model_repository_api=args.model_repository_api)
     if serve(args.model, options):
         raise RuntimeError(f"model {args.model} could not be loaded (see the log above)")
 

@@ -27,12 +27,12 @@ def free_port() -> int:
 class Server:
     """A started server: its process, port and a log file to show when something fails."""
 
-    def __init__(self, process: subprocess.Popen, port: int, log: str):
-        self.process, self.port, self.log = process, port, log
+    def __init__(self, process: subprocess.Popen, port: int, log: str, host: str = "127.0.0.1"):
+        self.process, self.port, self.log, self.host = process, port, log, host
 
     def request(self, method: str, path: str, body=None, headers=None, timeout: float = 60):
         """(status, parsed JSON or text) of one request on a fresh connection."""
-        conn = http.client.HTTPConnection("127.0.0.1", self.port, timeout=timeout)
+        conn = http.client.HTTPConnection(self.host, self.port, timeout=timeout)
         try:
             data = body if isinstance(body, (bytes, str)) or body is None else json.dumps(body)
             conn.request(method, path, body=data, headers={
@@ -83,17 +83,20 @@ class Server:
 
 
 @contextlib.contextmanager
-def running(model: str, *args: str, env=None, tmp_path=None, wait_ready=True):
-    """``tfkfp serve MODEL ARGS`` on 127.0.0.1 until the block ends (then SIGTERM, or kill)."""
+def running(model: str, *args: str, env=None, tmp_path=None, wait_ready=True,
+            host: str | None = "127.0.0.1"):
+    """``tfkfp serve MODEL ARGS`` on ``host`` (None: no --host, the default) until the block
+    ends (then SIGTERM, or kill)."""
     port = free_port()
     log = str(tmp_path / f"serve-{port}.log")
-    command = [sys.executable, "-m", "tfkfp.pipelines.cli", "serve", model, "--host",
-               "127.0.0.1", "--port", str(port), "--threads", "2", *args]
+    command = [sys.executable, "-m", "tfkfp.pipelines.cli", "serve", model,
+               *(["--host", host] if host else []), "--port", str(port), "--threads", "2",
+               *args]
     with open(log, "w") as out:
         process = subprocess.Popen(command, stdout=out, stderr=subprocess.STDOUT,
                                    env={**os.environ, "TF_CPP_MIN_LOG_LEVEL": "2",
                                         **(env or {})})
-    server = Server(process, port, log)
+    server = Server(process, port, log, host or "127.0.0.1")
     try:
         server.wait_until(server.alive, "listening")
         if wait_ready:

@@ -24,6 +24,7 @@ from tfkfp.components.serve.heap import freeze_heap
 from tfkfp.components.serve.options import ServeOptions
 from tfkfp.components.serve.precomputed import Precomputed
 from tfkfp.components.serve.servable import Servable, load_servable
+from tfkfp.components.serve.tfserving import predict_request
 
 log = logging.getLogger("tfkfp.serve")
 LOAD_GATE, CALL_GATE = "TFKFP_SERVE_LOAD_GATE", "TFKFP_SERVE_CALL_GATE"
@@ -98,13 +99,18 @@ class TfkfpModel(Model):
         in_flight = self._in_flight
         in_flight.inc()
         try:
-            if not isinstance(payload, InferRequest):  # v1
-                return {"predictions": await self._v1_answers(payload)}
+            if not isinstance(payload, InferRequest):  # v1: KServe's and TF Serving's REST
+                request = self._decoded(predict_request, payload, self.servable.decoder)
+                return request.answer(await self._v1_answers(request.body))
             rows = self._decoded(self.servable.decoder.v2, payload.inputs)
+            names = self._decoded(self.servable.requested_outputs, payload.request_outputs,
+                                  payload.parameters)
             ids, scores = await self._model(rows)
-            outputs = [InferOutput(name, shape, dtype, data)
-                       for name, dtype, shape, data in self.servable.v2_outputs(ids, scores)]
-            return InferResponse(payload.id or str(uuid.uuid4()), self.name, outputs)
+            outputs = [InferOutput(name, shape, dtype, data) for name, dtype, shape, data
+                       in self.servable.v2_outputs(ids, scores, names)]
+            return InferResponse(payload.id or str(uuid.uuid4()), self.name, outputs,
+                                 use_binary_outputs=payload.use_binary_outputs,
+                                 requested_outputs=payload.request_outputs)
         finally:
             in_flight.dec()
 

@@ -12,7 +12,8 @@ class ServeOptions:
 
     Attributes:
         name: the model's name in the URLs (``/v1/models/NAME:predict``).
-        host: the address to listen on (``127.0.0.1`` for loopback only).
+        host: the address REST and gRPC listen on: ``127.0.0.1`` (the default) answers this
+            machine only; a pod serving others needs ``0.0.0.0`` (every IPv4 interface).
         http_port: REST port (KServe's default 8080).
         grpc_port: Open Inference Protocol gRPC port; 0 serves REST only.
         max_batch_size: rows per model call at most (a single larger request runs alone).
@@ -30,10 +31,12 @@ class ServeOptions:
         precomputed_key: the key column a v1 instance is looked up by.
         precomputed_max_age_s: older answers fall through to the model (0: no limit).
         precomputed_reload_s: how often a newer set is looked for (0: never).
+        model_repository_api: serve KServe's model-repository API (load and unload the
+            model), to clients on 127.0.0.1 or ::1 only; off by default.
     """
 
     name: str = "model"
-    host: str = "0.0.0.0"
+    host: str = "127.0.0.1"
     http_port: int = 8080
     grpc_port: int = 0
     max_batch_size: int = 64
@@ -49,12 +52,16 @@ class ServeOptions:
     precomputed_key: str = ""
     precomputed_max_age_s: float = 0.0
     precomputed_reload_s: float = 30.0
+    model_repository_api: bool = False
 
     def check(self) -> "ServeOptions":
         """Raise ServeOptionsError naming the first option out of range."""
         if not self.name or "/" in self.name or ":" in self.name:
             raise ServeOptionsError(f"model name {self.name!r}: expected a non-empty name "
                                     "without '/' or ':' (it is part of the URLs)")
+        if not self.host.strip():
+            raise ServeOptionsError("host is empty: expected an address to listen on, e.g. "
+                                    "127.0.0.1 (this machine) or 0.0.0.0 (every interface)")
         positive = ("max_batch_size", "max_queue", "max_instances", "max_request_bytes",
                     "top_k")
         for field in positive:

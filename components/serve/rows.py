@@ -1,14 +1,15 @@
 """Requests in, answers out: KServe v1 instances and Open Inference Protocol (v2) tensors.
 
-A v1 instance is a row ``{"column": value, ...}`` with one entry per model input, as in a
-JSON Lines file for batch prediction (a column named as in the data, or by its tensor name),
-or ``{"b64": "..."}``, a serialized tf.train.Example (SavedModel only), parsed with the
-reader batch prediction uses for TFRecords. A v2 request has one tensor per model input,
-``[rows, *shape]``. Gaps follow common.data.missing: ``null`` (v2: ``null`` in the data) in a
-float column is NaN, in a string column the empty string; both are filled inside the model
-(the TFLite Predictor feeds the bundle's fill). A column whose type cannot hold a gap, a
-missing or unknown column, a value of the wrong type and too many rows are refused with a
-RequestError naming the instance, the field and what was expected.
+A v1 instance is a row ``{"column": value, ...}`` with one entry per model input, as in a JSON
+Lines file for batch prediction (a column named as in the data, or by its tensor name; a string
+value may be sent as TF Serving's ``{"b64": "..."}``), or ``{"b64": "..."}``, a serialized
+tf.train.Example (SavedModel only), parsed with the reader batch prediction uses for TFRecords
+(TF Serving's columns and signatures become such rows in tfserving.py). A v2 request has one
+tensor per model input, ``[rows, *shape]``. Gaps follow common.data.missing: ``null`` (v2:
+``null`` in the data) in a float column is NaN, in a string column the empty string; both are
+filled inside the model (the TFLite Predictor feeds the bundle's fill). A column whose type
+cannot hold a gap, a missing or unknown column, a value of the wrong type and too many rows are
+refused with a RequestError naming the instance, the field and what was expected.
 
 Answers hold what a batch_predict row holds: ``class``, ``class_id``, ``score`` and, when
 top_k > 1, ``top_classes`` and ``top_scores``; v1 answers also echo the key columns.
@@ -29,7 +30,7 @@ from tfkfp.components.serve.errors import RequestError
 
 _V2_TYPES = {"float32": ("FP32", "FP64"), "int64": ("INT64", "INT32"), "string": ("BYTES",)}
 _EXPECT = {"float32": "a number or null", "int64": "a whole number",
-           "string": "a string or null"}
+           "string": 'a string or null, or {"b64": ...}'}
 
 
 @dataclasses.dataclass(frozen=True)
@@ -93,7 +94,8 @@ class RowDecoder:
             except ValueError as err:
                 raise RequestError(f"the body is not JSON: {err}") from None
         if not isinstance(body, dict) or "instances" not in body:
-            raise RequestError('expected a JSON object {"instances": [{column: value, ...}]}; '
+            raise RequestError('expected a JSON object {"instances": [{column: value, ...}]} '
+                               '(rows) or {"inputs": {column: [value, ...]}} (columns); '
                                f"found {_kind(body)}" + _keys_of(body))
         instances = body["instances"]
         if not isinstance(instances, list) or not instances:
@@ -187,8 +189,9 @@ class RowDecoder:
         try:
             features = self.parse_examples(records)
         except Exception as err:  # noqa: BLE001 - any parse failure is the request's fault
-            raise RequestError("instances: the b64 records are not tf.train.Examples of the "
-                               f"model's schema: {' '.join(str(err).split())[:300]}") from None
+            from tfkfp.components.serve.refusals import example_refusal
+
+            raise example_refusal(records, self.parse_examples, err) from None
         self._check_finite(features, None)  # a FloatList holds float32: inf as sent
         return Rows(self.finish(features), len(records), [{} for _ in records])
 
@@ -242,7 +245,7 @@ def _column(values: List[Any], field: Field) -> np.ndarray:
             value = gap
         elif not _fits(value, field.dtype):
             raise _wrong(i, field, value)
-        out.append(value.encode() if field.dtype == "string" else value)
+        out.append(_bytes(i, field, value) if field.dtype == "string" else value)
     return np.asarray(out, dtype=object if field.dtype == "string" else field.dtype)
 
 
@@ -253,7 +256,18 @@ def _fits(value: Any, dtype: str) -> bool:
         return isinstance(value, (int, float))
     if dtype == "int64":
         return isinstance(value, int) and -2**63 <= value < 2**63
-    return isinstance(value, str)
+    return isinstance(value, str) or (isinstance(value, dict) and value.keys() == {"b64"})
+
+
+def _bytes(index: int, field: Field, value: Any) -> bytes:
+    """A string value as UTF-8 bytes; TF Serving's ``{"b64": ...}`` as the bytes it holds."""
+    if isinstance(value, str):
+        return value.encode()
+    try:
+        return base64.b64decode(value["b64"], validate=True)
+    except (binascii.Error, TypeError, ValueError) as err:
+        raise RequestError(f'instance {index}, column {field.name!r}: "b64" is not base64 '
+                           f"({err})") from None
 
 
 def _shaped(index: int, value: Any, field: Field) -> np.ndarray:
@@ -263,7 +277,7 @@ def _shaped(index: int, value: Any, field: Field) -> np.ndarray:
         raise _wrong(index, field, value, f"a list of {size} values ({_EXPECT[field.dtype]},"
                      " no gaps)")
     if field.dtype == "string":
-        flat = [v.encode() for v in flat]
+        flat = [_bytes(index, field, v) for v in flat]
     dtype = object if field.dtype == "string" else field.dtype
     return np.asarray(flat, dtype=dtype).reshape(field.shape)
 

@@ -15,11 +15,14 @@ import numpy as np
 
 from tfkfp.components.common.model.predictor import ModelInputError, Predictor, load_predictor
 from tfkfp.components.common.model.ranking import check_outputs, check_top_k, top_k_of
-from tfkfp.components.serve.errors import ServeOptionsError
+from tfkfp.components.serve.errors import RequestError, ServeOptionsError
 from tfkfp.components.serve.options import ServeOptions
 from tfkfp.components.serve.rows import Field, RowDecoder, Rows
 
 V2_OUT = {"float32": "FP32", "int64": "INT64", "string": "BYTES"}
+# Open Inference Protocol parameters the server takes: KServe's binary tensor data extension
+REQUEST_PARAMETERS = ("binary_data_output",)
+OUTPUT_PARAMETERS = ("binary_data",)
 
 
 @dataclasses.dataclass
@@ -62,10 +65,40 @@ class Servable:
             out.append(answer)
         return out
 
-    def v2_outputs(self, ids: np.ndarray, scores: np.ndarray) -> List[Tuple[str, str, List,
-                                                                             List]]:
-        """(name, datatype, shape, flat data) of each v2 output (a regressor: ids are its
-        values and scores None)."""
+    def v2_outputs(self, ids: np.ndarray, scores: np.ndarray, names: List[str] | None = None
+                   ) -> List[Tuple[str, str, List, List]]:
+        """(name, datatype, shape, flat data) of each v2 output, or of those ``names`` in
+        their order (a regressor: ids are its values and scores None)."""
+        outs = self._v2_outputs(ids, scores)
+        if names is None:
+            return outs
+        by_name = {out[0]: out for out in outs}
+        return [by_name[name] for name in names]
+
+    def requested_outputs(self, requested: List[Any] | None, parameters: Dict | None
+                          ) -> List[str] | None:
+        """The output names an Open Inference Protocol request asks for (None: all),
+        refusing names the model does not answer and parameters the server does not take
+        (KServe's binary tensor data extension: ``binary_data_output`` for the request,
+        ``binary_data`` for an output)."""
+        _check_parameters(parameters, REQUEST_PARAMETERS, "parameters")
+        if not requested:
+            return None
+        names = [out.name for out in requested]
+        known = [out["name"] for out in self.output_types()]
+        unknown = [n for n in names if n not in known]
+        if unknown:
+            raise RequestError(f"outputs: unknown output {unknown}; the model answers {known}")
+        twice = sorted({n for n in names if names.count(n) > 1})
+        if twice:
+            raise RequestError(f"outputs: {twice} asked for more than once")
+        for out in requested:
+            _check_parameters(out.parameters, OUTPUT_PARAMETERS,
+                              f"output {out.name!r}: parameters")
+        return names
+
+    def _v2_outputs(self, ids: np.ndarray, scores: np.ndarray
+                    ) -> List[Tuple[str, str, List, List]]:
         count = len(ids)
         if scores is None:
             return [("value", "FP32", [count], ids.tolist())]
@@ -135,6 +168,13 @@ def _example_parser(predictor: Predictor, model_uri: str):
         return {name: value.numpy() for name, value in parsed.items()}
 
     return parse_examples
+
+
+def _check_parameters(parameters: Any, known: Tuple[str, ...], where: str) -> None:
+    unknown = sorted(set(parameters or ()) - set(known))
+    if unknown:
+        raise RequestError(f"{where}: unknown parameter {unknown}; the server takes "
+                           f"{list(known)} (KServe's binary tensor data extension)")
 
 
 def _blank(field: Field, rows: int) -> np.ndarray:

@@ -1,13 +1,16 @@
 """``tfkfp serve``: the KServe model server around one TfkfpModel.
 
-KServe's own pieces (its FastAPI app, DataPlane, RESTServer, GRPCServer) are put together
+KServe's own pieces (its FastAPI app, DataPlane, RESTServer, gRPC servicer) are put together
 here rather than through ``kserve.ModelServer.start``, which listens on every address, refuses
-to start before a model is ready and parses ``sys.argv`` as its own. Added to KServe's app: a
-request body limit (413), RequestError as 400 and OverloadedError as 503, and server
-readiness (``/v2/health/ready``) that waits for the model; taken out: its per-request timing
-middleware, whose log lines are silenced anyway. The event loop is uvloop's, as
-``kserve.ModelServer`` picks by default. SIGTERM stops accepting connections, answers the
-requests in flight (up to ``grace_seconds``), then exits 0.
+to start before a model is ready and parses ``sys.argv`` as its own. REST and gRPC listen on
+``options.host`` alike (grpc_server.py). Added to KServe's app: a request gate (413 over the
+body limit, 415 for a body that is not JSON, a log line per refusal: limits.py), errors
+answered by name without server internals (refusals.py), and readiness that is false while
+a served model is not loaded; taken out: the model-repository API unless asked for, then for
+local clients only (repository.py), and KServe's per-request timing middleware, whose log
+lines are silenced anyway. The event loop is uvloop's, as ``kserve.ModelServer`` picks by
+default. SIGTERM stops accepting connections, answers the requests in flight (up to
+``grace_seconds``), then exits 0.
 """
 
 import asyncio
@@ -19,12 +22,9 @@ from typing import Iterator
 
 from tfkfp.components.common.platform import uris
 from tfkfp.components.common.platform.cpus import container_cpus
-from tfkfp.components.serve.errors import (
-    OverloadedError,
-    RequestError,
-    ServeOptionsError,
-)
-from tfkfp.components.serve.limits import BodyLimit
+from tfkfp.components.serve import tfserving
+from tfkfp.components.serve.errors import ServeOptionsError
+from tfkfp.components.serve.limits import RequestGate
 from tfkfp.components.serve.options import ServeOptions
 
 log = logging.getLogger("tfkfp.serve")
@@ -53,20 +53,18 @@ def serve(model_uri: str, options: ServeOptions) -> int:
         from tfkfp.components.serve.model import TfkfpModel
     _quiet_logs(kserve_logging)
     threads = options.threads or model_threads(container_cpus())
-    precomputed = None
-    if options.precomputed:  # loaded before listening: a broken set stops the start
-        from tfkfp.components.serve.precomputed import Precomputed
-
-        precomputed = Precomputed(options.precomputed, options.precomputed_key, options.top_k,
-                                  options.precomputed_max_age_s, options.precomputed_reload_s)
+    precomputed = _precomputed(options)  # loaded before listening: a broken set stops it
     loop = new_event_loop()
     model = TfkfpModel(model_uri, options, threads, on_failure=lambda: loop.call_soon_threadsafe(
         setattr, rest._server, "should_exit", True),  # uvicorn's own exit flag
         precomputed=precomputed)
-    rest, grpc = _servers(model, options, model_server.app)
-    log.info("serving %s as %r on http://%s:%d (%d model threads, batches of at most %d rows)",
-             model_uri, options.name, options.host, options.http_port, threads,
-             options.max_batch_size)
+    rest, grpc = _servers(model, options, model_server.app, rebuild=lambda: TfkfpModel(
+        model_uri, options, threads, precomputed=_precomputed(options)))
+    log.info("serving %s as %r on http://%s:%d%s (%d model threads, batches of at most %d "
+             "rows; model-repository API %s)", model_uri, options.name, options.host,
+             options.http_port, f" and gRPC {grpc.address}" if grpc else "", threads,
+             options.max_batch_size,
+             "on, for local clients" if options.model_repository_api else "off")
     for sig in (signal.SIGTERM, signal.SIGINT):
         signal.signal(sig, lambda *_: None)  # uvicorn handles them while it serves
     try:
@@ -74,6 +72,15 @@ def serve(model_uri: str, options: ServeOptions) -> int:
     finally:
         loop.close()
     return 1 if model.failure is not None else 0
+
+
+def _precomputed(options: ServeOptions):
+    if not options.precomputed:
+        return None
+    from tfkfp.components.serve.precomputed import Precomputed
+
+    return Precomputed(options.precomputed, options.precomputed_key, options.top_k,
+                       options.precomputed_max_age_s, options.precomputed_reload_s)
 
 
 def model_threads(cpus: int) -> int:
@@ -106,20 +113,31 @@ def _quiet_logs(kserve_logging) -> None:
     warnings.filterwarnings("ignore", message=".*ORJSONResponse is deprecated")
 
 
-def _servers(model, options: ServeOptions, app):
+def _servers(model, options: ServeOptions, app, rebuild):
     from kserve.constants.constants import PredictorProtocol
     from kserve.errors import InvalidInput
-    from kserve.model_repository import ModelRepository
     from kserve.protocol.dataplane import DataPlane
-    from kserve.protocol.grpc.server import GRPCServer
-    from kserve.protocol.model_repository_extension import ModelRepositoryExtension
     from kserve.protocol.rest.server import RESTServer
 
+    from tfkfp.components.serve import repository as repo
+    from tfkfp.components.serve.grpc_server import GrpcServer
+    from tfkfp.components.serve.refusals import add_rest_handlers
+
     V1 = PredictorProtocol.REST_V1.value
+    api = options.model_repository_api
 
     class _DataPlane(DataPlane):
-        async def ready(self) -> bool:  # the server is ready when its model is
-            return all(m.ready for m in self.model_registry.get_models().values())
+        async def ready(self) -> bool:  # the server is ready when every served model is
+            return self.model_registry.all_ready()
+
+        async def model_ready(self, model_name: str, disable_predictor_health_check=False):
+            if model_name in registry.builders and registry.get_model(model_name) is None:
+                return False  # served, but unloaded through the repository API
+            return await super().model_ready(model_name, disable_predictor_health_check)
+
+        def metadata(self):  # lists the repository extension only where it is served
+            described = super().metadata()
+            return described if api else {**described, "extensions": []}
 
         def decode(self, body, headers, protocol_version=V1, model_name=None):
             try:
@@ -130,30 +148,33 @@ def _servers(model, options: ServeOptions, app):
                     raise
                 return super().decode(parsed, headers, protocol_version, model_name)
 
-    registry = ModelRepository()
+    registry = repo.ServedRepository({options.name: rebuild})
     registry.update(model)
     dataplane = _DataPlane(model_registry=registry)
-    extension = ModelRepositoryExtension(model_registry=registry)
     _extend_app(app, options.max_request_bytes)
+    tfserving.add_routes(app, dataplane)  # TF Serving's status, metadata, /versions/N
 
     class _RESTServer(RESTServer):
         def _add_middlewares(self, app):
             super()._add_middlewares(app)
             _drop_timing(app)
 
+        def _register_endpoints(self, app):
+            repo.install_rest(app, registry, api)  # first: its routes shadow KServe's
+            super()._register_endpoints(app)
+
         def _add_exception_handlers(self, app):
             super()._add_exception_handlers(app)
-            _quiet_not_ready(app)
+            add_rest_handlers(app)
 
-    rest = _RESTServer("kserve.model_server:app", dataplane, extension, options.http_port,
+    rest = _RESTServer("kserve.model_server:app", dataplane, None, options.http_port,
                        grace_period=options.grace_seconds, event_loop="asyncio")
-    rest.config.host = options.host
+    rest.config.host = options.host  # KServe's RESTServer says 0.0.0.0
     grpc = None
     if options.grpc_port:
-        grpc = GRPCServer(options.grpc_port, dataplane, extension,
-                          kwargs={"grpc_max_send_message_length": options.max_request_bytes,
-                                  "grpc_max_receive_message_length": options.max_request_bytes},
-                          grace_period=options.grace_seconds)
+        grpc = GrpcServer(options.host, options.grpc_port,
+                          repo.grpc_servicer(dataplane, registry, api),
+                          options.max_request_bytes, options.grace_seconds)
     return rest, grpc
 
 
@@ -179,42 +200,24 @@ def _drop_timing(app) -> None:
     app.user_middleware[:] = [m for m in app.user_middleware if m.cls is not TimingMiddleware]
 
 
-def _quiet_not_ready(app) -> None:
-    """503 for "not ready yet" without KServe's traceback in the log: readiness probes ask
-    every few seconds while the model loads, and a traceback per probe buries the log."""
-    from fastapi.responses import ORJSONResponse
-    from kserve.errors import ModelNotReady, ServerNotReady
-
-    async def not_ready(_, err: Exception):
-        return ORJSONResponse({"error": str(err)}, status_code=503)
-
-    app.add_exception_handler(ServerNotReady, not_ready)
-    app.add_exception_handler(ModelNotReady, not_ready)
-
-
 def _extend_app(app, max_bytes: int) -> None:
-    from fastapi.responses import ORJSONResponse
-
-    async def bad_request(_, err: RequestError):
-        return ORJSONResponse({"error": str(err)}, status_code=400)
-
-    async def overloaded(_, err: OverloadedError):
-        return ORJSONResponse({"error": str(err)}, status_code=503,
-                              headers={"Retry-After": "1"})
-
-    app.add_exception_handler(RequestError, bad_request)
-    app.add_exception_handler(OverloadedError, overloaded)
-    app.add_middleware(BodyLimit, limit=max_bytes)
+    """The request gate in front of the app; the error answers are added with KServe's
+    (refusals.add_rest_handlers), after them, so that ours win."""
+    app.add_middleware(RequestGate, limit=max_bytes)
 
 
 async def _run(model, rest, grpc) -> None:
+    if grpc is not None:  # bound first: an address it cannot bind stops the start
+        await grpc.start()
     model.load()
     tasks = [asyncio.ensure_future(rest.start())]
     if grpc is not None:
-        tasks.append(asyncio.ensure_future(grpc.start(4)))
+        tasks.append(asyncio.ensure_future(grpc.wait()))
     await tasks[0]  # returns after SIGTERM/SIGINT, once requests in flight are answered
     if grpc is not None:
         await grpc.stop()
-    model.stop()
+    served = rest.dataplane.model_registry.get_models().values()
+    for each in {id(m): m for m in [model, *served]}.values():  # and any loaded again
+        each.stop()
     for task in tasks[1:]:
         task.cancel()

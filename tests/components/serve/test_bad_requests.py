@@ -24,7 +24,8 @@ BAD_V1 = [  # (body, status, words the error must hold)
     ({"instances": [{"x": True, "colour": "red"}]}, 400, ["column 'x'", "True"]),
     ({"instances": [{"x": 1.0, "colour": 7}]}, 400, ["column 'colour'", "a string or null"]),
     ({"instances": [{"b64": "not base64!"}]}, 400, ["instance 0", '"b64" is not base64']),
-    ({"instances": [{"b64": "AAAA"}]}, 400, ["not tf.train.Examples"]),
+    ({"instances": [{"b64": "AAAA"}]}, 400, ['instance 0: "b64" is not a serialized '
+                                             "tf.train.Example", "protocol buffer"]),
     ({"instances": [GOOD] * 9}, 400, ["9 rows", "at most 8", "max_instances"]),
     ({"instances": [{"x": 0.5, "colour": "y" * 5000}]}, 413, ["over the limit of 4096 bytes",
                                                              "max_request_bytes"]),

@@ -289,15 +289,15 @@ def test_kserve_timing_middleware_is_taken_out_and_the_others_kept():
     from timing_asgi import TimingMiddleware
     from timing_asgi.integrations import StarletteScopeToName
 
-    from tfkfp.components.serve.limits import BodyLimit
+    from tfkfp.components.serve.limits import RequestGate
     from tfkfp.components.serve.server import _drop_timing
 
     app = FastAPI()
-    app.add_middleware(BodyLimit, limit=10)
+    app.add_middleware(RequestGate, limit=10)
     app.add_middleware(TimingMiddleware, client=None,
                        metric_namer=StarletteScopeToName(prefix="p", starlette_app=app))
     _drop_timing(app)
-    assert [m.cls for m in app.user_middleware] == [BodyLimit]
+    assert [m.cls for m in app.user_middleware] == [RequestGate]
 
 
 @pytest.mark.parametrize("cpus,threads", [(1, 1), (2, 1), (4, 3), (16, 15)])
