@@ -28,9 +28,11 @@ def run_demo(out_dir: str, verbose: bool = False) -> Dict[str, Any]:
 
 def summary(run) -> List[str]:
     """The demo's figures; rates are the steps' own throughput, wall times beside them."""
+    from tfkfp.components.common.model.bundle import MODEL_FILE
+
     model, tflite, predictions = (run.outputs[n] for n in ("model", "tflite", "predictions"))
     meta, lite = model.metadata, tflite.metadata
-    tflite_file = os.path.join(tflite.path, "model.tflite")
+    tflite_file = os.path.join(tflite.path, MODEL_FILE)
     lines = [
         f"eval accuracy         {meta['eval_accuracy']:.4f} (SavedModel), "
         f"{lite.get('accuracy', float('nan')):.4f} (TFLite)",

@@ -6,26 +6,23 @@ folder; ``tfkfp serve`` reads a folder as it is, published the same way when ask
 import logging
 import time
 
-from tfkfp.components.common.model import savedmodel
+from tfkfp.components.common.model import bundle
 from tfkfp.components.common.platform import uris
 from tfkfp.components.deploy_model.errors import DeployConfigError
 
 log = logging.getLogger("tfkfp")
 
-TFLITE_FILE = "model.tflite"
 
 
 def model_kind(model_uri: str) -> str:
-    """savedmodel or tflite (a bundle from export_tflite); refuse anything else."""
+    """savedmodel or tflite (a bundle from export_tflite, common.model.bundle); refuse
+    anything else."""
     if not uris.exists(model_uri):
         raise DeployConfigError(f"model {model_uri} does not exist")
-    if savedmodel.is_savedmodel(model_uri):
-        return "savedmodel"
-    if uris.isdir(model_uri) and uris.exists(uris.join(model_uri, TFLITE_FILE)):
-        return "tflite"
-    found = uris.listdir(model_uri)[:10] if uris.isdir(model_uri) else "a file"
-    raise DeployConfigError(f"model {model_uri} is neither a SavedModel (saved_model.pb) nor "
-                            f"a TFLite bundle ({TFLITE_FILE}); found {found}")
+    kind = bundle.kind_of(model_uri)
+    if not kind:
+        raise DeployConfigError(bundle.neither(model_uri))
+    return kind
 
 
 def next_version(base: str) -> int:
@@ -52,7 +49,7 @@ def kserve_storage_uri(model_path: str, model_uri: str, kind: str, runtime: str,
     """The InferenceService's storageUri: TF Serving's base folder (after publishing a new
     version into it from ``model_path``), or the folder ``tfkfp serve`` downloads."""
     if runtime == "tfserving":
-        if kind != "savedmodel":
+        if kind != bundle.SAVEDMODEL:
             raise DeployConfigError(f"runtime 'tfserving' serves SavedModels; {model_uri} is a "
                                     "TFLite bundle (use runtime 'tfkfp')")
         if not storage_uri:

@@ -1,10 +1,12 @@
-"""The files of a deployable TFLite bundle beside ``model.tflite``: what an app needs."""
+"""What a deployable TFLite bundle says beside ``model.tflite``: its class names and
+signature.json, what an app needs. The bundle's files and their writing are the bundle
+contract's (common.model.bundle)."""
 
-import json
 from typing import Dict, List
 
 from tfkfp.components.common.data.schema import Schema
 from tfkfp.components.common.model import savedmodel
+from tfkfp.components.common.model.bundle import LABELS_FILE
 from tfkfp.components.common.platform import uris
 from tfkfp.components.common.tflite import feeding as tflite_feeding
 from tfkfp.components.common.tflite import litert
@@ -15,12 +17,6 @@ TFKFP_OUTPUTS = {"probabilities": "per-class probability, in labels.txt order",
                  "class_ids": "index of the top class in labels.txt",
                  "classes": "the top class name"}
 REGRESSION_OUTPUT = "the predicted value (a regressor), in the label's units"
-
-MODEL_FILE = "model.tflite"
-LABELS_FILE = "labels.txt"
-SIGNATURE_FILE = "signature.json"
-VALIDATION_FILE = "validation.json"
-SCHEMA_FILE = "schema.json"  # the columns the model was trained on: keys, label, features
 
 
 def labels_for(model_dir: str, schema: Schema, reading: Reading) -> List[str]:
@@ -34,11 +30,14 @@ def labels_for(model_dir: str, schema: Schema, reading: Reading) -> List[str]:
 
 
 def signature_json(content: bytes, signature: str, schema: Schema, labels: List[str],
-                   mode: str, feeding: Feeding | None = None, binding=None) -> Dict:
+                   mode: str, feeding: Feeding | None = None, binding=None,
+                   task: str | None = None) -> Dict:
     """Input and output names, shapes (-1: any), dtypes, quantization and normalisation, and
     how each input is fed: strings, and the value of a gap (tflite_feeding.describe).
     ``binding`` (common.tflite.binding): the column feeding each input, and the outputs'
-    reading; None for a tfkfp model fed by name."""
+    reading; None for a tfkfp model fed by name. ``task``: the one train recorded in the
+    SavedModel (tfkfp_model.json), written on as it is; None for a model that records none
+    (any SavedModel): read from its outputs."""
     interpreter = litert.load_interpreter(content, 1)
     details = litert.io_details(litert.signature_runner(interpreter, signature))
     columns = {c.name: c for c in schema.features}
@@ -56,7 +55,8 @@ def signature_json(content: bytes, signature: str, schema: Schema, labels: List[
                                        else " (RGB to grey by ITU-R 601 luma)")
         entry.update(tflite_feeding.describe(name, entry, mode, feeding))
     reading = binding.reading if binding is not None else Reading()
-    task = "regression" if reading.values else "classification" if reading.scores else "other"
+    task = task or ("regression" if reading.values else "classification" if reading.scores
+                    else "other")
     out = {"signature": signature, "quantization": mode, "task": task, **details,
            "num_classes": len(labels), "outputs_meaning": _meaning(details, reading, labels)}
     if labels:
@@ -84,17 +84,3 @@ def _normalization(column) -> str:
                 "further normalisation happens inside the model")
     return ("raw values as stored in the dataset (no scaling); any normalisation happens "
             "inside the model")
-
-
-def files(content: bytes, labels: List[str], signature: Dict, validation: Dict,
-          schema: Schema | None = None) -> Dict[str, bytes]:
-    """The bundle's files; with ``schema``, a server or batch prediction can tell a row's
-    key and label columns (echoed, ignored) from the model's inputs."""
-    out = {MODEL_FILE: content,
-           SIGNATURE_FILE: (json.dumps(signature, indent=2) + "\n").encode(),
-           VALIDATION_FILE: (json.dumps(validation, indent=2) + "\n").encode()}
-    if schema is not None:
-        out[SCHEMA_FILE] = schema.to_json().encode()
-    if labels:
-        out[LABELS_FILE] = ("\n".join(labels) + "\n").encode()
-    return out

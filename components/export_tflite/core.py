@@ -23,6 +23,7 @@ import time
 from typing import Dict
 
 from tfkfp.components.common.model import classification, regression, savedmodel
+from tfkfp.components.common.model.bundle import Bundle
 from tfkfp.components.common.platform import uris
 from tfkfp.components.common.platform.cpus import tensorflow_threads
 from tfkfp.components.common.tflite import binding as tflite_binding
@@ -121,7 +122,7 @@ def export_tflite(
     min_agreement: float = 0.98,
     integer_io: bool = False,
     select_tf_ops: bool = False,
-    input_mapping: str | Dict[str, str] = "",
+    input_mapping: str | Dict[str, str] | None = None,
     max_relative_error: float = 0.05,
     max_rmse_increase: float = 0.05,
 ) -> ExportResult:
@@ -176,13 +177,13 @@ def export_tflite(
     labels = bundle.labels_for(model_dir, schema, binding.reading)
     model_schema = _model_schema(model_dir, schema)
     sig = bundle.signature_json(content, signature, model_schema, labels, mode,
-                                prepared.feeding, binding)
+                                prepared.feeding, binding, savedmodel.recorded_task(model_dir))
     result = ExportResult(output_dir, mode, source, figures, sig, max_accuracy_drop,
                           min_agreement, time.monotonic() - started, max_relative_error,
                           _classification(examples, outputs, binding.reading, labels),
                           max_rmse_increase, _regression(examples, outputs, binding.reading))
     validation = {**result.metadata(), "seconds": round(result.seconds, 2)}
-    uris.publish_dir(bundle.files(content, labels, sig, validation, model_schema), output_dir)
+    Bundle.write(output_dir, content, sig, validation, labels, model_schema)
     log.info("exported %s (%s): %s", output_dir, mode, figures.summary())
     return result
 

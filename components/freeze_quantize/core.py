@@ -59,7 +59,7 @@ def freeze_quantize(
     integer_io: bool = False,
     select_tf_ops: bool = False,
     timing: Timing | None = None,
-    input_mapping: str | Dict[str, str] = "",
+    input_mapping: str | Dict[str, str] | None = None,
     max_relative_error: float = 0.05,
     auto_modes: Sequence[str] | None = None,
     max_rmse_increase: float = 0.05,

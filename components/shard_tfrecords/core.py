@@ -72,10 +72,10 @@ class ShardResult:
 def shard_tfrecords(
     input_uri: str,
     dataset: str,
-    label: str | None = None,
+    label: str = "",
     keys: Sequence[str] = (),
     column_types: Dict[str, str] | None = None,
-    split_column: str | None = None,
+    split_column: str = "",
     eval_fraction: float = 0.1,
     compression: str = "none",
     shard_size_mb: float = 128.0,
@@ -96,11 +96,12 @@ def shard_tfrecords(
         input_uri: a file, folder, glob pattern or gs:// URI of CSV, JSON Lines, Parquet or
             .npz files, or a folder with one subfolder of images per class.
         dataset: where the Dataset directory is written (created if missing).
-        label: the label column (images: always ``label``, the class folder name); None
+        label: the label column (images: always ``label``, the class folder name); empty
             for unlabeled data that will only be predicted on.
         keys: passthrough columns carried to predictions; they also drive the split hash.
         column_types: ``{column: float32|int64|string}`` overriding inferred types.
-        split_column: a column of train/eval values to split by instead of hashing.
+        split_column: a column of train/eval values to split by instead of hashing (empty:
+            hash).
         eval_fraction: share of rows hashed into the eval split, in (0, 1).
         compression: ``none`` or ``gzip``.
         shard_size_mb: target shard size when num_shards is 0.

@@ -1,6 +1,11 @@
+import ast
+import dataclasses
+import importlib
+import inspect
 import pathlib
 import re
 import shlex
+import textwrap
 
 import pytest
 
@@ -53,6 +58,105 @@ def test_a_parameter_name_means_one_thing_everywhere():
             assert (kind, default) == first[1:], (
                 f"{name}: {kind} {default!r} in {step}, but {first[1]} {first[2]!r} in "
                 f"{first[0]}")
+
+
+# A core function says None (or an empty tuple) for "none given" where its component, whose
+# defaults KFP compiles, says [] or {} (a Python default must not be mutable): the same value.
+EMPTY = "(none given)"
+# Where a component deliberately spells a core default another way, and why.
+SPELLED_AS_TEXT = {
+    "hidden_units": "KFP has no tuple parameter: the component takes the layer sizes as text "
+                    "('256,128'), which the core parses (common.training.request)",
+}
+# A core function taking ``**options``: the dataclass whose fields (and defaults) they are.
+OPTIONS = {"tfkfp.components.train.core.train": "tfkfp.components.common.training.config."
+                                                 "TrainConfig"}
+
+
+def _normal(name, value):
+    if name in SPELLED_AS_TEXT and isinstance(value, str):
+        value = tuple(int(u) for u in value.replace(" ", "").split(",") if u)
+    if value is None or (isinstance(value, (list, tuple, dict)) and not value):
+        return EMPTY
+    return tuple(value) if isinstance(value, list) else (type(value).__name__, value)
+
+
+def called_functions(component):
+    """{module.function: function} of its own folder that a component's body imports and
+    calls (its core function, and merge, gate, smoke or vertex where it calls those)."""
+    function = component.python_func
+    package = function.__module__.rpartition(".")[0] + "."  # tfkfp.components.<folder>.
+    tree = ast.parse(textwrap.dedent(inspect.getsource(function)))
+    imported = {alias.asname or alias.name: (node.module, alias.name)
+                for node in ast.walk(tree) if isinstance(node, ast.ImportFrom)
+                and (node.module or "").startswith(package) for alias in node.names}
+    called = {n.func.id for n in ast.walk(tree)
+              if isinstance(n, ast.Call) and isinstance(n.func, ast.Name)}
+    found = {f"{imported[a][0]}.{imported[a][1]}": getattr(
+        importlib.import_module(imported[a][0]), imported[a][1]) for a in called & set(imported)}
+    return {name: f for name, f in found.items() if inspect.isfunction(f)}
+
+
+def core_defaults(qualified, function):
+    """{parameter: default} of a core function; its ``**options`` from their dataclass."""
+    params = inspect.signature(function).parameters.values()
+    out = {p.name: p.default for p in params if p.default is not inspect.Parameter.empty}
+    if any(p.kind is p.VAR_KEYWORD for p in params):
+        assert qualified in OPTIONS, f"{qualified} takes **options: name their dataclass"
+        module, _, name = OPTIONS[qualified].rpartition(".")
+        for field in dataclasses.fields(getattr(importlib.import_module(module), name)):
+            if field.default is not dataclasses.MISSING:
+                out[field.name] = field.default
+            elif field.default_factory is not dataclasses.MISSING:
+                out[field.name] = field.default_factory()
+    return out
+
+
+def test_a_core_function_defaults_a_parameter_as_its_component_does():
+    """A parameter a component and the core function it calls both default has one default,
+    so calling the core from Python (a notebook, a benchmark, the CLI) means what the step
+    means. Required on either side is no conflict: the component always passes it."""
+    checked = set()
+    for step, component in docs.components():
+        inputs = docs.signature(component)
+        called = called_functions(component)
+        assert called or all(d == docs.REQUIRED for _, d in inputs.values()), (
+            f"component {step} has defaults but calls no function of its own folder")
+        for qualified, function in called.items():
+            for name, default in core_defaults(qualified, function).items():
+                if inputs.get(name, (None, docs.REQUIRED))[1] == docs.REQUIRED:
+                    continue
+                checked.add(step)
+                assert _normal(name, inputs[name][1]) == _normal(name, default), (
+                    f"{name}: {inputs[name][1]!r} in component {step}, but {default!r} in "
+                    f"{qualified}")
+    assert {"shard_tfrecords", "train", "diagnose_bottleneck", "freeze_quantize",
+            "export_tflite", "batch_predict", "deploy_model"} <= checked
+
+
+def test_a_shard_flag_defaults_as_the_core_and_the_component_do():
+    """``tfkfp shard`` calls shard_tfrecords' core: a flag whose dest is one of its parameters
+    has its default (and the component's), so the command shards as the step does."""
+    from tfkfp.components.shard_tfrecords import core
+    from tfkfp.components.shard_tfrecords.component import shard_tfrecords
+
+    shard = next(parser for name, _, parser in docs.cli_commands() if name == "shard")
+    defaults = core_defaults("", core.shard_tfrecords)
+    inputs = docs.signature(shard_tfrecords)
+    compared = []
+    for action in shard._actions:
+        if action.dest not in defaults:
+            continue
+        compared.append(action.dest)
+        assert _normal(action.dest, action.default) == _normal(
+            action.dest, defaults[action.dest]), (
+            f"tfkfp shard {'/'.join(action.option_strings)}: default {action.default!r}, but "
+            f"{defaults[action.dest]!r} in core.shard_tfrecords")
+        if inputs.get(action.dest, (None, docs.REQUIRED))[1] != docs.REQUIRED:
+            assert _normal(action.dest, action.default) == _normal(
+                action.dest, inputs[action.dest][1]), action.dest
+    assert {"label", "keys", "split_column", "column_types", "eval_fraction", "layout",
+            "block_rows", "missing", "threads"} <= set(compared)
 
 
 def test_every_component_of_every_folder_is_listed():

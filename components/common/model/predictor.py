@@ -7,13 +7,14 @@ from): records are parsed once by the reader, so key columns can be carried thro
 record can be told apart from its batch. String columns are fed as they are read (UTF-8
 bytes; the model looks them up itself). A TFLite bundle's ``signature.json`` gives the fill
 of each imputed float input: a gap (NaN) is fed as it, since a NaN does not survive a
-quantized input (common.data.missing). Callers inject a ``Predictor``, so tests and
-benchmarks can hand them a small real one. A model that cannot be loaded, or does not fit
+quantized input (common.data.missing). The task (classification or regression) is read from
+the artifact: tfkfp_model.json of a SavedModel, signature.json of a bundle
+(common.model.bundle). Callers inject a ``Predictor``, so tests and benchmarks can hand them
+a small real one. A model that cannot be loaded, or does not fit
 the data, is refused with ``ModelInputError`` naming what was found and what was expected.
 """
 
 import dataclasses
-import json
 from typing import Callable, Dict, List, Tuple
 
 import numpy as np
@@ -21,12 +22,21 @@ import numpy as np
 from tfkfp.components.common.data.missing import fill_gaps, fills_from_signature
 from tfkfp.components.common.data.schema import Schema
 from tfkfp.components.common.model import savedmodel
+from tfkfp.components.common.model.bundle import (
+    LABELS_FILE,
+    MODEL_FILE,
+    SAVEDMODEL,
+    SIGNATURE_FILE,
+    TFLITE,
+    Bundle,
+    BundleError,
+    kind_of,
+    neither,
+    task_in,
+)
 from tfkfp.components.common.platform import uris
 from tfkfp.components.common.platform.cpus import tensorflow_threads, threads_or_cpus
 
-TFLITE_FILE = "model.tflite"
-SIGNATURE_FILE = "signature.json"  # beside model.tflite in an export_tflite bundle
-BUNDLE_SCHEMA_FILE = "schema.json"  # likewise, from bundles of this version on
 _NUMPY_DTYPES = {np.dtype(np.float32): "float32", np.dtype(np.int64): "int64",
                  np.dtype(np.bytes_): "string", np.dtype(np.object_): "string"}
 
@@ -98,20 +108,15 @@ def load_predictor(model_uri: str, labels_uri: str = "", threads: int = 0) -> Pr
     """
     if not uris.exists(model_uri):
         raise ModelInputError(f"model {model_uri} does not exist")
-    if savedmodel.is_savedmodel(model_uri):
+    kind = kind_of(model_uri)
+    if kind == SAVEDMODEL:
         return _load_savedmodel(model_uri, threads)
+    if kind == TFLITE:
+        return _load_tflite(uris.join(model_uri, MODEL_FILE), labels_uri, threads)
     if uris.isdir(model_uri):
-        tflite = uris.join(model_uri, TFLITE_FILE)
-        if not uris.exists(tflite):
-            raise ModelInputError(
-                f"model directory {model_uri} holds neither saved_model.pb (a SavedModel) nor "
-                f"{TFLITE_FILE} (a TFLite bundle); it has {uris.listdir(model_uri)[:10]}")
-        return _load_tflite(tflite, labels_uri or uris.join(model_uri, savedmodel.LABELS_FILE),
-                            threads)
+        raise ModelInputError(neither(model_uri))
     if model_uri.endswith(".tflite"):
-        head = model_uri.rpartition("/")[0] or "."
-        return _load_tflite(model_uri, labels_uri or uris.join(head, savedmodel.LABELS_FILE),
-                            threads)
+        return _load_tflite(model_uri, labels_uri, threads)
     raise ModelInputError(f"model {model_uri} is not a SavedModel directory, a TFLite bundle "
                           "directory or a .tflite file")
 
@@ -134,7 +139,9 @@ def _load_savedmodel(model_dir: str, threads: int) -> Predictor:
     specs = {_column_of(schema, t): spec for t, spec in fn.structured_input_signature[1].items()}
     inputs = {name: InputSpec(spec.dtype.name if spec.dtype != tf.string else "string",
                               tuple(spec.shape[1:].as_list())) for name, spec in specs.items()}
-    task = savedmodel.model_task(model_dir)
+    # the task train recorded; a model without tfkfp_model.json's "task": its output names
+    task = savedmodel.recorded_task(model_dir) or savedmodel.task_of_outputs(
+        fn.structured_outputs)
     output = "value" if task == "regression" else "probabilities"
 
     def call(columns: Dict) -> Dict:
@@ -149,9 +156,9 @@ def _load_savedmodel(model_dir: str, threads: int) -> Predictor:
         if len(names) >= 2:
             blocks[dtype] = tuple(names)
     predict = _packed_call(call, specs, blocks, per_column, output) if blocks else per_column
-    return Predictor("savedmodel", model_dir, inputs, savedmodel.load_labels(model_dir),
-                     predict, schema, handle=loaded, task=task, blocks=blocks,
-                     aliases=_aliases(tensors))
+    labels = savedmodel.load_labels(model_dir) if task == "classification" else []
+    return Predictor(SAVEDMODEL, model_dir, inputs, labels, predict, schema, handle=loaded,
+                     task=task, blocks=blocks, aliases=_aliases(tensors))
 
 
 def _column_of(schema: Schema | None, tensor: str) -> str:
@@ -232,6 +239,7 @@ def to_blocks(features: Dict, blocks: Dict[str, Tuple[str, ...]], cast: bool = F
 def _load_tflite(path: str, labels_uri: str, threads: int) -> Predictor:
     from ai_edge_litert.interpreter import Interpreter
 
+    bundle = Bundle.of_model_file(path)  # the files beside it, where there are any
     with uris.open_file(path) as f:
         content = f.read()
     interpreter = Interpreter(model_content=content, num_threads=threads_or_cpus(threads))
@@ -241,17 +249,21 @@ def _load_tflite(path: str, labels_uri: str, threads: int) -> Predictor:
                               f"expected {savedmodel.SIGNATURE_RAW!r} (converted from the "
                               "SavedModel's raw-feature signature)")
     runner = interpreter.get_signature_runner(savedmodel.SIGNATURE_RAW)
-    schema = _bundle_schema(path)
+    signature, schema = _bundle_signature(bundle), bundle.schema()
     details = {_column_of(schema, t): d for t, d in runner.get_input_details().items()}
     tensors = {column: _tensor_of(schema, column) for column in details}
     inputs = {name: _tflite_input(d) for name, d in details.items()}
     outputs = runner.get_output_details()
-    task = "regression" if set(outputs) == set(savedmodel.REGRESSION_OUTPUTS) else \
-        "classification"
+    # the task export_tflite recorded in signature.json; a bundle without it (or a bare
+    # .tflite file): what its output names suggest
+    task = task_in(signature) or savedmodel.task_of_outputs(outputs)
     output_name = "value" if task == "regression" else "probabilities"
-    labels = _tflite_labels(path, labels_uri) if task == "classification" else []
+    if output_name not in outputs:
+        raise ModelInputError(f"TFLite model {path} is a {task} model but has outputs "
+                              f"{sorted(outputs)}; expected {output_name!r}")
+    labels = _tflite_labels(path, bundle, labels_uri) if task == "classification" else []
     output = outputs[output_name]
-    fills = _bundle_fills(path)
+    fills = _bundle_fills(bundle, signature)
 
     def predict(features: Dict[str, np.ndarray]) -> np.ndarray:
         out = runner(**{tensors[name]: _quantize(
@@ -259,7 +271,7 @@ def _load_tflite(path: str, labels_uri: str, threads: int) -> Predictor:
             for name in inputs})
         return _dequantize(out[output_name], output)
 
-    return Predictor("tflite", path, inputs, labels, predict, schema,
+    return Predictor(TFLITE, path, inputs, labels, predict, schema,
                      handle=interpreter, task=task, aliases=_aliases(tensors))
 
 
@@ -268,31 +280,31 @@ def _tensor_of(schema: Schema | None, column: str) -> str:
         else column
 
 
-def _tflite_labels(path: str, labels_uri: str) -> List[str]:
-    if not uris.exists(labels_uri):
+def _tflite_labels(path: str, bundle: Bundle, labels_uri: str) -> List[str]:
+    labels = bundle.labels(labels_uri)
+    if labels is None:
         raise ModelInputError(f"TFLite model {path} needs its class names: no labels file "
-                              f"at {labels_uri} (one class per line)")
-    return [line for line in uris.read_text(labels_uri).splitlines() if line]
+                              f"at {labels_uri or bundle.path(LABELS_FILE)} (one class per "
+                              "line)")
+    return labels
 
 
-def _bundle_schema(path: str) -> Schema | None:
-    """The schema of an export_tflite bundle (schema.json beside the .tflite file), if any."""
-    head = path.rpartition("/")[0] or "."
-    schema = uris.join(head, BUNDLE_SCHEMA_FILE)
-    return Schema.load(schema) if uris.exists(schema) else None
+def _bundle_signature(bundle: Bundle) -> Dict | None:
+    try:
+        return bundle.signature()
+    except BundleError as err:
+        raise ModelInputError(str(err)) from err
 
 
-def _bundle_fills(path: str) -> Dict[str, np.ndarray]:
-    """The gap fills of the bundle's signature.json beside the .tflite file, if there is one."""
-    head = path.rpartition("/")[0] or "."
-    signature = uris.join(head, SIGNATURE_FILE)
-    if not uris.exists(signature):
+def _bundle_fills(bundle: Bundle, signature: Dict | None) -> Dict[str, np.ndarray]:
+    """The gap fills of the bundle's signature.json, if there is one."""
+    if signature is None:
         return {}
     try:
-        return fills_from_signature(json.loads(uris.read_text(signature)))
+        return fills_from_signature(signature)
     except (ValueError, AttributeError, TypeError) as err:
-        raise ModelInputError(f"{signature}: not a readable TFLite bundle signature "
-                              f"({err}); expected the signature.json export_tflite "
+        raise ModelInputError(f"{bundle.path(SIGNATURE_FILE)}: not a readable TFLite bundle "
+                              f"signature ({err}); expected the signature.json export_tflite "
                               "writes") from err
 
 

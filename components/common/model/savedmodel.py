@@ -35,6 +35,7 @@ TASKS = ("classification", "regression")
 LABELS_FILE = "labels.txt"
 SCHEMA_FILE = "schema.json"
 METADATA_FILE = "tfkfp_model.json"
+SAVEDMODEL_FILE = "saved_model.pb"  # what makes a folder a SavedModel (common.model.bundle)
 WEIGHTS_PREFIX = "weights/model"
 
 
@@ -152,7 +153,7 @@ def raw_dtype(column):
 
 
 def is_savedmodel(path: str) -> bool:
-    return uris.exists(uris.join(path, "saved_model.pb"))
+    return uris.exists(uris.join(path, SAVEDMODEL_FILE))
 
 
 def load_schema(model_dir: str) -> Schema:
@@ -170,7 +171,21 @@ def load_labels(model_dir: str) -> List[str]:
 
 def model_task(model_dir: str) -> str:
     """classification or regression, as train recorded it (earlier models: classifiers)."""
-    return load_metadata(model_dir).get("task", "classification")
+    return recorded_task(model_dir) or "classification"
+
+
+def recorded_task(model_dir: str) -> str | None:
+    """The task train recorded in tfkfp_model.json; None for a model that does not say."""
+    task = load_metadata(model_dir).get("task")
+    return task if task in TASKS else None
+
+
+def task_of_outputs(outputs) -> str:
+    """The task a model's output names suggest: regression when they are exactly a
+    regressor's, else classification. Only for an artifact that does not record its task
+    (tfkfp_model.json's or a TFLite bundle's signature.json "task"): the recorded task is
+    resolved once, at train's boundary, and read back everywhere else."""
+    return "regression" if set(outputs) == set(REGRESSION_OUTPUTS) else "classification"
 
 
 def load_metadata(model_dir: str) -> Dict[str, Any]:

@@ -69,15 +69,6 @@ class Binding:
         return out
 
 
-def resolve_signature(signatures, requested: str) -> str:
-    """The signature asked for, or the default: serving_raw if present, else serving_default."""
-    if requested:
-        return requested
-    if savedmodel.SIGNATURE_RAW in signatures:
-        return savedmodel.SIGNATURE_RAW
-    return savedmodel.SIGNATURE_EXAMPLES
-
-
 def parse_mapping(input_mapping: str | Dict[str, str] | None) -> Dict[str, str]:
     """``input_mapping`` as a dict; JSON text (as a pipeline passes it) is parsed."""
     mapping = input_mapping

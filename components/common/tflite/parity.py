@@ -242,8 +242,3 @@ def check(figures: Figures, gate: Gate, what: str) -> None:
     if found:
         raise QualityGateError(f"{what}: {'; '.join(found)} ({figures.summary()})")
 
-
-def check_drop(figures: Figures, max_accuracy_drop: float, what: str) -> None:
-    """The accuracy gate alone (see failures)."""
-    check(figures, Gate(max_accuracy_drop=max_accuracy_drop, max_relative_error=float("inf"),
-                        max_rmse_increase=float("inf")), what)

@@ -10,10 +10,11 @@ writes it here, export_tflite reads it here, and neither imports the other.
 import json
 from typing import Dict, Tuple
 
+from tfkfp.components.common.model.bundle import MODEL_FILE
 from tfkfp.components.common.platform import uris
 from tfkfp.components.common.tflite.inputs import QuantizeInputError
 
-TFLITE_FILE = "model.tflite"
+TFLITE_FILE = MODEL_FILE  # named as in a TFLite bundle (common.model.bundle)
 QUANTIZATION_FILE = "quantization.json"
 
 

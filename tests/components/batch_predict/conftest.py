@@ -76,13 +76,6 @@ def direct_predictions(demo_model):
 
 
 @pytest.fixture(scope="session")
-def eval_files(demo_dataset):
-    from tfkfp.components.common.data.dataset import split_files
-
-    return split_files(demo_dataset, "eval")[0]
-
-
-@pytest.fixture(scope="session")
 def columns_eval_files(demo_columns_dataset):
     """The eval shards of the demo digits sharded one feature per column."""
     from tfkfp.components.common.data.dataset import split_files

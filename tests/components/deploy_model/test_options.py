@@ -45,7 +45,7 @@ def test_the_tfkfp_predictor_runs_tfkfp_serve_on_the_downloaded_model():
     predictor = body["spec"]["predictor"]
     (container,) = predictor["containers"]
     assert container["command"] == ["tfkfp", "serve", "/mnt/models", "--name", "digits",
-                                    "--port", "8080", "--precomputed", "gs://b/pre",
+                                    "--host", "0.0.0.0", "--port", "8080", "--precomputed", "gs://b/pre",
                                     "--precomputed-key", "user", "--top-k", "3"]
     assert {"name": "STORAGE_URI", "value": "gs://b/model"} in container["env"]
     assert container["resources"]["limits"] == {"cpu": "1", "memory": "2Gi"}
@@ -92,7 +92,7 @@ def test_tf_serving_refuses_a_tflite_bundle_and_needs_a_storage_folder(demo_mode
 
 def test_a_model_that_is_neither_kind_is_refused_naming_what_is_there(tmp_path):
     (tmp_path / "weights.h5").write_text("x")
-    with pytest.raises(DeployConfigError, match=r"neither a SavedModel.*weights.h5"):
+    with pytest.raises(DeployConfigError, match=r"neither saved_model.pb .*weights.h5"):
         publish.model_kind(str(tmp_path))
 
 
