@@ -37,6 +37,7 @@ from typing import Callable, Dict, List
 
 import numpy as np
 
+from tfkfp.components.common.model import routes
 from tfkfp.components.serve.loadtest import run_level
 
 LEVELS = (1, 32)
@@ -55,7 +56,7 @@ def start(command: List[str], port: int) -> subprocess.Popen:
     deadline = time.monotonic() + 300
     while time.monotonic() < deadline and process.poll() is None:
         try:
-            if _get(port, "/v2/health/ready") == 200:
+            if _get(port, routes.HEALTH_READY) == 200:
                 return process
         except OSError:
             pass
@@ -145,7 +146,7 @@ def measure(servers: Dict[str, int], body: bytes, runs: int, requests: int,
         for name in names[shift:] + names[:shift]:
             for clients in LEVELS:
                 samples[name][clients].append(run_level(
-                    f"127.0.0.1:{servers[name]}", "/v1/models/model:predict", [body], clients,
+                    f"127.0.0.1:{servers[name]}", routes.v1_predict("model"), [body], clients,
                     requests, seconds))
     return {n: {c: {"qps": statistics.median(x.qps for x in levels),
                     "p50_ms": statistics.median(x.p50_ms for x in levels),

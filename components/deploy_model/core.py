@@ -14,6 +14,7 @@ import urllib.error
 import urllib.request
 from typing import Any, Dict
 
+from tfkfp.components.common.model import routes
 from tfkfp.components.common.platform import kube_api
 from tfkfp.components.deploy_model import kserve, publish, vertex
 from tfkfp.components.deploy_model.errors import DeployFailed
@@ -100,7 +101,7 @@ def serving_model_uri(target: str, name: str, deploy_options: Dict[str, Any] | N
 
 def _existing(model_uri: str, name: str, options: DeployOptions) -> Deployment:
     """Wait until the endpoint says the model is ready (KServe v1: GET /v1/models/NAME)."""
-    url = f"{options.url.rstrip('/')}/v1/models/{name}"
+    url = options.url.rstrip('/') + routes.v1_model(name)
     give_up = time.monotonic() + options.deadline_seconds
     last = ""
     while time.monotonic() <= give_up:

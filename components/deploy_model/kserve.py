@@ -16,6 +16,7 @@ import copy
 import logging
 from typing import Any, Dict, List, Tuple
 
+from tfkfp.components.common.model import routes
 from tfkfp.components.common.platform import kube_api
 from tfkfp.components.common.platform.follow import describe_error, follow
 from tfkfp.components.common.platform.signals import sigterm_raises
@@ -68,7 +69,7 @@ def manifest(name: str, namespace: str, storage_uri: str, model_uri: str,
             "env": [{"name": "STORAGE_URI", "value": storage_uri},
                     {"name": "PYTHONUNBUFFERED", "value": "1"}],
             "ports": [{"containerPort": HTTP_PORT, "protocol": "TCP"}],
-            "readinessProbe": {"httpGet": {"path": "/v2/health/ready", "port": HTTP_PORT}},
+            "readinessProbe": {"httpGet": {"path": routes.HEALTH_READY, "port": HTTP_PORT}},
             "resources": resources, "securityContext": dict(CONTAINER_SECURITY)}]
     annotations = {MODE_ANNOTATION: MODES[options.mode], MODEL_URI_ANNOTATION: model_uri}
     if options.mode == "raw":

@@ -12,6 +12,7 @@ from typing import Any, Dict, List
 
 import numpy as np
 
+from tfkfp.components.common.model import routes
 from tfkfp.components.deploy_model.errors import SmokeTestFailed
 
 log = logging.getLogger("tfkfp")
@@ -33,7 +34,7 @@ def predict_url(endpoint_url: str, model_name: str) -> str:
     base = endpoint_url.rstrip("/")
     if VERTEX_HOST in base and "/endpoints/" in base:
         return base + ":predict"
-    return f"{base}/v1/models/{model_name}:predict"
+    return base + routes.v1_predict(model_name)
 
 
 def instances(features: Dict[str, np.ndarray]) -> List[Dict[str, Any]]:

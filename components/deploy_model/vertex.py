@@ -7,6 +7,7 @@ import logging
 import uuid
 from typing import Any, Dict, List
 
+from tfkfp.components.common.model import routes
 from tfkfp.components.common.platform import vertex_jobs
 from tfkfp.components.common.platform.signals import sigterm_raises
 from tfkfp.components.deploy_model.errors import DeployConfigError, DeployFailed
@@ -15,7 +16,6 @@ from tfkfp.components.deploy_model.options import DeployOptions
 log = logging.getLogger("tfkfp")
 
 HTTP_PORT = 8080
-HEALTH_ROUTE = "/v2/health/ready"
 LABELS = {"app": "tfkfp", "component": "serve"}
 
 
@@ -60,7 +60,7 @@ def upload_request(artifact_uri: str, name: str, options: DeployOptions, where: 
     container = v1.ModelContainerSpec(
         image_uri=options.image, command=command + options.serve_args.split(),
         ports=[v1.Port(container_port=HTTP_PORT)],
-        predict_route=f"/v1/models/{name}:predict", health_route=HEALTH_ROUTE)
+        predict_route=routes.v1_predict(name), health_route=routes.HEALTH_READY)
     return v1.UploadModelRequest(parent=where, model=v1.Model(
         display_name=name, artifact_uri=artifact_uri, container_spec=container,
         labels=dict(LABELS)))

@@ -16,6 +16,7 @@ import time
 import urllib.parse
 from typing import Any, Dict, List, Sequence, Tuple
 
+from tfkfp.components.common.model import routes
 from tfkfp.components.serve.errors import ServeOptionsError
 
 MAX_REQUESTS, MAX_SECONDS, MAX_CLIENTS = 1_000_000, 600.0, 256
@@ -197,7 +198,7 @@ def _close(connection) -> None:
 def _check_ready(netloc: str, model: str, url: str) -> None:
     conn = http.client.HTTPConnection(netloc, timeout=10)
     try:
-        conn.request("GET", f"/v1/models/{urllib.parse.quote(model)}")
+        conn.request("GET", routes.v1_model(model))
         status = conn.getresponse().status
     except (OSError, http.client.HTTPException) as err:
         raise ServeOptionsError(f"{url}: cannot connect ({err})") from None
@@ -205,7 +206,7 @@ def _check_ready(netloc: str, model: str, url: str) -> None:
         conn.close()
     if status != 200:
         raise ServeOptionsError(f"{url}: model {model!r} is not ready (HTTP {status} from "
-                                f"/v1/models/{model})")
+                                f"{routes.v1_model(model)})")
 
 
 def _percentile(sorted_ms: List[float], q: float) -> float:
@@ -225,7 +226,7 @@ def loadtest(url: str, dataset: str, clients: Sequence[int] = (1, 8, 32),
     bodies = [json.dumps({"instances": [rows[(i + j) % len(rows)]
                                         for j in range(rows_per_request)]}).encode()
               for i in range(0, len(rows), rows_per_request)]
-    path = f"/v1/models/{urllib.parse.quote(model)}:predict"
+    path = routes.v1_predict(model)
     _check_ready(netloc, model, url)
     levels = []
     for count in clients:

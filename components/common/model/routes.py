@@ -1,0 +1,34 @@
+"""The URL paths of the serving protocols tfkfp speaks and calls: KServe v1 and the Open
+Inference Protocol (v2), the one place they are spelled.
+
+``tfkfp serve`` answers them (KServe's server registers them), and deploy_model's readiness
+probes and smoke test, Vertex AI's container spec, ``tfkfp loadtest`` and the benchmarks call
+them. A model name is quoted as a URL path segment.
+"""
+
+import urllib.parse
+
+HEALTH_READY = "/v2/health/ready"  # the server is ready: every model it serves is loaded
+
+
+def _name(model: str) -> str:
+    return urllib.parse.quote(model, safe="")
+
+
+def v1_model(model: str) -> str:
+    """KServe v1 model status (ready when it answers 200)."""
+    return f"/v1/models/{_name(model)}"
+
+
+def v1_predict(model: str) -> str:
+    """KServe v1 prediction: ``{"instances": [...]}`` in, ``{"predictions": [...]}`` out."""
+    return f"{v1_model(model)}:predict"
+
+
+def v2_model_ready(model: str) -> str:
+    return f"/v2/models/{_name(model)}/ready"
+
+
+def v2_infer(model: str) -> str:
+    """Open Inference Protocol inference: ``{"inputs": [...]}`` in, ``{"outputs": [...]}``."""
+    return f"/v2/models/{_name(model)}/infer"
