@@ -16,6 +16,7 @@ import logging
 import os
 from typing import Any, Callable, Dict, List, Tuple
 
+from tfkfp.components.common.platform import choices
 from tfkfp.components.common.training.config import TrainConfig, TrainConfigError
 
 log = logging.getLogger("tfkfp")
@@ -114,17 +115,13 @@ STRATEGIES: Dict[str, Strategy] = {s.name: s for s in (
 
 def get(name: str) -> Strategy:
     """The table entry for ``name``, or a TrainConfigError naming the known strategies."""
-    if name not in STRATEGIES:
-        raise TrainConfigError(f"strategy {name!r} is not known; expected one of "
-                               f"{', '.join(STRATEGIES)}")
-    return STRATEGIES[name]
+    return choices.entry(STRATEGIES, name, "strategy", TrainConfigError)
 
 
 def names(**properties: Any) -> Tuple[str, ...]:
     """Strategy names in table order whose properties have these values, e.g.
     ``names(multi_process=False)``."""
-    return tuple(name for name, strategy in STRATEGIES.items()
-                 if all(getattr(strategy, k) == v for k, v in properties.items()))
+    return choices.names_where(STRATEGIES, **properties)
 
 
 def make_strategy(config: TrainConfig):

@@ -14,6 +14,7 @@ trainjob share kube.py."""
 import dataclasses
 from typing import Any, Callable, Dict, Tuple
 
+from tfkfp.components.common.platform import choices
 from tfkfp.components.common.training.config import TrainConfigError
 from tfkfp.components.common.training.shape import LOCAL, Placement
 from tfkfp.components.train.launchers import job, kube, tfjob, trainjob, vertex
@@ -71,14 +72,10 @@ LAUNCHERS: Dict[str, Launcher] = {launcher.name: launcher for launcher in (
 
 def get(name: str) -> Launcher:
     """The table entry for ``name``, or a TrainConfigError naming the known launchers."""
-    if name not in LAUNCHERS:
-        raise TrainConfigError(f"launcher {name!r} is not known; expected one of "
-                               f"{', '.join(LAUNCHERS)}")
-    return LAUNCHERS[name]
+    return choices.entry(LAUNCHERS, name, "launcher", TrainConfigError)
 
 
 def names(**properties: Any) -> Tuple[str, ...]:
     """Launcher names in table order whose properties have these values, e.g.
     ``names(in_process=False)``."""
-    return tuple(name for name, launcher in LAUNCHERS.items()
-                 if all(getattr(launcher, k) == v for k, v in properties.items()))
+    return choices.names_where(LAUNCHERS, **properties)
