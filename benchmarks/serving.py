@@ -77,7 +77,7 @@ def _get(port: int, path: str) -> int:
 
 
 def serve_command(model: str, port: int, *args: str) -> List[str]:
-    return [sys.executable, "-m", "tfkfp.pipelines.cli", "serve", model, "--host",
+    return [sys.executable, "-m", "tfkfp.cli.main", "serve", model, "--host",
             "127.0.0.1", "--port", str(port), *args]
 
 

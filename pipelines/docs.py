@@ -155,7 +155,7 @@ def cli_commands() -> List[Tuple[str, str, argparse.ArgumentParser]]:
     (``$TFKFP_IMAGE``, ``$TFKFP_KFP_TOKEN``) leaks into the docs."""
     from unittest import mock
 
-    from tfkfp.pipelines import cli, resources  # noqa: F401 - imported before the env goes
+    from tfkfp.cli import main as cli
 
     with mock.patch.dict(os.environ, clear=True):
         parser = cli._parser()

@@ -32,7 +32,7 @@ s#tfkfp/tfkfp:$OLD_RE#tfkfp/tfkfp:$NEW#g; s/newTag: $OLD_RE\$/newTag: $NEW/" "$f
 done
 echo "bumped $OLD -> $NEW in ${#FILES[@]} files"
 if [[ -z ${TFKFP_BUMP_NO_COMPILE:-} ]]; then  # the tests bump a copy of the files only
-  python -m tfkfp.pipelines.cli compile --out pipelines >/dev/null
+  python -m tfkfp.cli.main compile --out pipelines >/dev/null
   python -m tfkfp.pipelines.docs --write
   echo "recompiled pipelines/*.yaml and the README tables"
 fi

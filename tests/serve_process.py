@@ -1,7 +1,7 @@
 """A real ``tfkfp serve`` process on a free loopback port, and small HTTP helpers (the
 serve tests).
 
-The server is the CLI in a child process (``python -m tfkfp.pipelines.cli serve``), so the
+The server is the CLI in a child process (``python -m tfkfp.cli.main serve``), so the
 tests see what a user or a Kubernetes probe sees: readiness, HTTP status codes, SIGTERM.
 """
 
@@ -89,7 +89,7 @@ def running(model: str, *args: str, env=None, tmp_path=None, wait_ready=True,
     ends (then SIGTERM, or kill)."""
     port = free_port()
     log = str(tmp_path / f"serve-{port}.log")
-    command = [sys.executable, "-m", "tfkfp.pipelines.cli", "serve", model,
+    command = [sys.executable, "-m", "tfkfp.cli.main", "serve", model,
                *(["--host", host] if host else []), "--port", str(port), "--threads", "2",
                *args]
     with open(log, "w") as out:

@@ -17,7 +17,9 @@ ROOT = pathlib.Path(__file__).resolve().parents[1]
 COMPONENTS = ROOT / "components"
 PACKAGE = "tfkfp.components."
 ALL_FILES = sorted(COMPONENTS.rglob("*.py"))  # every module, subpackages included
-KFP_FILES = sorted(COMPONENTS.glob("*/component.py")) + sorted((ROOT / "pipelines").glob("*.py"))
+PIPELINE_FILES = sorted((ROOT / "pipelines").glob("*.py"))
+CLI_FILES = sorted((ROOT / "cli").glob("*.py"))
+KFP_FILES = sorted(COMPONENTS.glob("*/component.py")) + PIPELINE_FILES + CLI_FILES
 SHARED = ("common", "_image")  # what every component may import
 
 # The modules of a component that other components may import, and why. Everything else in a
@@ -132,6 +134,15 @@ def test_component_error_classes_live_in_errors_py(path):
     found = [n.name for n in ast.walk(ast.parse(path.read_text()))
              if isinstance(n, ast.ClassDef) and is_exception(n)]
     assert not found, f"{rel(path)} defines {found}; move them to {component_of(path)}/errors.py"
+
+
+# docs.py writes the generated parts of the docs, the command's reference among them.
+@pytest.mark.parametrize("path", ALL_FILES + [p for p in PIPELINE_FILES if p.name != "docs.py"],
+                         ids=rel)
+def test_only_the_command_imports_the_command(path):
+    """The CLI sits on top: pipelines and components are loaded by KFP and by users' own code,
+    which must not drag the command's console machinery along."""
+    assert not [m for m in imported_modules(path) if m.startswith("tfkfp.cli")]
 
 
 @pytest.mark.parametrize("path", KFP_FILES, ids=rel)

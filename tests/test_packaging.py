@@ -25,8 +25,8 @@ def test_wheel_holds_the_namespace_packages_and_the_command(tmp_path):
     names = zipfile.ZipFile(wheel).namelist()
     assert "tfkfp/components/_image.py" in names
     assert "tfkfp/components/shard_tfrecords/core.py" in names
-    assert "tfkfp/pipelines/cli.py" in names
+    assert "tfkfp/cli/main.py" in names
     assert "tfkfp/__init__.py" not in names  # tfkfp is a namespace package
     entry_points = next(n for n in names if n.endswith("entry_points.txt"))
-    assert "tfkfp = tfkfp.pipelines.cli:main" in zipfile.ZipFile(wheel).read(
+    assert "tfkfp = tfkfp.cli.main:main" in zipfile.ZipFile(wheel).read(
         entry_points).decode()

@@ -609,8 +609,8 @@ def test_kind_script_pins_upstream_and_uses_this_checkout():
 
 
 def test_kind_script_commands_exist_in_the_cli():
+    from tfkfp.cli.main import _parser
     from tfkfp.pipelines import registry
-    from tfkfp.pipelines.cli import _parser
 
     assert "training" in registry.names()
     args = _parser().parse_args(["submit", "training", "--host", "http://x", "--set", "a=b"])

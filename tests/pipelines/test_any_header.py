@@ -13,9 +13,9 @@ import numpy as np
 import pytest
 from serve_process import running
 
+from tfkfp.cli.main import main
 from tfkfp.components.batch_predict.core import batch_predict
 from tfkfp.components.common.data.schema import Schema
-from tfkfp.pipelines.cli import main
 
 pytestmark = pytest.mark.slow
 

@@ -8,9 +8,9 @@ import os
 import pytest
 from kfp import compiler
 
+from tfkfp.cli.main import main
 from tfkfp.components.batch_predict.core import batch_predict
 from tfkfp.pipelines.batch_prediction import batch_prediction
-from tfkfp.pipelines.cli import main
 
 
 def rows_in(folders):

@@ -299,7 +299,8 @@ def test_every_tfkfp_command_in_the_docs_parses(path, words):
     """Each `tfkfp ...` command shown in a bash block parses with the CLI's own parser; a
     `run` or `submit` names a pipeline that exists, and its --set values are ones that
     pipeline takes (every key, type and required input, and the steps' own checks)."""
-    from tfkfp.pipelines import cli, registry
+    from tfkfp.cli import main as cli
+    from tfkfp.pipelines import registry
 
     try:
         args = cli._parser().parse_args(words[1:])

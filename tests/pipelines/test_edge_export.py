@@ -8,7 +8,7 @@ import re
 import pytest
 from kfp import compiler
 
-from tfkfp.pipelines.cli import main
+from tfkfp.cli.main import main
 from tfkfp.pipelines.edge_export import edge_export
 
 

@@ -43,7 +43,7 @@ def _executors(path):
 
 
 def test_a_gpu_compile_puts_only_the_train_step_on_gpus_in_the_gpu_image(tmp_path, capsys):
-    from tfkfp.pipelines.cli import main
+    from tfkfp.cli.main import main
 
     assert main(["compile", "--gpus", "2", "--out", str(tmp_path)]) == 0
     executors = _executors(tmp_path / "training.yaml")
@@ -66,7 +66,7 @@ def test_a_gpu_compile_puts_only_the_train_step_on_gpus_in_the_gpu_image(tmp_pat
 ])
 def test_a_bad_gpu_request_is_refused_before_anything_is_written(flags, message, tmp_path,
                                                                  capsys):
-    from tfkfp.pipelines.cli import main
+    from tfkfp.cli.main import main
 
     out = tmp_path / "out"
     assert main(["compile", *flags, "--out", str(out)]) == 1
@@ -75,7 +75,7 @@ def test_a_bad_gpu_request_is_refused_before_anything_is_written(flags, message,
 
 
 def test_an_image_compile_names_only_that_image_and_its_gpu_variant(tmp_path, monkeypatch):
-    from tfkfp.pipelines.cli import main
+    from tfkfp.cli.main import main
 
     mine = "europe-docker.pkg.dev/acme/ml/tfkfp:2024.1"
     assert main(["compile", "--image", mine, "--gpus", "1", "--out", str(tmp_path)]) == 0
@@ -99,7 +99,7 @@ def test_an_image_compile_names_only_that_image_and_its_gpu_variant(tmp_path, mo
 @pytest.mark.parametrize("image", ["tfkfp", "Registry/Name:tag", "r/n@sha256:abc"])
 def test_an_image_without_a_tag_is_refused_before_anything_is_written(image, tmp_path,
                                                                       capsys):
-    from tfkfp.pipelines.cli import main
+    from tfkfp.cli.main import main
 
     assert main(["compile", "--image", image, "--out", str(tmp_path / "out")]) == 1
     assert "expected REGISTRY/NAME:TAG" in capsys.readouterr().err

@@ -5,7 +5,7 @@ import pytest
 from isolated_tasks import isolated_tasks, isolation_available
 from kfp import dsl
 
-from tfkfp.pipelines import local_run
+from tfkfp.cli import local_run
 
 pytestmark = pytest.mark.skipif(not isolation_available(),
                                 reason="needs unshare and the right to mount (root)")

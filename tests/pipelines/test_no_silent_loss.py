@@ -9,9 +9,9 @@ import shutil
 import pytest
 
 from conftest import cut_shard, flip_byte
+from tfkfp.cli import figures, local_run
+from tfkfp.cli.main import main
 from tfkfp.components.common.data.dataset import Manifest
-from tfkfp.pipelines import figures, local_run
-from tfkfp.pipelines.cli import main
 
 
 def test_the_console_line_says_how_many_rows_failed():

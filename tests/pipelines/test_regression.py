@@ -8,7 +8,7 @@ import re
 import pytest
 
 from conftest import regression_rows, write_regression_csv
-from tfkfp.pipelines.cli import main
+from tfkfp.cli.main import main
 
 
 @pytest.fixture(scope="module")

@@ -4,7 +4,7 @@ message's own spelling (JSON, as `--set` and the KFP UI take it)."""
 
 import pytest
 
-from tfkfp.pipelines.cli import main
+from tfkfp.cli.main import main
 
 SETTINGS = {"label": "label", "keys": "id", "epochs": 1, "hidden_units": "8",
             "quantization": "dynamic", "max_accuracy_drop": 1.0, "min_agreement": 0.0,

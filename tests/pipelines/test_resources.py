@@ -3,8 +3,8 @@
 import pytest
 import yaml
 
+from tfkfp.cli.main import main
 from tfkfp.pipelines import registry, resources
-from tfkfp.pipelines.cli import main
 
 
 def steps(path):

@@ -4,8 +4,8 @@ import re
 import pytest
 
 from conftest import messy_rows, write_messy_csv
-from tfkfp.pipelines import local_run
-from tfkfp.pipelines.cli import main
+from tfkfp.cli import local_run
+from tfkfp.cli.main import main
 
 
 @pytest.fixture(scope="module")

@@ -10,11 +10,11 @@ import os
 import pytest
 from serve_process import running
 
+from tfkfp.cli.main import main
 from tfkfp.components.batch_predict.core import batch_predict
 from tfkfp.components.deploy_model.core import deploy_model
 from tfkfp.components.deploy_model.errors import DeployFailed, SmokeTestFailed
 from tfkfp.components.deploy_model.smoke import smoke_test
-from tfkfp.pipelines.cli import main
 
 pytestmark = pytest.mark.slow
 

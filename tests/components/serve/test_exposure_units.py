@@ -12,7 +12,7 @@ from tfkfp.components.serve.options import ServeOptions
 
 
 def test_serve_listens_on_loopback_unless_told_and_the_repository_api_is_off():
-    from tfkfp.pipelines import cli
+    from tfkfp.cli import main as cli
 
     args = cli._parser().parse_args(["serve", "m"])
     assert (args.host, args.model_repository_api) == ("127.0.0.1", False)

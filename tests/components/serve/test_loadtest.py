@@ -5,9 +5,9 @@ import math
 
 import pytest
 
+from tfkfp.cli.main import main
 from tfkfp.components.serve.errors import ServeOptionsError
 from tfkfp.components.serve.loadtest import check
-from tfkfp.pipelines.cli import main
 
 
 @pytest.mark.parametrize("args,words", [

@@ -199,7 +199,7 @@ def test_a_model_that_is_not_there_is_refused_before_start(tmp_path):
     import subprocess
     import sys
 
-    done = subprocess.run([sys.executable, "-m", "tfkfp.pipelines.cli", "serve",
+    done = subprocess.run([sys.executable, "-m", "tfkfp.cli.main", "serve",
                            str(tmp_path / "nothing"), "--port", "1"], capture_output=True,
                           text=True, timeout=120)
     assert done.returncode == 1

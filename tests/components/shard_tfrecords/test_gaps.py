@@ -4,10 +4,10 @@ import numpy as np
 import pytest
 
 from conftest import MESSY_HEADER, messy_rows, write_csv, write_messy_csv
+from tfkfp.cli.main import main
 from tfkfp.components.common.data.schema import Schema
 from tfkfp.components.shard_tfrecords.core import shard_tfrecords
 from tfkfp.components.shard_tfrecords.errors import ShardInputError
-from tfkfp.pipelines.cli import main
 
 
 def read_all(out):

@@ -47,7 +47,7 @@ def run_until(point, source, out, temp, sig=signal.SIGKILL):
     """`tfkfp shard` in a child process, stopped at ``point`` and sent ``sig``."""
     env = {**os.environ, "TFKFP_TEST_PAUSE_AT": point, "TMPDIR": str(temp)}
     child = subprocess.Popen(
-        [sys.executable, "-m", "tfkfp.pipelines.cli", "shard", source, out, "--label",
+        [sys.executable, "-m", "tfkfp.cli.main", "shard", source, out, "--label",
          "animal", "--keys", "id", "--num-shards", "2"],
         env=env, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True)
     watchdog = threading.Timer(180, child.kill)

@@ -3,7 +3,7 @@
 import os
 from typing import Any, Dict, List
 
-from tfkfp.pipelines import figures
+from tfkfp.cli import figures
 
 DEMO_PARAMETERS = {"label": "label", "keys": ["id"], "epochs": 5, "target_metric": "accuracy",
                    "target_value": 0.95}
@@ -11,8 +11,8 @@ DEMO_PARAMETERS = {"label": "label", "keys": ["id"], "epochs": 5, "target_metric
 
 def run_demo(out_dir: str, verbose: bool = False) -> Dict[str, Any]:
     """Write the digits, run ``training`` on them with the local runner, print a summary."""
+    from tfkfp.cli import local_run
     from tfkfp.components.common.data.demo_data import write_demo_data
-    from tfkfp.pipelines import local_run
 
     data = write_demo_data(os.path.join(out_dir, "data"))
     print(f"demo data: {data.rows} digits in {data.csv}")

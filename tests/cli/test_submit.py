@@ -7,8 +7,8 @@ from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 
 import pytest
 
+from tfkfp.cli.main import main
 from tfkfp.components._image import GPU_IMAGE
-from tfkfp.pipelines.cli import main
 
 API = "/apis/v2beta1"
 

@@ -5,7 +5,7 @@ import sys
 import pytest
 
 from conftest import write_csv
-from tfkfp.pipelines.cli import main
+from tfkfp.cli.main import main
 
 
 def test_shard_command_writes_a_dataset(table_csv, tmp_path, capsys):
@@ -39,7 +39,7 @@ def test_shard_command_refuses_an_unknown_layout_naming_the_choices(table_csv, t
 
 def test_shard_command_fails_with_the_error_on_stderr(tmp_path):
     path = write_csv(tmp_path / "r.csv", ["x", "label"], [[1, 0], [2]])
-    proc = subprocess.run([sys.executable, "-m", "tfkfp.pipelines.cli", "shard", path,
+    proc = subprocess.run([sys.executable, "-m", "tfkfp.cli.main", "shard", path,
                            str(tmp_path / "out"), "--label", "label"],
                           capture_output=True, text=True)
     assert proc.returncode == 1
@@ -48,7 +48,7 @@ def test_shard_command_fails_with_the_error_on_stderr(tmp_path):
 
 
 def test_shard_command_prints_only_its_own_progress(table_csv, tmp_path):
-    proc = subprocess.run([sys.executable, "-m", "tfkfp.pipelines.cli", "shard", table_csv[0],
+    proc = subprocess.run([sys.executable, "-m", "tfkfp.cli.main", "shard", table_csv[0],
                            str(tmp_path / "out"), "--label", "animal"],
                           capture_output=True, text=True)
     assert proc.returncode == 0, proc.stderr
@@ -207,7 +207,7 @@ QUANTIZE = "(step freeze_quantize)"
 ])
 def test_a_parameter_checkable_without_data_is_refused_before_anything_starts(
         command, name, sets, message, tmp_path, capsys, monkeypatch):
-    from tfkfp.pipelines import local_run, submit
+    from tfkfp.cli import local_run, submit
 
     started = []
     monkeypatch.setattr(local_run, "run_local", lambda *a, **k: started.append(a))
@@ -263,7 +263,7 @@ def test_a_remote_path_that_cannot_be_reached_is_one_line_naming_it(
 
 
 def test_ctrl_c_ends_a_command_with_a_line_not_a_traceback(monkeypatch, capsys):
-    from tfkfp.pipelines import cli
+    from tfkfp.cli import main as cli
 
     def interrupted(args):
         raise KeyboardInterrupt

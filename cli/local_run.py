@@ -10,9 +10,10 @@ import os
 import time
 from typing import Any, Dict, List, TextIO
 
-from tfkfp.pipelines import figures, registry
-from tfkfp.pipelines.local_tasks import tasks_die_with_this_process
-from tfkfp.pipelines.task_logs import TaskConsole, TaskRecord
+from tfkfp.cli import figures
+from tfkfp.cli.local_tasks import tasks_die_with_this_process
+from tfkfp.cli.task_logs import TaskConsole, TaskRecord
+from tfkfp.pipelines import registry
 
 
 class TaskFailed(RuntimeError):

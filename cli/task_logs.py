@@ -22,7 +22,7 @@ import threading
 import time
 from typing import Any, Callable, Dict, List, TextIO
 
-from tfkfp.pipelines import figures
+from tfkfp.cli import figures
 
 PIPELINE_LOG = "pipeline.log"
 

@@ -206,7 +206,7 @@ def _demo_data(args: argparse.Namespace) -> None:
 
 
 def _demo(args: argparse.Namespace) -> None:
-    from tfkfp.pipelines.demo import run_demo
+    from tfkfp.cli.demo import run_demo
 
     run_demo(args.out, args.verbose)
 
@@ -258,7 +258,8 @@ def _compile(args: argparse.Namespace) -> None:
 
 
 def _run(args: argparse.Namespace) -> None:
-    from tfkfp.pipelines import local_run, registry
+    from tfkfp.cli import local_run
+    from tfkfp.pipelines import registry
 
     parameters = registry.parse_parameters(args.name, args.parameters)
     run = local_run.run_local(args.name, parameters, args.pipeline_root, args.verbose)
@@ -266,7 +267,8 @@ def _run(args: argparse.Namespace) -> None:
 
 
 def _submit(args: argparse.Namespace) -> None:
-    from tfkfp.pipelines import registry, submit
+    from tfkfp.cli import submit
+    from tfkfp.pipelines import registry
 
     parameters = registry.parse_parameters(args.name, args.parameters)
     gpu = _gpu(args)

@@ -9,8 +9,8 @@ import sys
 import pytest
 from kfp import dsl
 
-from tfkfp.pipelines import figures, local_run
-from tfkfp.pipelines.task_logs import task_error
+from tfkfp.cli import figures, local_run
+from tfkfp.cli.task_logs import task_error
 
 
 @dsl.component(base_image="python:3.11", install_kfp_package=False)

@@ -12,8 +12,8 @@ from kfp import dsl
 from process_tree import command_lines, descendants, wait_until_gone
 
 from conftest import write_csv
+from tfkfp.cli import local_run, local_tasks
 from tfkfp.components.shard_tfrecords.publish import SPOOL_PREFIX
-from tfkfp.pipelines import local_run, local_tasks
 
 pytestmark = pytest.mark.skipif(not sys.platform.startswith("linux"),
                                 reason="parent-death signals are Linux's")
@@ -107,7 +107,7 @@ def test_sigkill_of_tfkfp_run_ends_its_running_task_which_cleans_up(tmp_path):
     data = write_csv(tmp_path / "in.csv", ["id", "x", "animal"],
                      [[i, i * 0.5, ("cat", "dog")[i % 2]] for i in range(200)])
     run = start_and_wait_for(
-        [sys.executable, "-m", "tfkfp.pipelines.cli", "run", "training", "--local",
+        [sys.executable, "-m", "tfkfp.cli.main", "run", "training", "--local",
          "--verbose", "--set", f"input_uri={data}", "--set", "label=animal",
          "--pipeline-root", str(tmp_path / "runs")],
         "tfkfp: paused at encoding", {"TFKFP_TEST_PAUSE_AT": "encoding", "TMPDIR": str(temp)})
@@ -124,7 +124,7 @@ def spools(temp):
 HOLDING = '''
 import sys
 from kfp import dsl
-from tfkfp.pipelines import local_run
+from tfkfp.cli import local_run
 
 
 @dsl.component(base_image="python:3.11", install_kfp_package=False)
