@@ -80,7 +80,7 @@ def edge_export(
                                 eval_examples=eval_examples, integer_io=integer_io,
                                 select_tf_ops=select_tf_ops)
     exported = export_tflite(model=model.output, dataset=data.output,
-                             quantized_model=quantized.outputs["tflite_model"],
+                             tflite_model=quantized.outputs["tflite_model"],
                              signature=signature, input_mapping=input_mapping,
                              max_relative_error=max_relative_error, eval_examples=eval_examples,
                              max_accuracy_drop=max_accuracy_drop, min_agreement=min_agreement,

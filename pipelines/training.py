@@ -197,7 +197,7 @@ def make_training(gpu: Gpu | None = None):
                                     quantization=quantization, max_accuracy_drop=max_accuracy_drop,
                                     max_rmse_increase=max_rmse_increase)
         exported = export_tflite(model=trained.outputs["model"], dataset=dataset,
-                                 quantized_model=quantized.outputs["tflite_model"],
+                                 tflite_model=quantized.outputs["tflite_model"],
                                  max_accuracy_drop=max_accuracy_drop, min_agreement=min_agreement,
                                  max_rmse_increase=max_rmse_increase)
         predicted = batch_predict(model=trained.outputs["model"], dataset=dataset, split="eval",

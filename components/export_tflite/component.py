@@ -14,7 +14,7 @@ def export_tflite(
     metrics: Output[Metrics],
     classification: Output[ClassificationMetrics],
     report: Output[Markdown],
-    quantized_model: Input[Model] = None,
+    tflite_model: Input[Model] = None,
     quantization: str = "auto",
     signature: str = "",
     input_mapping: dict = {},  # noqa: B006 - KFP reads the default; it is never mutated
@@ -43,10 +43,10 @@ def export_tflite(
             the KFP UI draws both.
         report: Output Markdown summary of the validation and gate; a regressor's
             predicted against actual values and its error distribution.
-        quantized_model: Optional tflite_model from freeze_quantize: export it as chosen
-            there instead of converting here.
+        tflite_model: Optional, freeze_quantize's tflite_model: export it as chosen there
+            instead of converting here.
         quantization: none, dynamic, float16, int8 or int16x8 to convert here; auto (needs
-            quantized_model) to export that model in the mode freeze_quantize chose,
+            tflite_model) to export that model in the mode freeze_quantize chose,
             converting nothing here (freeze_quantize's auto is the sweep).
         signature: SavedModel signature converted and compared; empty: serving_raw when the
             model has it, else serving_default.
@@ -72,7 +72,7 @@ def export_tflite(
 
     logging.basicConfig(level=logging.INFO)
     result = run(model.path, dataset.path, bundle.path, quantization=quantization,
-                 quantized_dir=quantized_model.path if quantized_model else "",
+                 quantized_dir=tflite_model.path if tflite_model else "",
                  signature=signature, input_mapping=input_mapping,
                  max_relative_error=max_relative_error, eval_examples=eval_examples,
                  calibration_examples=calibration_examples,

@@ -25,7 +25,7 @@ def test_runs_under_the_kfp_local_runner(dynamic_dir, demo_model, demo_dataset, 
         data = dsl.importer(artifact_uri=dataset_uri, artifact_class=dsl.Dataset)
         quantized = dsl.importer(artifact_uri=quantized_uri, artifact_class=dsl.Model)
         task = export_tflite(model=model.output, dataset=data.output,
-                             quantized_model=quantized.output, eval_examples=100)
+                             tflite_model=quantized.output, eval_examples=100)
         return Exported(task.outputs["bundle"], task.outputs["classification"])
 
     run = export(model_uri=demo_model, dataset_uri=demo_dataset, quantized_uri=dynamic_dir)
