@@ -61,12 +61,11 @@ def _quantization(run, lite: Dict[str, Any]) -> str:
 
 
 def _predictions(run, predictions) -> str:
-    meta, task = predictions.metadata, run.task_of(predictions)
-    rate = figures.step_rate(task.name, task.log) if task else None
-    how = "reading, predicting and writing" if rate is not None else "start-up included"
-    rate = rate if rate is not None else meta.get("records_per_second", 0)
+    meta = predictions.metadata
+    rate = meta.get("records_per_second", 0)
     return (f"predictions           {meta.get('predictions', 0):,.0f} rows at "
-            f"{figures.human(rate)} rows/s {how} ({_wall(run, predictions)} step wall time)"
+            f"{figures.human(rate)} rows/s reading, predicting and writing "
+            f"({_wall(run, predictions)} step wall time)"
             f"  {predictions.path}")
 
 

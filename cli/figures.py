@@ -1,10 +1,8 @@
-"""The figures a local run reports: each task's key figures, and a step's own throughput.
+"""The figures a local run reports: each task's key figures, from its outputs' metadata.
 
-A step's rate in its metadata may count its start-up (batch_predict's and shard_tfrecords'
-do: importing TensorFlow and loading the model are inside their ``seconds``), which on a small
-input is most of the time. A step's own throughput is its records over the time spent
-reading, encoding or predicting, and writing them: the time its progress meters
-(common.platform.progress) ran, from the last line each wrote.
+A step's ``records_per_second`` is its own throughput (shard_tfrecords and batch_predict
+count the time spent on the records, not start-up), the figure the Kubeflow UI's Metrics
+show for the same run.
 """
 
 import re
@@ -12,14 +10,11 @@ from typing import Any, Callable, Dict, List, Tuple
 
 from tfkfp.components.common.platform.progress import human
 
-# Steps whose metadata rate counts start-up: their progress meters, the records' one last.
-PROGRESS = {"batch-predict": ("predicting",),
-            "shard-tfrecords": ("reading and encoding", "writing shards")}
-# Steps whose metadata rate counts start-up and that have no meters of their own: the merge
-# of the fanned-out batch_predict tasks (their own rates are on their lines).
-STARTUP_ONLY = {"merge-predictions"}
-_SCALE = {"": 1, "k": 1e3, "M": 1e6, "G": 1e9, "T": 1e12}
-_NUMBER = r"([\d.]+)([kMGT]?)"
+# Steps whose decision is a sentence in their log, not a figure: the line's prefix. The last
+# such line is the step's own account (the gate's verdict and why, the smoke test's rows).
+TOLD = {"deploy-gate": "deploy gate: ", "smoke-test": "smoke test: "}
+# Output types that are reports of a task, not what it made.
+REPORTS = ("Metrics", "ClassificationMetrics", "Markdown", "HTML")
 
 
 def step_of(task: str) -> str:
@@ -27,26 +22,21 @@ def step_of(task: str) -> str:
     return re.sub(r"(-\d+)?( #\d+)?$", "", task)
 
 
-def step_rate(task: str, log_path: str) -> float | None:
-    """The task's own records per second from its log, for the steps in PROGRESS; None for
-    the others, or when a meter's last line is missing."""
-    meters = PROGRESS.get(step_of(task))
-    if meters is None:
-        return None
+def told(task: str, log_path: str) -> str:
+    """The step's own account of its decision from its log (TOLD), or ""."""
+    prefix = TOLD.get(step_of(task))
+    if prefix is None:
+        return ""
     try:
         with open(log_path, encoding="utf-8", errors="replace") as f:
-            text = f.read()
+            lines = [line for line in f if prefix in line]
     except OSError:
-        return None
-    last = {}
-    for what in meters:
-        found = re.findall(rf"{re.escape(what)}: {_NUMBER} (\w+), {_NUMBER} \w+/s", text)
-        if not found:
-            return None
-        done, done_unit, _, rate, rate_unit = found[-1]
-        last[what] = (float(done) * _SCALE[done_unit], float(rate) * _SCALE[rate_unit])
-    seconds = sum(done / rate for done, rate in last.values() if rate > 0)
-    return last[meters[-1]][0] / seconds if seconds > 0 else None
+        return ""
+    return lines[-1].split(prefix, 1)[1].strip() if lines else ""
+
+
+def is_report(value: Any) -> bool:
+    return type(value).__name__ in REPORTS
 
 
 def _records(value: Any) -> str:
@@ -75,19 +65,8 @@ FORMATS: List[Tuple[str, Callable[[Any], str]]] = [
 ]
 
 
-def task_figures(task: str, outputs: Dict[str, Any], log_path: str) -> str:
-    """A task's key figures, its rate its own throughput (or left out, where only a rate
-    that counts start-up is known)."""
-    rate = step_rate(task, log_path)
-    if rate is None and step_of(task) in (STARTUP_ONLY | set(PROGRESS)):
-        return key_figures(outputs, drop=("records_per_second",))
-    return key_figures(outputs, rate)
-
-
-def key_figures(outputs: Dict[str, Any], own_rate: float | None = None,
-                drop: Tuple[str, ...] = ()) -> str:
-    """Key figures from the outputs' metadata (first output first) but those in ``drop``;
-    ``own_rate`` replaces a records_per_second that counts start-up."""
+def key_figures(outputs: Dict[str, Any]) -> str:
+    """Key figures from the outputs' metadata (first output first)."""
     found: Dict[str, Any] = {}
     for value in outputs.values():
         if isinstance(value, list):  # group_numbers: the suite's one list output
@@ -95,11 +74,8 @@ def key_figures(outputs: Dict[str, Any], own_rate: float | None = None,
         meta = value if isinstance(value, dict) else getattr(value, "metadata", None) or {}
         for key, item in meta.items():
             found.setdefault(key, item)
-    if own_rate is not None:
-        found["records_per_second"] = own_rate
     parts = [f"{found['groups']:.0f} group(s)"] if "groups" in found else []
-    parts += [fmt(found[key]) for key, fmt in FORMATS
-              if key not in drop and _shown(found.get(key))]
+    parts += [fmt(found[key]) for key, fmt in FORMATS if _shown(found.get(key))]
     return ", ".join(part for part in parts if part)
 
 

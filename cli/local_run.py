@@ -81,21 +81,42 @@ def outputs_of(task) -> Dict[str, Any]:
 
 def summary_lines(run: LocalRun) -> List[str]:
     """A table of the outputs: what each is, its key figures (rates are the step's own
-    throughput), the wall time of the step that wrote it, and where it is."""
+    throughput), the wall time of the step that wrote it, and where it is; for a pipeline
+    that declares none, what its tasks made. Then the decisions steps told in their logs."""
     lines = ["", f"pipeline {run.name!r} finished in {run.seconds:.0f} s"]
-    if not run.outputs:
-        return lines + [f"The pipeline has no outputs; every task's outputs are under "
-                        f"{run.run_dir}", f"task logs: {run.log_dir}"]
-    lines += ["", "| output | what it is | figures | step, wall time | path |",
-              "|---|---|---|---|---|"]
+    lines += _outputs_table(run) if run.outputs else _task_outputs_table(run)
+    told = [(t.name, figures.told(t.name, t.log)) for t in run.tasks]
+    lines += [""] + [f"{name}: {account}" for name, account in told if account]
+    return lines + ["", f"task logs: {run.log_dir}"]
+
+
+def _outputs_table(run: LocalRun) -> List[str]:
+    lines = ["", "| output | what it is | figures | step, wall time | path |",
+             "|---|---|---|---|---|"]
     for name, artifact in run.outputs.items():
         task = run.task_of(artifact)
-        shown = (figures.task_figures(task.name, {name: artifact}, task.log) if task
-                 else figures.key_figures({name: artifact}))
         wall = f"{task.name}, {task.seconds:.1f} s" if task else ""
-        lines.append(f"| {name} | {_cell(run.descriptions.get(name, ''))} | {shown} | "
-                     f"{wall} | {getattr(artifact, 'path', artifact)} |")
-    return lines + ["", f"task logs: {run.log_dir}"]
+        lines.append(f"| {name} | {_cell(run.descriptions.get(name, ''))} | "
+                     f"{figures.key_figures({name: artifact})} | {wall} | "
+                     f"{getattr(artifact, 'path', artifact)} |")
+    return lines
+
+
+def _task_outputs_table(run: LocalRun) -> List[str]:
+    """Every task's outputs but its reports (metrics, Markdown): artifacts with their key
+    figures and path, values (the gate's "deploy") as they are."""
+    lines = ["", "The pipeline declares no outputs; what its tasks made:", "",
+             "| task | output | figures | step wall time | path or value |",
+             "|---|---|---|---|---|"]
+    for task in run.tasks:
+        for name, value in task.outputs.items():
+            if figures.is_report(value):
+                continue
+            path = getattr(value, "path", None)
+            shown = figures.key_figures({name: value}) if path else ""
+            lines.append(f"| {task.name} | {name} | {shown} | {task.seconds:.1f} s | "
+                         f"{_cell(str(path or value))} |")
+    return lines
 
 
 def _cell(text: str) -> str:

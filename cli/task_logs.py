@@ -41,8 +41,8 @@ class TaskRecord:
             return f"start  {self.name}"
         if not self.ok:
             return f"FAILED {self.name}  {self.seconds:.1f} s  its log: {self.log}"
-        return f"done   {self.name}  {self.seconds:.1f} s  " + figures.task_figures(
-            self.name, self.outputs, self.log)
+        shown = [figures.key_figures(self.outputs), figures.told(self.name, self.log)]
+        return f"done   {self.name}  {self.seconds:.1f} s  " + "; ".join(s for s in shown if s)
 
 
 class _Streams(io.TextIOBase):

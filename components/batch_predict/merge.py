@@ -78,14 +78,17 @@ def merge_predictions(prediction_dirs: Sequence[str], output_dir: str = "",
     if totals["inputs"] != totals["predictions"] + totals["errors"]:
         raise AssertionError(f"merged counts do not add up: {totals}")
     seconds = max(body["seconds"] for _, body in summaries)
+    # the groups run side by side: the run's own throughput is the rows over the longest
+    # group's time on them (a summary from before busy_seconds has only its wall time)
+    busy = max(body.get("busy_seconds") or body["seconds"] for _, body in summaries)
     in_groups = files  # on a cluster the groups' outputs are kept when this step fails
     if output_dir:
         files = _gathered(files, output_dir)
     merged = {**totals, "groups": len(summaries),
               "error_fraction": round(error_fraction(totals["errors"], totals["inputs"]), 6),
               "num_shards": summaries[0][1]["num_shards"], "shards_done": len(files),
-              "seconds": seconds,
-              "records_per_second": round(totals["inputs"] / max(seconds, 1e-9), 1),
+              "seconds": seconds, "busy_seconds": busy,
+              "records_per_second": round(totals["inputs"] / max(busy, 1e-9), 1),
               "shards": sorted(files, key=lambda s: s["predictions_file"].rsplit("/", 1)[-1])}
     if output_dir:
         uris.write_text_atomic(uris.join(output_dir, SUMMARY_FILE), json.dumps(merged) + "\n")

@@ -119,23 +119,38 @@ def test_a_log_without_a_traceback_has_no_error():
     assert task_error(indented("killed\n")) == ""
 
 
-def test_a_steps_own_rate_counts_only_the_time_its_meters_ran(tmp_path):
-    log = tmp_path / "shard-tfrecords.log"
-    log.write_text(indented(
-        "INFO:tfkfp:reading and encoding: 272.6k bytes, 545.2k bytes/s, 100%, ETA 0s\n"
-        "INFO:tfkfp:writing shards: 1.0k records, 2.0k records/s, 100%, ETA 0s\n"
-        "INFO:tfkfp:wrote 1000 records in 6.6s (152 records/s)\n"))
-    assert figures.step_rate("shard-tfrecords", str(log)) == pytest.approx(1000)
-    assert figures.step_rate("train", str(log)) is None
-    assert figures.step_rate("batch-predict-2 #2", str(log)) is None  # no predicting meter
-
-
 def test_key_figures_come_from_the_outputs_metadata():
     dataset = dsl.Dataset(name="dataset", uri="/d", metadata={
         "records": {"train": 90.0, "eval": 10.0}, "records_per_second": 12.5,
         "compression": "none"})
     assert figures.key_figures({"dataset": dataset}) == (
         "100 records (train 90, eval 10), 12 records/s")
-    assert figures.key_figures({"dataset": dataset}, own_rate=25300) == (
-        "100 records (train 90, eval 10), 25.3k records/s")
     assert figures.key_figures({"Output": [0, 1]}) == "2 group(s)"
+
+
+def test_a_pipeline_without_outputs_lists_what_its_tasks_made_and_the_decisions(tmp_path):
+    """batch_prediction and serving declare no outputs: the summary says where the
+    predictions are, and what the gate decided and why, instead of nothing."""
+    from tfkfp.cli.task_logs import TaskRecord
+
+    gate_log, merge_log = tmp_path / "deploy-gate.log", tmp_path / "merge.log"
+    gate_log.write_text("INFO:tfkfp:deploy gate: keep the serving model: candidate accuracy "
+                        "0.9000, serving model (gs://m) 0.9500 on 180 examples\n")
+    merge_log.write_text("")
+    predictions = dsl.Dataset(name="all_predictions", uri=str(tmp_path / "p"),
+                              metadata={"predictions": 1797.0, "errors": 3.0})
+    tasks = [TaskRecord("deploy-gate", str(gate_log), 2.0, True,
+                        {"metrics": dsl.Metrics(name="metrics", uri="/m"), "Output": "keep"}),
+             TaskRecord("merge-predictions", str(merge_log), 1.0, True,
+                        {"all_predictions": predictions,
+                         "summary": dsl.Markdown(name="summary", uri="/s")})]
+    run = local_run.LocalRun("serving", {}, {}, tasks, str(tmp_path), str(tmp_path / "logs"), 3)
+    text = "\n".join(local_run.summary_lines(run))
+    assert "has no outputs" not in text
+    assert "| deploy-gate | Output |  | 2.0 s | keep |" in text
+    assert (f"| merge-predictions | all_predictions | 1,797 predictions, 3 errors | 1.0 s | "
+            f"{predictions.path} |") in text
+    assert "| /m |" not in text and "| /s |" not in text  # reports are not what a task made
+    assert "deploy-gate: keep the serving model: candidate accuracy 0.9000" in text
+    assert tasks[0].line() == ("done   deploy-gate  2.0 s  keep the serving model: candidate "
+                               "accuracy 0.9000, serving model (gs://m) 0.9500 on 180 examples")

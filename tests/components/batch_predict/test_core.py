@@ -87,6 +87,13 @@ def test_shard_groups_split_the_work_and_merge_adds_up(demo_model, demo_dataset,
     assert (merged["inputs"], merged["predictions"], merged["errors"]) == (
         whole.inputs, whole.predictions, 0)
     assert merged["groups"] == 3 and merged["shards_done"] == merged["num_shards"] == 4
+    # one throughput figure: rows over the time spent on them, the groups side by side
+    busy = max(p.busy_seconds for p in parts)
+    assert merged["records_per_second"] == pytest.approx(whole.inputs / busy, rel=1e-3)
+    meta = whole.metadata()
+    assert 0 < meta["busy_seconds"] <= meta["seconds"]
+    assert meta["records_per_second"] == pytest.approx(whole.inputs / whole.busy_seconds,
+                                                       rel=1e-3)
     for g in range(3):  # the gathered Dataset reads without the groups' own folders
         shutil.rmtree(tmp_path / f"g{g}")
     assert sorted(read_outputs(str(tmp_path / "all")), key=lambda r: r["id"]) == rows

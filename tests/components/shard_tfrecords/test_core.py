@@ -64,6 +64,17 @@ def test_csv_round_trip_gives_exactly_the_input_rows(table_csv, tmp_path):
     assert set(labels.tolist()) <= {0, 1} and len(labels) == result.records["eval"]
 
 
+def test_the_rate_is_the_steps_own_throughput_not_its_start_up(table_csv, tmp_path):
+    """The console and the UI's Metrics show one rate: records over the time spent reading,
+    encoding and writing them, not the checks and start-up before."""
+    path, rows = table_csv
+    result = shard_tfrecords(path, str(tmp_path / "ds"), label="animal", keys=["id"])
+    meta = result.metadata()
+    assert 0 < meta["busy_seconds"] < meta["seconds"]
+    assert meta["records_per_second"] == pytest.approx(
+        result.total_records / result.busy_seconds, rel=1e-3)
+
+
 def test_manifest_lists_every_shard_with_counts_and_checksums(table_csv, tmp_path):
     import google_crc32c
 
