@@ -193,6 +193,10 @@ def test_ready_only_after_the_model_is_loaded(string_table, tmp_path):
             assert server.request("GET", path)[0] == 200, path
         status, body = server.v1([{"x": 1.0, "colour": "blue"}])
         assert status == 200 and body["predictions"][0]["class"] in ("oui", "non")
+    with open(server.log) as f:  # TensorFlow's C++ start-up lines stay off the console
+        noise = [line for line in f if "absl::InitializeLog" in line or "cuInit" in line
+                 or "oneDNN" in line]
+    assert not noise, noise
 
 
 def test_a_model_that_is_not_there_is_refused_before_start(tmp_path):
