@@ -1,7 +1,7 @@
 """KFP component: is training bound by input, compute or memory? (see core)."""
 
 from kfp import dsl
-from kfp.dsl import Dataset, Input, Markdown, Metrics, Output
+from kfp.dsl import HTML, Dataset, Input, Markdown, Metrics, Output
 
 from tfkfp.components._image import IMAGE
 
@@ -11,6 +11,7 @@ def diagnose_bottleneck(
     dataset: Input[Dataset],
     metrics: Output[Metrics],
     report: Output[Markdown],
+    charts: Output[HTML],
     model_name: str = "mlp",
     model_fn: str = "",
     hidden_units: str = "256,128",
@@ -33,6 +34,8 @@ def diagnose_bottleneck(
         dataset: Sharded Dataset from shard_tfrecords (its train split is measured).
         metrics: Output throughputs (records/s), input-wait share, memory figures in MB.
         report: Output Markdown report: verdict, throughput chart, ranked remedies, figures.
+        charts: Output page of the throughput chart, which every supported Kubeflow UI
+            shows (the Markdown's inline image needs KFP 2.17's UI).
         model_name: mlp, cnn, resnet50 or mobilenet_v2, as in train.
         model_fn: package.module:function returning an uncompiled tf_keras model for
             (schema, num_classes); overrides model_name.
@@ -52,6 +55,7 @@ def diagnose_bottleneck(
     import logging
     import os
 
+    from tfkfp.components.common.platform.charts import write_page
     from tfkfp.components.diagnose_bottleneck.core import diagnose_bottleneck as diagnose
 
     logging.basicConfig(level=logging.INFO)
@@ -65,4 +69,5 @@ def diagnose_bottleneck(
     with open(report.path + ".tmp", "w") as f:
         f.write(result.markdown())
     os.replace(report.path + ".tmp", report.path)
+    write_page(charts.path, "Bottleneck diagnosis", result.charts())
     return result.verdict

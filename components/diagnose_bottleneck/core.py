@@ -51,6 +51,9 @@ class BottleneckResult:
         return report.markdown(self.verdict, self.summary,
                                [r.text() for r in self.remedies], self.figures)
 
+    def charts(self):
+        return report.charts(self.figures)
+
 
 def diagnose_bottleneck(
     dataset: str,

@@ -1,8 +1,9 @@
 """The diagnosis for the KFP UI: verdict, a bar chart of the three throughputs as inline SVG,
 the figures, and the ranked remedies."""
 
-import base64
 from typing import Any, Dict, List, Sequence, Tuple
+
+from tfkfp.components.common.platform.charts import Chart, data_uri
 
 WIDTH, BAR, GAP, LABEL = 520, 22, 10, 170
 MB = 1 << 20
@@ -14,7 +15,7 @@ BARS = (("input pipeline alone", "input_records_per_second", "#1f77b4"),
 def markdown(verdict: str, summary: str, remedies: Sequence[str], f: Dict[str, Any]) -> str:
     lines = ["# Bottleneck diagnosis", "", f"**{verdict}**: {summary}.", ""]
     if f.get("compute_records_per_second"):
-        lines += ["## Throughput", "", f"![records per second]({_svg_uri(f)})", ""]
+        lines += ["## Throughput", "", f"![records per second]({data_uri(svg(f))})", ""]
     lines += ["## Remedies, most effective first", ""]
     lines += [f"{i}. {text}" for i, text in enumerate(remedies, 1)]
     lines += ["", "## Figures", "", "| | |", "|---|---|"]
@@ -61,8 +62,9 @@ def _mb(value: float) -> str:
     return f"{value:,.1f} MB" if value >= 10 else f"{value:.3g} MB"
 
 
-def _svg_uri(f: Dict[str, Any]) -> str:
-    return "data:image/svg+xml;base64," + base64.b64encode(svg(f).encode()).decode()
+def charts(f: Dict[str, Any]) -> List[Chart]:
+    """The report's chart, for the step's HTML page (none when the step did not run)."""
+    return [("Records per second", svg(f))] if f.get("compute_records_per_second") else []
 
 
 def svg(f: Dict[str, Any]) -> str:

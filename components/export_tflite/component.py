@@ -1,7 +1,16 @@
 """KFP component: export a validated TFLite bundle (see core.export_tflite)."""
 
 from kfp import dsl
-from kfp.dsl import ClassificationMetrics, Dataset, Input, Markdown, Metrics, Model, Output
+from kfp.dsl import (
+    HTML,
+    ClassificationMetrics,
+    Dataset,
+    Input,
+    Markdown,
+    Metrics,
+    Model,
+    Output,
+)
 
 from tfkfp.components._image import IMAGE
 
@@ -14,6 +23,7 @@ def export_tflite(
     metrics: Output[Metrics],
     classification: Output[ClassificationMetrics],
     report: Output[Markdown],
+    charts: Output[HTML],
     tflite_model: Input[Model] = None,
     quantization: str = "auto",
     signature: str = "",
@@ -43,6 +53,9 @@ def export_tflite(
             the KFP UI draws both.
         report: Output Markdown summary of the validation and gate; a regressor's
             predicted against actual values and its error distribution.
+        charts: Output page of a regressor's charts, which every supported Kubeflow UI
+            shows (the Markdown's inline images need KFP 2.17's UI); a classifier's
+            confusion matrix is in classification.
         tflite_model: Optional, freeze_quantize's tflite_model: export it as chosen there
             instead of converting here.
         quantization: none, dynamic, float16, int8 or int16x8 to convert here; auto (needs
@@ -68,6 +81,7 @@ def export_tflite(
     import logging
 
     from tfkfp.components.common.model.classification import log_to
+    from tfkfp.components.common.platform.charts import write_page
     from tfkfp.components.export_tflite.core import export_tflite as run
 
     logging.basicConfig(level=logging.INFO)
@@ -85,3 +99,4 @@ def export_tflite(
     log_to(classification, result.classification)
     with open(report.path, "w") as f:
         f.write(result.markdown())
+    write_page(charts.path, "TFLite export", result.charts())

@@ -101,6 +101,12 @@ class ExportResult:
             lines += ["", regression.markdown(self.regression, "validation, TFLite model")]
         return "\n".join(lines) + "\n"
 
+    def charts(self):
+        """A regressor's plots, for the step's HTML page (a classifier's confusion matrix is
+        its ClassificationMetrics, which the UI draws)."""
+        return (regression.charts(self.regression, "validation, TFLite model")
+                if self.regression else [])
+
 
 def _names(items, shown: int = 8) -> str:
     names = sorted(items)

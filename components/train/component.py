@@ -2,6 +2,7 @@
 
 from kfp import dsl
 from kfp.dsl import (
+    HTML,
     Artifact,
     ClassificationMetrics,
     Dataset,
@@ -24,6 +25,7 @@ def train(
     metrics: Output[Metrics],
     classification: Output[ClassificationMetrics],
     report: Output[Markdown],
+    charts: Output[HTML],
     tensorboard: Output[Artifact],
     gcp_resources: dsl.OutputPath(str),
     warm_start_model: Input[Model] = None,
@@ -69,6 +71,8 @@ def train(
             for a regressor).
         report: Output Markdown report: summary, per-epoch curves and table; a regressor's
             predicted against actual values and its error distribution.
+        charts: Output page of the report's charts, which every supported Kubeflow UI
+            shows (the Markdown's inline images need KFP 2.17's UI).
         tensorboard: Output TensorBoard log directory.
         gcp_resources: Output naming the Vertex AI CustomJob of launcher vertex, by which
             Vertex AI Pipelines links and cancels it; no resources for the other launchers.
@@ -121,6 +125,7 @@ def train(
     import logging
 
     from tfkfp.components.common.model.classification import log_to
+    from tfkfp.components.common.platform.charts import write_page
     from tfkfp.components.train.core import train as run_training
     from tfkfp.components.train.core import warm_start_from
 
@@ -144,6 +149,7 @@ def train(
     log_to(classification, result.classification())  # a regressor's: a note saying why not
     with open(report.path, "w") as f:
         f.write(result.markdown())
+    write_page(charts.path, "Training", result.charts())
 
 
 def gpu_train():

@@ -57,6 +57,9 @@ class TrainResult:
     def markdown(self) -> str:
         return report.markdown(self.figures)
 
+    def charts(self):
+        return report.charts(self.figures)
+
     def classification(self) -> Dict[str, Any] | None:
         """The eval split's confusion matrix and ROC curve (common.model.classification's summary)
         for KFP's ClassificationMetrics; None from a chief that did not report one."""

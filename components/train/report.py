@@ -1,10 +1,10 @@
 """The training report for the KFP UI: a summary, per-epoch curves as an inline SVG chart,
 the per-epoch table, and for a regressor its predicted against actual values."""
 
-import base64
 from typing import Any, Dict, List, Sequence
 
 from tfkfp.components.common.model import regression
+from tfkfp.components.common.platform.charts import Chart, data_uri
 
 WIDTH, HEIGHT, PAD = 520, 220, 36
 # the curves of each task: the training metric as Keras logs it, and the eval figures
@@ -23,7 +23,7 @@ def markdown(result: Dict[str, Any]) -> str:
     lines += [f"| {name} | {value} |" for name, value in summary_rows(result)]
     if history.get("loss"):
         heads = " | ".join(k.replace("val_", "eval ") for k in curves)
-        lines += ["", "## Curves", "", f"![{heads} per epoch]({_svg_uri(history, curves)})",
+        lines += ["", "## Curves", "", f"![{heads} per epoch]({data_uri(svg(history, curves))})",
                   "", "## Epochs", "", f"| epoch | {heads} |", "|---" * (len(curves) + 1) + "|"]
         for i in range(len(history["loss"])):
             row = [_at(history, k, i) for k in curves]
@@ -61,9 +61,11 @@ def _at(history: Dict[str, Sequence[float]], key: str, i: int) -> str:
     return f"{values[i]:.4f}" if i < len(values) else ""
 
 
-def _svg_uri(history: Dict[str, Sequence[float]], curves: Sequence[str]) -> str:
-    return ("data:image/svg+xml;base64,"
-            + base64.b64encode(svg(history, curves).encode()).decode())
+def charts(result: Dict[str, Any]) -> List[Chart]:
+    """The report's charts, for the step's HTML page: the curves, a regressor's plots."""
+    history, curves = result["history"], CURVES[result.get("task", "classification")]
+    out = [("Curves per epoch", svg(history, curves))] if history.get("loss") else []
+    return out + (regression.charts(result["regression"]) if result.get("regression") else [])
 
 
 def svg(history: Dict[str, Sequence[float]],

@@ -2,11 +2,12 @@
 reader checks first (predicted against actual, and the distribution of the errors), as
 inline SVG for a Markdown report the KFP UI shows."""
 
-import base64
 import math
 from typing import Any, Dict, List
 
 import numpy as np
+
+from tfkfp.components.common.platform.charts import Chart, data_uri
 
 PLOT_POINTS = 1000  # points drawn in the scatter plot (evenly spaced over the examples)
 BINS = 20
@@ -36,7 +37,7 @@ def summarise(actual: np.ndarray, predicted: np.ndarray) -> Dict[str, Any]:
     count = len(actual)
     spread = float(np.sum((actual - actual.mean()) ** 2)) if count else 0.0
     step = max(1, count // PLOT_POINTS)
-    counts, edges = np.histogram(error, bins=BINS) if count else (np.zeros(0), np.zeros(0))
+    counts, edges = _histogram(error) if count else (np.zeros(0), np.zeros(0))
     return {"count": count,
             "rmse": math.sqrt(float(np.mean(error ** 2))) if count else 0.0,
             "mae": float(np.mean(np.abs(error))) if count else 0.0,
@@ -46,13 +47,28 @@ def summarise(actual: np.ndarray, predicted: np.ndarray) -> Dict[str, Any]:
                                 "counts": [int(c) for c in counts]}}
 
 
+def _histogram(error: np.ndarray):
+    """BINS bins over the errors; errors all but equal (a constant offset, rounding apart)
+    get numpy's own unit range around them, where BINS bins of their width cannot exist."""
+    low, high = float(error.min()), float(error.max())
+    if high - low <= 1e-9 * max(1.0, abs(low)):
+        return np.histogram(error, bins=BINS, range=(low - 0.5, high + 0.5))
+    return np.histogram(error, bins=BINS)
+
+
 def markdown(summary: Dict[str, Any], what: str = "eval split") -> str:
     """The figures and both plots, for a Markdown report."""
     return "\n".join([
         f"## Predicted against actual ({what}, {summary['count']:,} examples)", "",
         f"RMSE {summary['rmse']:.4g}, MAE {summary['mae']:.4g}, R² {summary['r2']:.4f}.", "",
-        f"![predicted against actual]({_uri(scatter_svg(summary['points']))}) "
-        f"![error distribution]({_uri(histogram_svg(summary['error_histogram']))})", ""])
+        f"![predicted against actual]({data_uri(scatter_svg(summary['points']))}) "
+        f"![error distribution]({data_uri(histogram_svg(summary['error_histogram']))})", ""])
+
+
+def charts(summary: Dict[str, Any], what: str = "eval split") -> List[Chart]:
+    """Both plots, for the step's HTML page of charts."""
+    return [(f"Predicted against actual ({what})", scatter_svg(summary["points"])),
+            (f"Error distribution ({what})", histogram_svg(summary["error_histogram"]))]
 
 
 def scatter_svg(points: List[List[float]]) -> str:
@@ -91,6 +107,3 @@ def histogram_svg(histogram: Dict[str, List[float]]) -> str:
             f'<text x="{PAD}" y="{SIZE - 8}" font-size="11">error {span}</text>'
             f'<text x="4" y="14" font-size="11">examples per error bin (max {top})</text></svg>')
 
-
-def _uri(svg: str) -> str:
-    return "data:image/svg+xml;base64," + base64.b64encode(svg.encode()).decode()

@@ -35,6 +35,9 @@ def test_trains_inside_a_local_pipeline(demo_dir, tmp_path):
     root = tmp_path / "root"
     reports = list(root.rglob("report"))
     assert reports and "# Training report" in reports[0].read_text()
+    (page,) = [p for p in root.rglob("charts") if p.is_file()]  # what every UI version shows
+    text = page.read_text()
+    assert "<h2>Curves per epoch</h2><figure><svg" in text and "data:" not in text
     assert list(root.rglob("events.out.tfevents.*")), "no TensorBoard logs were written"
     (resources,) = root.rglob("gcp_resources")  # launcher local ran nothing on Vertex AI
     assert json.loads(resources.read_text()) == {"resources": []}
@@ -57,6 +60,7 @@ def test_component_continues_from_a_model_uri_and_logs_the_confusion_matrix(demo
         dataset=dsl.Dataset(uri=demo_dataset), model=model,
         metrics=dsl.Metrics(uri=str(tmp_path / "metrics")), classification=classification,
         report=dsl.Markdown(uri=str(tmp_path / "report")),
+        charts=dsl.HTML(uri=str(tmp_path / "charts")),
         tensorboard=dsl.Artifact(uri=str(tmp_path / "tensorboard")),
         gcp_resources=str(tmp_path / "gcp_resources"), warm_start_model_uri=earlier.model_dir,
         **still)
