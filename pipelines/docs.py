@@ -21,7 +21,7 @@ from typing import Any, Callable, Dict, List, Sequence, Tuple
 from kfp.dsl.base_component import BaseComponent
 
 from tfkfp import components as package
-from tfkfp.pipelines import dag, registry, resources
+from tfkfp.pipelines import catalogue, dag, registry, resources
 
 REQUIRED = "required"
 PARAMETERS, SIZES, CLI = "parameters", "sizes", "cli"
@@ -39,6 +39,11 @@ BEGIN, END = begin(PARAMETERS), end(PARAMETERS)
 SIZES_BEGIN, SIZES_END = begin(SIZES), end(SIZES)
 
 
+def component_section(folder: str) -> str:
+    """The section that holds a component folder's catalogue README."""
+    return f"component:{folder}"
+
+
 def dag_section(name: str) -> str:
     """The section that holds the named pipeline's DAG picture."""
     return f"dag:{name}"
@@ -51,6 +56,8 @@ FILES: Dict[str, List[str]] = {
     "docs/reference/sizes.md": [SIZES],
     "docs/reference/cli.md": [CLI],
     "docs/reference/pipelines.md": [dag_section(n) for n in registry.names()],
+    **{f"components/{folder}/README.md": [component_section(folder)]
+       for folder in catalogue.folders()},
 }
 
 
@@ -201,6 +208,28 @@ def _html(text: str) -> str:
     return _cell(" ".join(text.split())).replace("<", "&lt;").replace(">", "&gt;")
 
 
+def component_readme(folder: str) -> str:
+    """A component folder's README, as the catalogue's template lays it out: what each
+    component does, its inputs and outputs, how to load it, and its metadata.yaml."""
+    module = importlib.import_module(f"{package.__name__}.{folder}.component")
+    defined = [(n, c) for n, c in vars(module).items() if isinstance(c, BaseComponent)]
+    section = component_section(folder)
+    lines = [begin(section), "", f"# {folder}", ""]
+    for name, component in defined:
+        summary = " ".join(_docstring(component).split("\n\n")[0].split())
+        lines += [f"## `{name}`", "", summary, "", *table(component), ""]
+    names = ", ".join(name for name, _ in defined)
+    lines += ["## Usage", "", "```python",
+              f"from tfkfp.components.{folder}.component import {names}", "```", "",
+              "Each runs in the suite's image; `tfkfp compile --image` retargets a compiled "
+              "pipeline at yours.", "", "## Metadata", "", *catalogue.metadata_lines(folder)]
+    documentation = catalogue.links(folder).get("documentation")
+    if documentation:
+        lines += ["", "## Additional resources", "",
+                  f"- Documentation: [{documentation}](../../{documentation})"]
+    return "\n".join(lines + ["", end(section)])
+
+
 def dag_picture(name: str) -> str:
     """The named pipeline's tasks as a Mermaid flowchart, between its markers."""
     section = dag_section(name)
@@ -213,6 +242,8 @@ def sections() -> Dict[str, Callable[[], str]]:
                                            CLI: cli_reference}
     for name in registry.names():
         found[dag_section(name)] = functools.partial(dag_picture, name)
+    for folder in catalogue.folders():
+        found[component_section(folder)] = functools.partial(component_readme, folder)
     return found
 
 

@@ -211,7 +211,8 @@ FENCE = re.compile(r"^(```+|~~~+)([^\n]*)\n(.*?)^\1[ \t]*$", re.S | re.M)
 
 
 def markdown_files():
-    return [ROOT / "README.md", *sorted((ROOT / "docs").rglob("*.md"))]
+    return [ROOT / "README.md", *sorted((ROOT / "docs").rglob("*.md")),
+            *sorted((ROOT / "components").glob("*/README.md"))]
 
 
 def _prose(text):
