@@ -4,6 +4,7 @@ created and write its status, as the Training Operator or Kubeflow Trainer would
 
 import contextlib
 import os
+import subprocess
 import threading
 import time
 import traceback
@@ -20,9 +21,9 @@ def cluster(work, namespace: str, crds, manifests=()) -> Iterator[str]:
     with kube_apiserver.running(work) as path:
         kubectl = [tool("kubectl"), "--kubeconfig", path]
         run([*kubectl, "create", "namespace", namespace])
-        for crd in crds:
-            run([*kubectl, "apply", "-f", crd])
-        run([*kubectl, "wait", "--for=condition=established", "--timeout=60s", "crd", "--all"])
+        for crd in crds:  # create: upstream CRDs outgrow apply's last-applied annotation
+            run([*kubectl, "create", "-f", crd])
+        _wait_established(kubectl)
         for manifest in manifests:
             run([*kubectl, "apply", "-f", manifest])
         previous = os.environ.get("KUBECONFIG")
@@ -34,6 +35,17 @@ def cluster(work, namespace: str, crds, manifests=()) -> Iterator[str]:
                 os.environ.pop("KUBECONFIG", None)
             else:
                 os.environ["KUBECONFIG"] = previous
+
+
+def _wait_established(kubectl) -> None:
+    """Until every CRD is established. ``kubectl wait`` fails at once, not waits, on a CRD
+    the API server has not yet given conditions (a large one takes a moment)."""
+    wait = [*kubectl, "wait", "--for=condition=established", "--timeout=60s", "crd", "--all"]
+    for _ in range(60):
+        if subprocess.run(wait, capture_output=True).returncode == 0:
+            return
+        time.sleep(0.5)
+    run(wait)  # fails the test with kubectl's own message
 
 
 class Controller:

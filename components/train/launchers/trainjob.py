@@ -57,12 +57,13 @@ def manifest(shape: ClusterShape, job: JobPlan, options: LaunchOptions, name: st
 
 
 def _pod_patch(options: LaunchOptions) -> Dict[str, Any]:
-    """What the replicas' pods need beyond the runtime: another service account (never with a
-    token mounted, whatever the runtime says), the shared volume."""
+    """What the replicas' pods need beyond the runtime: another service account, the shared
+    volume. A runtime patch holds only the pod fields Trainer lets a TrainJob change; the
+    token stays unmounted because the runtime's pod template says so
+    (``automountServiceAccountToken: false``, manifests/trainer), whatever the account."""
     patch: Dict[str, Any] = {}
     if options.service_account:
         patch["serviceAccountName"] = options.service_account
-        patch["automountServiceAccountToken"] = False
     if options.volume_claim:
         patch["volumes"] = [{"name": "shared", "persistentVolumeClaim": {
             "claimName": options.volume_claim}}]

@@ -32,6 +32,17 @@ def check_options(options: LaunchOptions) -> None:
     if bool(options.gpu_type) != bool(options.gpus):
         raise TrainConfigError("launcher_options gpu_type and gpus go together on vertex "
                                "(e.g. NVIDIA_TESLA_T4 and 1)")
+    if options.gpu_type and options.gpu_type not in accelerator_types():
+        raise TrainConfigError(f"launcher_options gpu_type {options.gpu_type!r} is not a "
+                               f"Vertex AI accelerator; allowed: "
+                               f"{', '.join(accelerator_types())}")
+
+
+def accelerator_types() -> List[str]:
+    """The accelerators Vertex AI's MachineSpec knows (its AcceleratorType enum)."""
+    from google.cloud import aiplatform_v1 as v1
+
+    return [kind.name for kind in v1.AcceleratorType if kind.value]
 
 
 def request(shape: ClusterShape, job: JobPlan, options: LaunchOptions, project: str,

@@ -83,6 +83,8 @@ def test_a_cluster_launcher_allows_more_workers_than_one_machine():
     ("tfjob", {"gpus": "one"}, "gpus='one' should be a int"),
     ("tfjob", {"deadline_seconds": 0}, "deadline_seconds must be positive"),
     ("vertex", {"gpu_type": "NVIDIA_TESLA_T4"}, "go together"),
+    ("vertex", {"gpu_type": "nvidia.com/gpu", "gpus": 1},
+     "gpu_type 'nvidia.com/gpu' is not a Vertex AI accelerator; allowed: NVIDIA_TESLA_K80, "),
     ("tfjob", {"volume_claim": "c", "mount_path": "rel"}, "must be an absolute path"),
     ("tfjob", {"runtime": "r"}, "['runtime'] are not known to launcher 'tfjob'"),
     ("trainjob", {"backoff_limit": 2}, "['backoff_limit'] are not known to launcher 'trainjob'"),

@@ -9,6 +9,7 @@ import subprocess
 import sys
 
 import pytest
+import upstream_schemas
 import yaml
 from cluster_tools import ROOT, run, tool
 from kube_controller import Controller, cancel_step, cluster
@@ -20,14 +21,14 @@ from tfkfp.components.train.errors import TFJobFailed
 from tfkfp.components.train.launchers import job, kube, tfjob
 
 pytestmark = pytest.mark.slow
-HERE = os.path.dirname(__file__)
 NAMESPACE = "team"
 
 
 @pytest.fixture(scope="module")
 def kubeconfig(tmp_path_factory):
-    with cluster(tmp_path_factory.mktemp("apiserver"), NAMESPACE,
-                 [os.path.join(HERE, "tfjob-crd.yaml")]) as path:
+    work = tmp_path_factory.mktemp("apiserver")
+    crds = upstream_schemas.write([upstream_schemas.TFJOB], work / "crds")
+    with cluster(work, NAMESPACE, crds) as path:
         yield path
 
 

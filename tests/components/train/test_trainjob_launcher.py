@@ -13,6 +13,7 @@ import subprocess
 import sys
 
 import pytest
+import upstream_schemas
 import yaml
 from cluster_tools import ROOT, run, tool
 from kube_controller import Controller, cancel_step, cluster
@@ -24,9 +25,7 @@ from tfkfp.components.train.errors import TrainJobFailed
 from tfkfp.components.train.launchers import kube, trainjob
 
 pytestmark = pytest.mark.slow
-HERE = os.path.dirname(__file__)
 NAMESPACE = "team"
-CRDS = ("trainjob-crd.yaml", "clustertrainingruntime-crd.yaml", "jobset-crd.yaml")
 ANCESTOR = "trainer.kubeflow.org/trainjob-ancestor-step"
 JOBSET = ("jobset.x-k8s.io", "v1alpha2", "jobsets")
 
@@ -43,8 +42,8 @@ def kubeconfig(tmp_path_factory):
         "metadata": {"name": kube.ALLOWLIST, "namespace": NAMESPACE},
         "data": {"replicaImages": f"{IMAGE}\n",
                  "replicaServiceAccounts": f"{kube.DEFAULT_SERVICE_ACCOUNT}\ntrainer-sa\n"}}))
-    with cluster(work, NAMESPACE, [os.path.join(HERE, crd) for crd in CRDS],
-                 [runtime, allowlist]) as path:
+    crds = upstream_schemas.write(upstream_schemas.TRAINER, work / "crds")
+    with cluster(work, NAMESPACE, crds, [runtime, allowlist]) as path:
         yield path
 
 

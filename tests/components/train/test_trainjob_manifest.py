@@ -47,7 +47,7 @@ def test_the_trainjob_patches_in_the_service_account_and_the_shared_volume():
     (node,) = patch["trainingRuntimeSpec"]["template"]["spec"]["replicatedJobs"]
     assert node["name"] == "node"
     pod = node["template"]["spec"]["template"]["spec"]
-    assert pod == {"serviceAccountName": "sa", "automountServiceAccountToken": False,
+    assert pod == {"serviceAccountName": "sa",
                    "volumes": [{"name": "shared", "persistentVolumeClaim": {
                        "claimName": "data"}}],
                    "containers": [{"name": "node", "volumeMounts": [
