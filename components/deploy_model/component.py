@@ -80,9 +80,13 @@ def deploy_model(
         service_name: The service's name and the model's name in its URLs.
         deploy_options: All: deadline_seconds, poll_seconds; kserve and vertex: image,
             traffic_percent, min_replicas, max_replicas, storage_uri, serve_args; kserve:
-            namespace, runtime (tfkfp, tfserving), mode (serverless, raw), cpu, memory,
-            scale_metric, scale_target, service_account, tfserving_version; vertex: project,
-            region, machine_type, endpoint; existing: url.
+            namespace, runtime (tfkfp, tfserving), mode (standard, the default, or knative;
+            the older names raw and serverless are accepted; canaries and min_replicas 0
+            need knative), cpu, memory, scale_metric, scale_target, service_account,
+            tfserving_version, ingress_namespaces (who may call besides the namespace,
+            comma-separated; default istio-system); vertex: project, region, machine_type,
+            endpoint; existing: url. The kserve image and service_account must be in the
+            namespace's allow-list (ConfigMap tfkfp-config).
         precomputed_uri: Precomputed predictions the server answers known keys from.
         precomputed_key: Their key column.
     """

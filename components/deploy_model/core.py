@@ -4,7 +4,8 @@ Targets, in the pattern of train's launchers: ``kserve`` (a KServe InferenceServ
 through the kubernetes client: kserve.py), ``vertex`` (a Vertex AI Endpoint: vertex.py) and
 ``existing`` (an endpoint that already serves the model, e.g. a `tfkfp serve` started by
 hand: only checked for readiness). Options are checked before anything is published or
-created (options.py)."""
+created (options.py), and so is the kserve predictor's image and service account against the
+namespace's allow-list (least_privilege.py)."""
 
 import dataclasses
 import json
@@ -16,7 +17,7 @@ from typing import Any, Dict
 
 from tfkfp.components.common.model import routes
 from tfkfp.components.common.platform import kube_api
-from tfkfp.components.deploy_model import kserve, publish, vertex
+from tfkfp.components.deploy_model import kserve, least_privilege, publish, vertex
 from tfkfp.components.deploy_model.errors import DeployFailed
 from tfkfp.components.deploy_model.options import DeployOptions, check_name, parse_options
 
@@ -69,11 +70,12 @@ def deploy_model(model_uri: str, target: str, name: str,
             else model_uri
         described = vertex.deploy(artifact, name, options, vertex_clients, gcp_resources)
         return Deployment(target, name, described["url"], model_uri, described)
+    namespace = options.namespace or kube_api.default_namespace()
+    least_privilege.check_allowed(options, namespace, api)  # before publishing anything
     if gcp_resources:
         from tfkfp.components.common.platform.vertex_jobs import write_gcp_resources
 
         write_gcp_resources(gcp_resources)  # nothing on Google Cloud
-    namespace = options.namespace or kube_api.default_namespace()
     storage = publish.kserve_storage_uri(local, model_uri, kind, options.runtime,
                                          options.storage_uri)
     body = kserve.manifest(name, namespace, storage, model_uri, options)
@@ -83,7 +85,7 @@ def deploy_model(model_uri: str, target: str, name: str,
         "namespace": namespace, "runtime": options.runtime, "mode": options.mode,
         "storage_uri": storage, "external_url": external,
         "traffic_percent": options.traffic_percent,
-        "canary": options.mode == "serverless" and options.traffic_percent < 100})
+        "canary": options.traffic_percent < 100})  # options allow one in knative mode only
 
 
 def serving_model_uri(target: str, name: str, deploy_options: Dict[str, Any] | None = None,

@@ -4,13 +4,18 @@ client, then followed until it is Ready, fails or passes its deadline.
 The predictor is either ``tfkfp serve`` in the suite's image (SavedModel or TFLite bundle;
 KServe's storage initializer downloads ``STORAGE_URI`` into /mnt/models) or KServe's
 TensorFlow Serving runtime (``modelFormat: tensorflow``) for a SavedModel published into a
-numbered version folder. In Serverless mode (Knative) an update may take a canary share of
-the traffic and the autoscaler follows concurrency or requests per second; in RawDeployment
-mode a HorizontalPodAutoscaler follows CPU and an update replaces the predictor whole.
+numbered version folder. In standard mode (KServe 0.16+'s name for RawDeployment) a
+HorizontalPodAutoscaler follows CPU and an update replaces the predictor whole; in knative mode
+(Serverless) an update may take a canary share of the traffic, the autoscaler follows
+concurrency or requests per second and the predictor may scale to zero.
+
+The predictor runs with least privilege (least_privilege.py: an allow-listed image and
+service account, no token, non-root, read-only root filesystem) and a NetworkPolicy
+(network_policy.py) lets only its callers reach it.
 
 A cancelled step (SIGTERM) or a missed deadline deletes a service this step created and puts
-back the previous spec of one it updated; a failure the service reports is kept for
-``kubectl describe`` when this step created it."""
+back the previous spec of one it updated (and its NetworkPolicy likewise); a failure the
+service reports is kept for ``kubectl describe`` when this step created it."""
 
 import copy
 import logging
@@ -20,6 +25,7 @@ from tfkfp.components.common.model import routes
 from tfkfp.components.common.platform import kube_api
 from tfkfp.components.common.platform.follow import describe_error, follow
 from tfkfp.components.common.platform.signals import sigterm_raises
+from tfkfp.components.deploy_model import least_privilege, network_policy
 from tfkfp.components.deploy_model.errors import DeployFailed, DeployReportedFailure
 from tfkfp.components.deploy_model.options import DeployOptions
 
@@ -31,25 +37,25 @@ MODEL_DIR = "/mnt/models"  # where KServe's storage initializer puts STORAGE_URI
 HTTP_PORT = 8080  # what KServe routes to in a custom predictor
 MODEL_URI_ANNOTATION = "tfkfp.dev/model-uri"  # the model serving now, for the deploy gate
 MODE_ANNOTATION = "serving.kserve.io/deploymentMode"
-MODES = {"serverless": "Serverless", "raw": "RawDeployment"}
+# The annotation's values by mode: the names before KServe 0.16, which 0.16+ still parses,
+# while 0.15 and earlier would read "Standard" or "Knative" as unknown and fall back to
+# Knative.
+MODE_ANNOTATION_VALUES = {"standard": "RawDeployment", "knative": "Serverless"}
 LABELS = {"app.kubernetes.io/name": "tfkfp", "app.kubernetes.io/component": "serve"}
 # Reported by KServe when the model cannot load or the spec is wrong: no point waiting.
 FAILED_TRANSITIONS = ("BlockedByFailedLoad", "InvalidSpec")
 FAILED_REASONS = ("RevisionFailed",)  # Knative: the new revision's pods fail
-CONTAINER_SECURITY = {"allowPrivilegeEscalation": False, "capabilities": {"drop": ["ALL"]},
-                      "runAsNonRoot": True, "runAsUser": 1000, "runAsGroup": 1000}
 INSTALL_HINT = ("Is KServe installed (kubectl get crd inferenceservices.serving.kserve.io), "
-                "and may this service account create InferenceServices (manifests/base/"
-                "rbac-serving.yaml)?")
+                "and may this service account create InferenceServices (Role tfkfp-deployer, "
+                "manifests/base/rbac.yaml)?")
 
 
 def manifest(name: str, namespace: str, storage_uri: str, model_uri: str,
              options: DeployOptions) -> Dict[str, Any]:
     """The InferenceService for a model published at ``storage_uri``; ``model_uri`` (the
     model artifact) is recorded so a later deploy gate can find what is serving."""
-    predictor: Dict[str, Any] = {"minReplicas": options.min_replicas,
-                                 "maxReplicas": options.max_replicas,
-                                 "serviceAccountName": options.service_account}
+    predictor = {"minReplicas": options.min_replicas, "maxReplicas": options.max_replicas,
+                 **least_privilege.pod_settings(options)}
     if options.scale_metric:
         predictor["scaleMetric"] = options.scale_metric
     if options.scale_target:
@@ -58,21 +64,24 @@ def manifest(name: str, namespace: str, storage_uri: str, model_uri: str,
         predictor["canaryTrafficPercent"] = options.traffic_percent
     resources = {"requests": {"cpu": options.cpu, "memory": options.memory},
                  "limits": {"cpu": options.cpu, "memory": options.memory}}
+    hardened = least_privilege.container_settings()
     if options.runtime == "tfserving":
         predictor["model"] = {"modelFormat": {"name": "tensorflow"},
                               "runtimeVersion": options.tfserving_version,
-                              "storageUri": storage_uri, "resources": resources}
+                              "storageUri": storage_uri, "resources": resources, **hardened}
     else:
         predictor["containers"] = [{
             "name": "kserve-container", "image": options.image,
             "command": serve_command(name, options),
             "env": [{"name": "STORAGE_URI", "value": storage_uri},
-                    {"name": "PYTHONUNBUFFERED", "value": "1"}],
+                    {"name": "PYTHONUNBUFFERED", "value": "1"},
+                    *least_privilege.scratch_env()],
             "ports": [{"containerPort": HTTP_PORT, "protocol": "TCP"}],
             "readinessProbe": {"httpGet": {"path": routes.HEALTH_READY, "port": HTTP_PORT}},
-            "resources": resources, "securityContext": dict(CONTAINER_SECURITY)}]
-    annotations = {MODE_ANNOTATION: MODES[options.mode], MODEL_URI_ANNOTATION: model_uri}
-    if options.mode == "raw":
+            "resources": resources, **hardened}]
+    annotations = {MODE_ANNOTATION: MODE_ANNOTATION_VALUES[options.mode],
+                   MODEL_URI_ANNOTATION: model_uri}
+    if options.mode == "standard":
         annotations["serving.kserve.io/autoscalerClass"] = "hpa"
     return {"apiVersion": f"{GROUP}/{VERSION}", "kind": KIND,
             "metadata": {"name": name, "namespace": namespace, "labels": dict(LABELS),
@@ -92,29 +101,43 @@ def serve_command(name: str, options: DeployOptions) -> List[str]:
 
 
 def deploy(body: Dict[str, Any], options: DeployOptions, api=None) -> Dict[str, Any]:
-    """Create or update the InferenceService and return it once Ready for this spec; raise
-    DeployFailed when it reports a failure or is not Ready by the deadline."""
+    """Write the NetworkPolicy, create or update the InferenceService and return it once
+    Ready for this spec; raise DeployFailed when it reports a failure or is not Ready by the
+    deadline."""
     from kubernetes import client
 
-    objects = client.CustomObjectsApi(api or kube_api.api_client())
+    api = api or kube_api.api_client()
+    objects, networking = client.CustomObjectsApi(api), client.NetworkingV1Api(api)
     namespace, name = body["metadata"]["namespace"], body["metadata"]["name"]
+    policy = network_policy.render(name, namespace, options)
     with sigterm_raises("deploy"):  # before writing, so a cancel never leaves it half-done
         previous = _get(objects, namespace, name)
-        written = _write(objects, body, previous)
+        previous_policy = network_policy.read(networking, namespace, policy.metadata.name)
+
+        def undo() -> None:
+            if previous is None:
+                _delete(objects, namespace, name)
+            else:
+                _restore(objects, namespace, name, previous)
+            network_policy.undo(networking, namespace, policy.metadata.name, previous_policy)
+
+        network_policy.write(networking, policy, previous_policy)  # no pod starts unguarded
+        try:
+            written = _write(objects, body, previous)
+        except BaseException:
+            network_policy.undo(networking, namespace, policy.metadata.name, previous_policy)
+            raise
         try:
             return _wait_ready(objects, namespace, name, written["metadata"]["generation"],
                                options)
         except DeployReportedFailure as failure:
             if previous is not None:
-                _restore(objects, namespace, name, previous)
+                undo()
                 raise
             raise DeployReportedFailure(f"{failure}; kept for `kubectl describe "
                                         f"inferenceservice -n {namespace} {name}`") from None
         except BaseException:
-            if previous is None:
-                _delete(objects, namespace, name)
-            else:
-                _restore(objects, namespace, name, previous)
+            undo()
             raise
 
 

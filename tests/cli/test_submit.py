@@ -7,6 +7,7 @@ from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 
 import pytest
 
+from tfkfp.cli import submit
 from tfkfp.cli.main import main
 from tfkfp.components._image import GPU_IMAGE
 
@@ -19,9 +20,10 @@ class FakeKfp(BaseHTTPRequestHandler):
     posted = []  # (path, body) of each POST, in order
     authorizations = []  # the Authorization header of each request
     reject_runs = False
+    after_first_request = None  # called once, after the first request was recorded
 
     def do_GET(self):  # BaseHTTPRequestHandler's name
-        self.authorizations.append(self.headers.get("Authorization"))
+        self._record_authorization()
         if self.path.startswith(f"{API}/healthz"):
             return self._answer({"multi_user": False})
         if self.path.startswith(f"{API}/experiments"):
@@ -29,7 +31,7 @@ class FakeKfp(BaseHTTPRequestHandler):
         self._answer({"error": f"no route {self.path}"}, 404)
 
     def do_POST(self):
-        self.authorizations.append(self.headers.get("Authorization"))
+        self._record_authorization()
         body = json.loads(self.rfile.read(int(self.headers["Content-Length"])) or b"{}")
         self.posted.append((self.path, body))
         if self.path == f"{API}/experiments":
@@ -39,6 +41,12 @@ class FakeKfp(BaseHTTPRequestHandler):
                 return self._answer({"error": "bad spec", "code": 3}, 400)
             return self._answer({"run_id": "run-1", "state": "PENDING", **body})
         self._answer({"error": f"no route {self.path}"}, 404)
+
+    def _record_authorization(self):
+        self.authorizations.append(self.headers.get("Authorization"))
+        hook, FakeKfp.after_first_request = FakeKfp.after_first_request, None
+        if hook:
+            hook()
 
     def _answer(self, body, status=200):
         data = json.dumps(body).encode()
@@ -53,10 +61,15 @@ class FakeKfp(BaseHTTPRequestHandler):
 
 
 @pytest.fixture
-def kfp_server():
+def kfp_server(monkeypatch, tmp_path):
     FakeKfp.posted = []
     FakeKfp.authorizations = []
     FakeKfp.reject_runs = False
+    FakeKfp.after_first_request = None
+    for name in (submit.TOKEN_ENV, submit.TOKEN_PATH_ENV):
+        monkeypatch.delenv(name, raising=False)
+    # The machine's own Kubeflow token mount, if any, must not leak into a test.
+    monkeypatch.setattr(submit, "DEFAULT_TOKEN_PATH", str(tmp_path / "no-mount" / "token"))
     server = ThreadingHTTPServer(("127.0.0.1", 0), FakeKfp)
     thread = threading.Thread(target=server.serve_forever, daemon=True)
     thread.start()
@@ -110,3 +123,78 @@ def test_a_run_the_server_rejects_is_reported_with_its_status(kfp_server, capsys
                  "--set", "dataset_uri=gs://b/d"]) == 1
     assert f"could not start 'edge_export' on {host}: the server answered 400" in (
         capsys.readouterr().err)
+
+
+EDGE_EXPORT = ["submit", "edge_export", "--set", "model_uri=gs://b/m", "--set",
+               "dataset_uri=gs://b/d"]
+
+
+def test_the_token_comes_from_the_environment_rather_than_the_command_line(kfp_server,
+                                                                           monkeypatch):
+    host, fake = kfp_server
+    monkeypatch.setenv(submit.TOKEN_ENV, "from-env")
+    assert main([*EDGE_EXPORT, "--host", host]) == 0
+    assert set(fake.authorizations) == {"Bearer from-env"}
+
+
+def test_a_token_on_the_command_line_wins_over_the_environment(kfp_server, monkeypatch):
+    host, fake = kfp_server
+    monkeypatch.setenv(submit.TOKEN_ENV, "from-env")
+    assert main([*EDGE_EXPORT, "--host", host, "--token", "from-argv"]) == 0
+    assert set(fake.authorizations) == {"Bearer from-argv"}
+
+
+def test_a_token_file_is_read_again_before_each_request(kfp_server, monkeypatch, tmp_path):
+    """As the kubelet rotates a projected service-account token, a later request sends the
+    new one; the file wins over $TFKFP_KFP_TOKEN."""
+    host, fake = kfp_server
+    monkeypatch.setenv(submit.TOKEN_ENV, "from-env")
+    token = tmp_path / "token"
+    token.write_text("first\n")
+    fake.after_first_request = lambda: token.write_text("rotated\n")
+    assert main([*EDGE_EXPORT, "--host", host, "--token-file", str(token)]) == 0
+    assert fake.authorizations[0] == "Bearer first"
+    assert set(fake.authorizations[1:]) == {"Bearer rotated"}
+
+
+def test_kfp_clients_token_path_variable_and_default_mount_are_used(kfp_server, monkeypatch,
+                                                                     tmp_path):
+    host, fake = kfp_server
+    mounted = tmp_path / "no-mount" / "token"
+    mounted.parent.mkdir()
+    mounted.write_text("mounted")
+    assert main([*EDGE_EXPORT, "--host", host]) == 0
+    assert set(fake.authorizations) == {"Bearer mounted"}
+
+    fake.authorizations.clear()
+    named = tmp_path / "named"
+    named.write_text("named")
+    monkeypatch.setenv(submit.TOKEN_PATH_ENV, str(named))
+    assert main([*EDGE_EXPORT, "--host", host]) == 0
+    assert set(fake.authorizations) == {"Bearer named"}
+
+
+def test_without_any_token_no_authorization_is_sent(kfp_server):
+    host, fake = kfp_server
+    assert main([*EDGE_EXPORT, "--host", host]) == 0
+    assert set(fake.authorizations) == {None}
+
+
+@pytest.mark.parametrize("content", [None, " \n"], ids=["missing", "empty"])
+def test_a_token_file_that_cannot_be_used_is_refused_before_anything_is_sent(
+        kfp_server, capsys, tmp_path, content):
+    host, fake = kfp_server
+    path = tmp_path / "token"
+    if content is not None:
+        path.write_text(content)
+    assert main([*EDGE_EXPORT, "--host", host, "--token-file", str(path)]) == 1
+    err = capsys.readouterr().err
+    assert f"KFP API token file {str(path)!r} (--token-file)" in err, err
+    assert not fake.authorizations
+
+
+def test_token_and_token_file_together_are_refused(capsys):
+    with pytest.raises(SystemExit) as exit_:
+        main([*EDGE_EXPORT, "--host", "http://x", "--token", "t", "--token-file", "f"])
+    assert exit_.value.code == 2
+    assert "not allowed with argument" in capsys.readouterr().err

@@ -6,11 +6,10 @@ import os
 import subprocess
 
 import pytest
+import upstream_schemas
 from cluster_tools import tool
 from inferenceservice_examples import EXAMPLES, FILE, ROOT, example, text
 from kube_controller import cluster
-
-CRD = ROOT / "tests" / "components" / "deploy_model" / "inferenceservice-crd.yaml"
 
 
 def quantity(value: str) -> float:
@@ -48,7 +47,8 @@ def test_each_example_fits_its_overlay(overlay, rendered):
 
 
 def test_the_api_server_accepts_every_example(tmp_path):
-    with cluster(tmp_path, "tfkfp", [str(CRD)]) as kubeconfig:
+    crds = upstream_schemas.write([upstream_schemas.INFERENCESERVICE], tmp_path / "crds")
+    with cluster(tmp_path, "tfkfp", crds) as kubeconfig:
         kubectl = [tool("kubectl"), "--kubeconfig", kubeconfig]
         subprocess.run([*kubectl, "create", "namespace", "kubeflow"], check=True,
                        capture_output=True)

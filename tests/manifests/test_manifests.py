@@ -28,7 +28,13 @@ ALLOWED_RULES = {("kubeflow.org", "tfjobs"): {"create", "get", "list", "watch", 
                  ("", "pods/log"): {"get"},
                  ("", "configmaps"): {"get"},  # only the allow-list, by resourceNames
                  ("serving.kserve.io", "inferenceservices"): {"create", "get", "list", "watch",
-                                                              "update", "delete"}}
+                                                              "update", "delete"},
+                 # deploy_model's NetworkPolicy beside each InferenceService: read, create,
+                 # replace and delete by name (components/deploy_model/network_policy.py)
+                 ("networking.k8s.io", "networkpolicies"): {"get", "create", "update",
+                                                            "delete"}}
+# The keys of tfkfp-config that list what an InferenceService may run (deploy_model's).
+SERVING_KEYS = ("servingImages", "servingServiceAccounts")
 # Service accounts bound by the overlays that Kubeflow Pipelines itself creates.
 EXTERNAL_SERVICE_ACCOUNTS = {("kubeflow", "pipeline-runner")}
 
@@ -279,6 +285,21 @@ def test_rbac_is_namespaced_least_privilege_without_wildcards(rendered):
         assert granted == ALLOWED_RULES, f"{overlay}: the launcher needs exactly {ALLOWED_RULES}"
 
 
+# The RBAC verb each call of the kubernetes client's NetworkingV1Api needs.
+CLIENT_VERBS = {"read": "get", "create": "create", "replace": "update", "patch": "patch",
+                "delete": "delete", "list": "list"}
+
+
+def test_the_deployer_may_do_to_network_policies_exactly_what_deploy_model_calls():
+    calls = set()
+    for path in (ROOT / "components" / "deploy_model").glob("*.py"):
+        calls |= set(re.findall(r"\.(\w+?)_namespaced_network_policy\(", path.read_text()))
+    assert calls, "deploy_model no longer manages NetworkPolicies: drop the Role's rule"
+    needed = {CLIENT_VERBS[call] for call in calls}
+    assert needed == ALLOWED_RULES[("networking.k8s.io", "networkpolicies")], (
+        f"deploy_model calls {sorted(calls)} on NetworkPolicies")
+
+
 def test_role_bindings_bind_known_service_accounts(rendered):
     for overlay, (_, docs) in rendered.items():
         accounts = {(d["metadata"]["namespace"], d["metadata"]["name"])
@@ -361,15 +382,22 @@ def test_replicas_run_as_an_account_without_rights_or_token(rendered, runtime):
         assert spec["automountServiceAccountToken"] is False
 
 
-def test_the_allow_list_names_the_launcher_defaults(rendered):
+def test_the_allow_list_names_the_launcher_and_deploy_defaults(rendered):
+    from tfkfp.components.deploy_model import least_privilege
+    from tfkfp.components.deploy_model.options import DeployOptions
     from tfkfp.components.train.launchers import kube
 
+    defaults = {kube.ALLOWLIST_KEYS["image"]: IMAGE,
+                kube.ALLOWLIST_KEYS["service_account"]: kube.DEFAULT_SERVICE_ACCOUNT,
+                least_privilege.ALLOWLIST_KEYS["image"]: IMAGE,
+                least_privilege.ALLOWLIST_KEYS["service_account"]:
+                    DeployOptions().service_account}
+    assert set(least_privilege.ALLOWLIST_KEYS.values()) == set(SERVING_KEYS)
     for overlay, (_, docs) in rendered.items():
         data = one(docs, "ConfigMap", kube.ALLOWLIST)["data"]
-        assert set(data) == set(kube.ALLOWLIST_KEYS.values()), overlay
-        assert IMAGE in data[kube.ALLOWLIST_KEYS["image"]].split(), overlay
-        assert kube.DEFAULT_SERVICE_ACCOUNT in data[
-            kube.ALLOWLIST_KEYS["service_account"]].split(), overlay
+        assert set(data) == set(defaults), overlay
+        for key, default in defaults.items():
+            assert default in data[key].split(), f"{overlay}: {key} does not list {default}"
 
 
 def replica_pod_labels(runtime):
@@ -406,6 +434,40 @@ def test_the_network_policy_fences_exactly_the_replicas(rendered, runtime):
                        for p in rule["ports"])
         assert ports == [("TCP", 53), ("TCP", 443), ("TCP", jobset_replica.PORT),
                          ("UDP", 53)], f"{overlay}: {ports}"
+
+
+def test_no_base_network_policy_selects_the_model_servers(rendered):
+    """deploy_model's own NetworkPolicy beside each InferenceService alone decides who reaches
+    a predictor: a policy here that selected its pods would add to it (policies are a union)
+    or, as the replicas' does, fence it off."""
+    from tfkfp.components.deploy_model import kserve
+
+    for overlay, (_, docs) in rendered.items():
+        for policy in of_kind(docs, "NetworkPolicy"):
+            selector = policy["spec"]["podSelector"]
+            assert "matchExpressions" not in selector, policy["metadata"]["name"]
+            matches = selector.get("matchLabels", {}).items() <= kserve.LABELS.items()
+            assert not matches, f"{overlay}: {policy['metadata']['name']} selects predictors"
+
+
+def test_on_gke_each_account_acts_as_its_own_google_service_account(rendered):
+    """The replicas and the model servers do not share the runner's Google identity, whose
+    roles (writing the pipeline root, starting Vertex AI jobs) they do not need."""
+    from tfkfp.components.deploy_model import options
+    from tfkfp.components.train.launchers import kube
+
+    _, docs = rendered["gke"]
+    annotation = "iam.gke.io/gcp-service-account"
+    names = ("tfkfp-runner", kube.DEFAULT_SERVICE_ACCOUNT, options.DeployOptions().service_account)
+    emails = {name: one(docs, "ServiceAccount", name)["metadata"]["annotations"][annotation]
+              for name in names}
+    assert len(set(emails.values())) == len(names), emails
+    for name, email in emails.items():
+        assert re.fullmatch(rf"{name}@PROJECT_ID\.iam\.gserviceaccount\.com", email), email
+    how_to = (ROOT / "docs" / "how-to" / "first-run-on-a-cluster.md").read_text()
+    for name in names:
+        assert f"PROJECT_ID.svc.id.goog[tfkfp/{name}]" in how_to, (
+            f"the GKE how-to does not bind {name} to its Google service account")
 
 
 def test_on_kind_the_replicas_may_reach_kfps_minio_and_its_namespace_is_labelled(rendered):
@@ -509,6 +571,7 @@ def policy(tmp_path_factory, tools):
 
 
 def test_the_admission_policy_reads_the_allow_list_of_the_jobs_namespace(policy):
+    from tfkfp.components.deploy_model import kserve
     from tfkfp.components.train.launchers import kube, tfjob, trainjob
 
     _, docs = policy
@@ -517,16 +580,71 @@ def test_the_admission_policy_reads_the_allow_list_of_the_jobs_namespace(policy)
     assert vap["paramKind"] == {"apiVersion": "v1", "kind": "ConfigMap"}
     assert binding["paramRef"] == {"name": kube.ALLOWLIST, "parameterNotFoundAction": "Deny"}
     assert binding["validationActions"] == ["Deny"]
-    rules = {(r["apiGroups"][0], r["resources"][0]) for r in
+    rules = {(r["apiGroups"][0], r["resources"][0], tuple(r["operations"])) for r in
              vap["matchConstraints"]["resourceRules"]}
-    assert rules == {(tfjob.GROUP, tfjob.PLURAL), (trainjob.GROUP, trainjob.PLURAL)}
+    writes = ("CREATE", "UPDATE")
+    assert rules == {(tfjob.GROUP, tfjob.PLURAL, writes), (trainjob.GROUP, trainjob.PLURAL, writes),
+                     (kserve.GROUP, kserve.PLURAL, writes)}
     text = yaml.safe_dump(vap)
-    for key in kube.ALLOWLIST_KEYS.values():
+    for key in (*kube.ALLOWLIST_KEYS.values(), *SERVING_KEYS):
         assert f"params.?data.?{key}" in text
     # The namespaces it applies in: the base labels its own so.
     namespace = one(docs, "Namespace", "tfkfp")
     selector = binding["matchResources"]["namespaceSelector"]["matchLabels"]
     assert selector.items() <= namespace["metadata"]["labels"].items()
+
+
+def inferenceservice_pod_fields():
+    """What each part of an InferenceService that runs pods (predictor, transformer,
+    explainer, a canary's predictor) may name, from KServe's published CRD: the CEL path of
+    every container list, image and service-account field, relative to the part."""
+    import upstream_schemas
+
+    crd = upstream_schemas.definition(upstream_schemas.INFERENCESERVICE)
+    (version,) = [v for v in crd["spec"]["versions"] if v["name"] == "v1beta1"]
+    spec = version["schema"]["openAPIV3Schema"]["properties"]["spec"]["properties"]
+    parts = {name: spec[name] for name in ("predictor", "transformer", "explainer")}
+    parts["canary"] = spec["canary"]["items"]["properties"]["predictor"]
+    return parts, {name: set(pod_fields(schema, [])) for name, schema in parts.items()}
+
+
+def pod_fields(schema, path):
+    for key, sub in schema.get("properties", {}).items():
+        here = [*path, key]
+        if key == "rbd":  # a Ceph block device's name, not a container image
+            continue
+        if sub.get("type") == "array":
+            if any(True for _ in pod_fields(sub.get("items", {}), [])):
+                yield cel_path(here)  # containers or volumes: the policy reads the list
+        elif sub.get("type") == "string" and (
+                key in ("image", "serviceAccountName", "serviceAccount")
+                or (key == "reference" and path[-1:] == ["image"])):  # an image volume
+            yield cel_path(here)
+        else:
+            yield from pod_fields(sub, here)
+
+
+def cel_path(keys):
+    return "p." + ".".join(f"?{key}" for key in keys)
+
+
+def test_the_admission_policy_checks_every_image_and_account_an_inferenceservice_names(
+        policy):
+    """A field of KServe's CRD that runs an image or picks a service account, and that the
+    policy does not read, would let an InferenceService past the allow-list."""
+    _, docs = policy
+    vap = one(docs, "ValidatingAdmissionPolicy", "tfkfp-replica-allowlist")["spec"]
+    cel = {v["name"]: " ".join(v["expression"].split()) for v in vap["variables"]}
+    assert "object.spec.?canary.orValue([])" in cel["isvcParts"]
+    for part in ("predictor", "transformer", "explainer"):
+        assert f"object.spec.?{part}" in cel["isvcParts"], part
+    _, fields = inferenceservice_pod_fields()
+    for part, paths in fields.items():
+        assert {"p.?containers", "p.?serviceAccountName"} <= paths, (part, paths)
+        for path in paths:
+            variable = "isvcAccounts" if path.endswith("erviceAccount") or \
+                path.endswith("serviceAccountName") else "isvcImages"
+            assert path in cel[variable], f"{part}: the policy does not read {path}"
 
 
 def test_the_admission_policy_validates_strictly_at_1_30_and_later(policy, tools):

@@ -14,9 +14,10 @@ import dataclasses
 import logging
 import threading
 import uuid
-from typing import Any, Callable, Deque, Dict, List, Tuple, Type
+from typing import Any, Callable, Deque, Dict, Tuple, Type
 
 from tfkfp.components._image import step_image
+from tfkfp.components.common.platform import allowlist
 from tfkfp.components.common.platform.follow import describe_error, follow
 from tfkfp.components.common.platform.kube_api import (
     api_client,
@@ -38,7 +39,7 @@ log = logging.getLogger("tfkfp")
 DEFAULT_SERVICE_ACCOUNT = "tfkfp-replica"  # manifests/base/serviceaccount.yaml
 # The allow-list of the replicas' images and service accounts (manifests/base/tfkfp-config.yaml):
 # launcher_options field -> the ConfigMap key that lists its allowed values, one a line.
-ALLOWLIST = "tfkfp-config"
+ALLOWLIST = allowlist.CONFIG_MAP
 ALLOWLIST_KEYS = {"image": "replicaImages", "service_account": "replicaServiceAccounts"}
 # The controller enforces the job's activeDeadlineSeconds; the launcher gives it that much
 # longer to say so before deleting the job itself.
@@ -76,38 +77,20 @@ def replica_values(options: LaunchOptions) -> Dict[str, str]:
             "service_account": options.service_account or DEFAULT_SERVICE_ACCOUNT}
 
 
-def allowed_values(namespace: str, api=None) -> Dict[str, List[str]]:
-    """The namespace's allow-list, by launcher_options field: the ``tfkfp-config``
-    ConfigMap's lists (a missing key allows nothing), or only the defaults without one."""
-    from kubernetes import client
-
-    api = api or api_client()
-    try:
-        config_map = client.CoreV1Api(api).read_namespaced_config_map(ALLOWLIST, namespace)
-    except client.ApiException as err:
-        if err.status == 404:
-            return {"image": [step_image()], "service_account": [DEFAULT_SERVICE_ACCOUNT]}
-        raise TrainConfigError(
-            f"cannot read the replicas' allow-list, ConfigMap {namespace}/{ALLOWLIST}: "
-            f"{err.status} {err.reason}: {api_message(err)}. The runner's Role "
-            "(manifests/base/rbac.yaml) grants get on it") from err
-    data = config_map.data or {}
-    return {field: [line.strip() for line in data.get(key, "").splitlines() if line.strip()]
-            for field, key in ALLOWLIST_KEYS.items()}
+def replica_allowlist() -> allowlist.AllowList:
+    """What launcher_options may pick for the replicas (common/platform/allowlist.py);
+    without the ConfigMap only this step's image and tfkfp-replica."""
+    return allowlist.AllowList(
+        "launcher_options", "the replicas'", ALLOWLIST_KEYS,
+        {"image": [step_image()], "service_account": [DEFAULT_SERVICE_ACCOUNT]},
+        TrainConfigError)
 
 
 def check_allowed(options: LaunchOptions, api=None) -> None:
     """Refuse, before anything is staged or created, an image or service account that the
     namespace's allow-list does not name."""
-    namespace = options.namespace or default_namespace()
-    allowed = allowed_values(namespace, api)
-    for field, value in replica_values(options).items():
-        if value not in allowed[field]:
-            listed = ", ".join(allowed[field]) or "none"
-            raise TrainConfigError(
-                f"launcher_options {field} {value!r} is not allowed in namespace "
-                f"{namespace!r}; allowed: {listed} (ConfigMap {ALLOWLIST}, key "
-                f"{ALLOWLIST_KEYS[field]}, which the cluster's admin maintains)")
+    allowlist.check_allowed(replica_allowlist(), replica_values(options),
+                            options.namespace or default_namespace(), api)
 
 
 def run(kind: JobKind, body: Dict[str, Any], options: LaunchOptions,

@@ -1,25 +1,32 @@
 """The kserve target against a real kube-apiserver with the InferenceService resource
 registered. No KServe controller runs here, so each test plays its part: it reads the
 service deploy_model wrote and writes its status (Ready, a failure with its reason, or
-nothing until the deadline)."""
+nothing until the deadline). The API server prunes any field KServe's published schema does
+not have, so what a test reads back is what KServe would get."""
 
 import os
+import pathlib
 
 import pytest
+import upstream_schemas
+import yaml
 from kube_controller import Controller, cluster
 
-from tfkfp.components.deploy_model import kserve
+from tfkfp.components._image import IMAGE
+from tfkfp.components.deploy_model import kserve, least_privilege, network_policy
 from tfkfp.components.deploy_model.core import deploy_model, serving_model_uri
-from tfkfp.components.deploy_model.errors import DeployFailed
+from tfkfp.components.deploy_model.errors import DeployConfigError, DeployFailed
+from tfkfp.components.deploy_model.options import parse_options
 
-HERE = os.path.dirname(__file__)
 NAMESPACE = "team"
+ROOT = pathlib.Path(__file__).resolve().parents[3]
 
 
 @pytest.fixture(scope="module")
 def kubeconfig(tmp_path_factory):
-    with cluster(tmp_path_factory.mktemp("apiserver"), NAMESPACE,
-                 [os.path.join(HERE, "inferenceservice-crd.yaml")]) as path:
+    work = tmp_path_factory.mktemp("apiserver")
+    crds = upstream_schemas.write([upstream_schemas.INFERENCESERVICE], work / "crds")
+    with cluster(work, NAMESPACE, crds) as path:
         yield path
 
 
@@ -58,6 +65,27 @@ def options(**more):
     return {"namespace": NAMESPACE, "poll_seconds": 0.2, **more}
 
 
+def policy_of(kubeconfig, service, namespace=NAMESPACE):
+    """The NetworkPolicy beside ``service`` as the API server holds it (a dict), or None."""
+    from kubernetes import client, config
+
+    api = config.new_client_from_config(kubeconfig)
+    try:
+        policy = client.NetworkingV1Api(api).read_namespaced_network_policy(
+            network_policy.policy_name(service), namespace)
+    except client.ApiException as err:
+        if err.status == 404:
+            return None
+        raise
+    return api.sanitize_for_serialization(policy)
+
+
+def callers(policy):
+    (rule,) = policy["spec"]["ingress"]
+    return [peer.get("namespaceSelector", {}).get("matchLabels", {}).get(
+        network_policy.NAMESPACE_NAME_LABEL, "own namespace") for peer in rule["from"]]
+
+
 def test_a_new_service_is_created_and_its_url_returned_once_ready(kubeconfig, demo_model):
     controller = KServe(kubeconfig)
     check = controller.play("digits", controller.ready)
@@ -70,13 +98,37 @@ def test_a_new_service_is_created_and_its_url_returned_once_ready(kubeconfig, de
     assert {"name": "STORAGE_URI", "value": demo_model} in container["env"]
     assert container["resources"]["requests"] == {"cpu": "1", "memory": "2Gi"}
     assert serving_model_uri("kserve", "digits", options()) == demo_model
+    policy = policy_of(kubeconfig, "digits")
+    assert policy["spec"]["podSelector"]["matchLabels"] == {
+        "serving.kserve.io/inferenceservice": "digits"}
+    assert callers(policy) == ["own namespace", "istio-system"]  # standard mode
+
+
+@pytest.mark.parametrize("mode", ["standard", "knative"])
+def test_the_predictor_kserve_receives_is_hardened(kubeconfig, demo_model, mode):
+    """Read back through KServe's schema, which drops a field it does not have: no token,
+    non-root, no capabilities, seccomp, a read-only root with an emptyDir at /tmp."""
+    controller = KServe(kubeconfig)
+    name = f"hardened-{mode}"
+    check = controller.play(name, controller.ready)
+    deploy_model(demo_model, "kserve", name, options(mode=mode))
+    check()
+    predictor = controller.job(name)["spec"]["predictor"]
+    assert predictor["automountServiceAccountToken"] is False
+    (container,) = predictor["containers"]
+    assert container["securityContext"] == least_privilege.CONTAINER_SECURITY
+    (mount,) = container["volumeMounts"]
+    assert mount == {"name": "tfkfp-tmp", "mountPath": "/tmp"}
+    assert predictor["volumes"] == [{"name": "tfkfp-tmp", "emptyDir": {}}]
+    assert predictor.get("securityContext") == (
+        least_privilege.POD_SECURITY if mode == "standard" else None)
 
 
 def test_an_update_waits_for_its_own_generation_and_takes_a_canary_share(kubeconfig,
                                                                           demo_model, tmp_path):
     controller = KServe(kubeconfig)
     check = controller.play("canary", controller.ready)
-    deploy_model(demo_model, "kserve", "canary", options())
+    deploy_model(demo_model, "kserve", "canary", options(mode="serverless"))
     check()
     old_status = controller.job("canary")["status"]  # Ready for generation 1
 
@@ -88,10 +140,13 @@ def test_an_update_waits_for_its_own_generation_and_takes_a_canary_share(kubecon
     newer = str(tmp_path / "newer")
     os.symlink(demo_model, newer)
     check = controller.play("canary", ready_later)
-    done = deploy_model(newer, "kserve", "canary", options(traffic_percent=10))
+    done = deploy_model(newer, "kserve", "canary", options(mode="knative", traffic_percent=10))
     check()
     service = controller.job("canary")
     assert service["spec"]["predictor"]["canaryTrafficPercent"] == 10
+    assert service["metadata"]["annotations"][kserve.MODE_ANNOTATION] == "Serverless"
+    assert callers(policy_of(kubeconfig, "canary")) == ["own namespace", "istio-system",
+                                                        "knative-serving"]
     assert service["status"]["observedGeneration"] == 2
     assert done.description["canary"] is True
     assert serving_model_uri("kserve", "canary", options()) == newer
@@ -112,6 +167,7 @@ def test_a_failure_the_service_reports_fails_the_step_with_its_reason(kubeconfig
         deploy_model(demo_model, "kserve", "broken", options())
     check()
     assert controller.exists("broken")  # created here: kept to be inspected
+    assert policy_of(kubeconfig, "broken") is not None  # and still guarded
 
 
 def test_a_failed_update_puts_the_previous_spec_back(kubeconfig, demo_model, tmp_path):
@@ -129,9 +185,11 @@ def test_a_failed_update_puts_the_previous_spec_back(kubeconfig, demo_model, tmp
     os.symlink(demo_model, other)
     check = controller.play("rollback", fail_update)
     with pytest.raises(DeployFailed, match="Ready RevisionFailed: CrashLoopBackOff"):
-        deploy_model(other, "kserve", "rollback", options(memory="3Gi"))
+        deploy_model(other, "kserve", "rollback", options(memory="3Gi",
+                                                          ingress_namespaces="kserve"))
     check()
     assert controller.job("rollback")["spec"] == before
+    assert callers(policy_of(kubeconfig, "rollback")) == ["own namespace", "istio-system"]
     assert serving_model_uri("kserve", "rollback", options()) == demo_model
 
 
@@ -146,11 +204,70 @@ def test_a_service_not_ready_by_the_deadline_is_deleted(kubeconfig, demo_model):
         deploy_model(demo_model, "kserve", "slow", options(deadline_seconds=3))
     check()
     assert not controller.exists("slow")
+    assert policy_of(kubeconfig, "slow") is None
 
 
 def test_a_refused_service_names_the_api_servers_reason(kubeconfig, demo_model):
-    with pytest.raises(DeployFailed, match=r"could not create InferenceService nowhere/x: 404"):
+    with pytest.raises(DeployFailed, match=r"could not create NetworkPolicy "
+                                           r"nowhere/x-tfkfp-ingress: 404 Not Found"):
         deploy_model(demo_model, "kserve", "x", {"namespace": "nowhere", "poll_seconds": 0.2})
+
+
+def test_a_refused_service_leaves_no_network_policy(kubeconfig, demo_model):
+    """The policy is written first (no pod starts unguarded) and removed when the service
+    cannot be created: here KServe's schema refuses a scale target of the wrong type."""
+    controller = KServe(kubeconfig)
+    body = kserve.manifest("refused", NAMESPACE, demo_model, demo_model,
+                           parse_options("kserve", options()))
+    body["spec"]["predictor"]["minReplicas"] = "one"
+    with pytest.raises(DeployFailed, match=r"could not create InferenceService team/refused: "
+                                           r"422"):
+        kserve.deploy(body, parse_options("kserve", options()))
+    assert not controller.exists("refused")
+    assert policy_of(kubeconfig, "refused") is None
+
+
+@pytest.mark.parametrize("field, value", [("image", "evil/miner:1"),
+                                          ("service_account", "tfkfp-runner")])
+def test_without_an_allow_list_only_the_default_image_and_account_run(
+        kubeconfig, demo_model, tmp_path, field, value):
+    """Refused before anything is published (storage_uri stays empty) or created."""
+    controller = KServe(kubeconfig)
+    published = tmp_path / "published"
+    with pytest.raises(DeployConfigError, match=(
+            rf"deploy_options {field} '{value}' is not allowed in namespace 'team'; allowed: "
+            rf"({IMAGE}|tfkfp-serving) \(ConfigMap tfkfp-config, key serving")):
+        deploy_model(demo_model, "kserve", "refused", options(
+            storage_uri=str(published), **{field: value}))
+    assert not published.exists()
+    assert not controller.exists("refused")
+    assert policy_of(kubeconfig, "refused") is None
+
+
+def test_the_shipped_allow_list_admits_the_default_predictor_and_exact_entries_only(
+        kubeconfig):
+    """manifests/base's ConfigMap, plus an image by digest: entries match exactly, so the
+    digest passes and a tag of the same repository does not."""
+    from kubernetes import client, config
+
+    config_map = yaml.safe_load((ROOT / "manifests" / "base" / "tfkfp-config.yaml").read_text())
+    digest = "registry.example/tfkfp@sha256:" + "0" * 64
+    config_map["data"]["servingImages"] += digest + "\n"
+    api = config.new_client_from_config(kubeconfig)
+    client.CoreV1Api(api).create_namespace({"metadata": {"name": "listed"}})
+    client.CoreV1Api(api).create_namespaced_config_map("listed", config_map)
+    least_privilege.check_allowed(parse_options("kserve", {}), "listed", api)
+    least_privilege.check_allowed(parse_options("kserve", {"image": digest}), "listed", api)
+    with pytest.raises(DeployConfigError, match=(
+            r"deploy_options image 'registry.example/tfkfp:0.1.0' is not allowed in namespace "
+            rf"'listed'; allowed: {IMAGE}, {digest} \(ConfigMap tfkfp-config, key "
+            r"servingImages")):
+        least_privilege.check_allowed(
+            parse_options("kserve", {"image": "registry.example/tfkfp:0.1.0"}), "listed", api)
+    with pytest.raises(DeployConfigError, match=r"service_account 'default' .* key "
+                                                r"servingServiceAccounts"):
+        least_privilege.check_allowed(parse_options("kserve", {"service_account": "default"}),
+                                      "listed", api)
 
 
 def test_cancelling_the_step_deletes_the_service_it_created(kubeconfig, demo_model, tmp_path):
@@ -177,3 +294,4 @@ def test_cancelling_the_step_deletes_the_service_it_created(kubeconfig, demo_mod
     assert step.returncode != 0, out[-3000:]
     assert "deleted InferenceService team/cancelled" in out, out[-3000:]
     assert not controller.exists("cancelled")
+    assert policy_of(kubeconfig, "cancelled") is None

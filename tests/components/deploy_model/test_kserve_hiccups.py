@@ -1,13 +1,13 @@
 """deploy_model follows its InferenceService through common/platform/follow.py: transient API
 errors while it becomes Ready are retried, a lasting outage gives up naming the service and
-the last error (and deletes the service it created), and a refused read is raised at once.
+the last error (and deletes the service it created, and its NetworkPolicy), and a refused
+read is raised at once.
 The API is a fake that answers from a script."""
-
-import copy
 
 import pytest
 import urllib3
 from kubernetes.client.exceptions import ApiException
+from scripted_kube import ScriptedObjects, unavailable
 
 from tfkfp.components.common.platform.follow import RETRIES, FollowGaveUp
 from tfkfp.components.deploy_model import kserve
@@ -17,39 +17,28 @@ from tfkfp.components.deploy_model.options import parse_options
 NAMESPACE, NAME = "team", "digits"
 
 
-def unavailable():
-    return ApiException(status=503, reason="Service Unavailable")
-
-
 def status(ready="True", **more):
     return {"observedGeneration": 1, "url": "http://digits.team.example.com",
             "address": {"url": "http://digits.team.svc.cluster.local"},
             "conditions": [{"type": "Ready", "status": ready}], **more}
 
 
-class FakeObjects:
-    """CustomObjectsApi as kserve.py calls it: no service at first; once created, each read
-    answers the next item of the script (raised if it is an exception, else the status)."""
+class FakeNetworking:
+    """NetworkingV1Api as network_policy.py calls it: no policy at first."""
 
-    def __init__(self, script):
-        self.script, self.reads, self.body, self.deleted = list(script), 0, None, []
+    def __init__(self):
+        self.policy, self.deleted = None, []
 
-    def create_namespaced_custom_object(self, group, version, namespace, plural, body):
-        self.body = copy.deepcopy(body)
-        self.body["metadata"].update(generation=1, resourceVersion="1")
-        return self.body
-
-    def get_namespaced_custom_object(self, group, version, namespace, plural, name):
-        if self.body is None:
+    def read_namespaced_network_policy(self, name, namespace):
+        if self.policy is None:
             raise ApiException(status=404, reason="Not Found")
-        self.reads += 1
-        item = self.script.pop(0)
-        if isinstance(item, BaseException):
-            raise item
-        return {**self.body, "status": item}
+        return self.policy
 
-    def delete_namespaced_custom_object(self, group, version, namespace, plural, name,
-                                        propagation_policy=None):
+    def create_namespaced_network_policy(self, namespace, body):
+        self.policy = body
+
+    def delete_namespaced_network_policy(self, name, namespace):
+        self.policy = None
         self.deleted.append(name)
 
 
@@ -60,8 +49,10 @@ def objects(monkeypatch):
     made = {}
 
     def install(*script):
-        made["objects"] = FakeObjects(script)
+        made["objects"] = ScriptedObjects(script)
+        made["objects"].networking = FakeNetworking()
         monkeypatch.setattr(client, "CustomObjectsApi", lambda api: made["objects"])
+        monkeypatch.setattr(client, "NetworkingV1Api", lambda api: made["objects"].networking)
         return made["objects"]
 
     return install
@@ -85,6 +76,7 @@ def test_an_inference_service_survives_transient_api_errors(objects):
     assert kserve.endpoint_urls(service) == ("http://digits.team.svc.cluster.local",
                                             "http://digits.team.example.com")
     assert fake.reads == 5 + RETRIES and not fake.deleted
+    assert fake.networking.policy is not None and not fake.networking.deleted
 
 
 def test_a_lasting_outage_gives_up_naming_the_service_and_deletes_it(objects):
@@ -96,6 +88,7 @@ def test_a_lasting_outage_gives_up_naming_the_service_and_deletes_it(objects):
             r"\[Errno 111\] Connection refused$")):
         deploy()
     assert fake.deleted == [NAME]
+    assert fake.networking.deleted == [f"{NAME}-tfkfp-ingress"]
 
 
 def test_a_refused_read_is_raised_at_once(objects):

@@ -2,6 +2,7 @@
 publishing: no engine needed."""
 
 import os
+import re
 
 import pytest
 
@@ -14,8 +15,15 @@ from tfkfp.components.deploy_model.options import parse_options
 @pytest.mark.parametrize("target, options, message", [
     ("knative", {}, "target 'knative' is not one of kserve, vertex, existing"),
     ("kserve", {"region": "x"}, "['region'] are not known to target 'kserve'"),
-    ("kserve", {"mode": "raw", "traffic_percent": 10}, "needs mode 'serverless'"),
-    ("kserve", {"mode": "raw", "scale_metric": "rps"}, "does not apply in mode 'raw'"),
+    ("kserve", {"traffic_percent": 10}, "traffic_percent 10 needs mode 'knative'"),
+    ("kserve", {"mode": "raw", "traffic_percent": 10}, "needs mode 'knative'"),
+    ("kserve", {"min_replicas": 0}, "min_replicas 0 (scale to zero) needs mode 'knative'"),
+    ("kserve", {"mode": "raw", "scale_metric": "rps"}, "does not apply in mode 'standard'"),
+    ("kserve", {"mode": "RawDeployment"},
+     "mode 'RawDeployment' is not one of standard, knative (or KServe's older names raw, "
+     "serverless)"),
+    ("kserve", {"ingress_namespaces": "istio-system, Gateways"},
+     "ingress_namespaces 'istio-system, Gateways': ['Gateways'] are not namespace names"),
     ("kserve", {"runtime": "tfserving", "serve_args": "--top-k 2"}, "TF Serving takes"),
     ("kserve", {"traffic_percent": 0}, "traffic_percent 0 is not in 1-100"),
     ("kserve", {"min_replicas": 4, "max_replicas": 2}, "min_replicas 4 and max_replicas 2"),
@@ -36,8 +44,96 @@ def test_a_service_name_must_be_a_short_dns_label():
     assert check_request("kserve", "digits-v2", {"max_replicas": 5.0}).max_replicas == 5
 
 
+@pytest.mark.parametrize("given, mode, annotation", [
+    ({}, "standard", "RawDeployment"),
+    ({"mode": "standard"}, "standard", "RawDeployment"),
+    ({"mode": "raw"}, "standard", "RawDeployment"),
+    ({"mode": "knative"}, "knative", "Serverless"),
+    ({"mode": "serverless"}, "knative", "Serverless"),
+])
+def test_modes_take_kserve_0_16_names_and_the_old_ones_and_annotate_for_every_release(
+        given, mode, annotation):
+    """The annotation keeps the pre-0.16 values: 0.16+ parses them, 0.15 would read
+    "Standard" as unknown and fall back to Knative."""
+    options = parse_options("kserve", given)
+    assert options.mode == mode
+    body = kserve.manifest("digits", "team", "gs://b/model", "gs://b/m", options)
+    assert body["metadata"]["annotations"][kserve.MODE_ANNOTATION] == annotation
+    assert ("serving.kserve.io/autoscalerClass" in body["metadata"]["annotations"]) == (
+        mode == "standard")
+
+
+def test_scale_to_zero_and_canaries_are_knative_only():
+    options = parse_options("kserve", {"mode": "knative", "min_replicas": 0,
+                                       "traffic_percent": 30})
+    predictor = kserve.manifest("d", "team", "gs://b/m", "gs://b/m", options)["spec"][
+        "predictor"]
+    assert (predictor["minReplicas"], predictor["canaryTrafficPercent"]) == (0, 30)
+    assert parse_options("vertex", {"min_replicas": 0}).min_replicas == 0  # not KServe's rule
+
+
+@pytest.mark.parametrize("given", [{"mode": "standard"}, {"mode": "knative"},
+                                   {"mode": "standard", "runtime": "tfserving"},
+                                   {"mode": "knative", "runtime": "tfserving"}])
+def test_the_predictor_runs_without_token_root_capabilities_or_a_writable_root(given):
+    options = parse_options("kserve", given)
+    predictor = kserve.manifest("d", "team", "gs://b/m", "gs://b/m", options)["spec"][
+        "predictor"]
+    assert predictor["automountServiceAccountToken"] is False
+    (container,) = predictor.get("containers") or [predictor["model"]]
+    security = container["securityContext"]
+    assert security["readOnlyRootFilesystem"] is True
+    assert security["allowPrivilegeEscalation"] is False
+    assert security["capabilities"] == {"drop": ["ALL"]}
+    assert (security["runAsNonRoot"], security["runAsUser"]) == (True, 1000)
+    assert security["seccompProfile"] == {"type": "RuntimeDefault"}
+    (mount,) = container["volumeMounts"]
+    assert mount["mountPath"] == "/tmp"
+    assert {"name": mount["name"], "emptyDir": {}} in predictor["volumes"]
+    # Knative refuses a pod securityContext unless its admin enabled it: standard mode only.
+    pod = predictor.get("securityContext")
+    if options.mode == "standard":
+        assert pod == {"runAsNonRoot": True, "seccompProfile": {"type": "RuntimeDefault"}}
+    else:
+        assert pod is None
+
+
+@pytest.mark.parametrize("given, callers", [
+    ({}, ["istio-system"]),
+    ({"mode": "knative"}, ["istio-system", "knative-serving"]),
+    ({"mode": "knative", "ingress_namespaces": "kourier-system, knative-serving"},
+     ["kourier-system", "knative-serving"]),
+    ({"ingress_namespaces": "kserve,team"}, ["kserve"]),  # team: the service's own
+    ({"ingress_namespaces": ""}, []),
+])
+def test_the_network_policy_admits_the_namespace_and_its_modes_callers_only(given, callers):
+    from kubernetes import client
+
+    from tfkfp.components.deploy_model import network_policy
+
+    policy = client.ApiClient().sanitize_for_serialization(
+        network_policy.render("digits", "team", parse_options("kserve", given)))
+    assert policy["spec"]["podSelector"] == {
+        "matchLabels": {"serving.kserve.io/inferenceservice": "digits"}}
+    assert policy["spec"]["policyTypes"] == ["Ingress"]
+    (rule,) = policy["spec"]["ingress"]
+    assert rule["from"][0] == {"podSelector": {}}  # the service's own namespace
+    assert [peer["namespaceSelector"]["matchLabels"]["kubernetes.io/metadata.name"]
+            for peer in rule["from"][1:]] == callers
+    assert "ports" not in rule
+
+
+def test_an_image_by_digest_passes_through_unchanged():
+    image = "registry.example/tfkfp@sha256:" + "ab" * 32
+    options = parse_options("kserve", {"image": image})
+    (container,) = kserve.manifest("d", "team", "gs://b/m", "gs://b/m", options)["spec"][
+        "predictor"]["containers"]
+    assert container["image"] == image
+
+
 def test_the_tfkfp_predictor_runs_tfkfp_serve_on_the_downloaded_model():
-    options = parse_options("kserve", {"cpu": "1", "memory": "2Gi", "scale_metric": "rps",
+    options = parse_options("kserve", {"mode": "knative", "cpu": "1", "memory": "2Gi",
+                                       "scale_metric": "rps",
                                        "scale_target": 50, "traffic_percent": 20,
                                        "precomputed_uri": "gs://b/pre",
                                        "precomputed_key": "user", "serve_args": "--top-k 3"})
@@ -58,7 +154,7 @@ def test_the_tfkfp_predictor_runs_tfkfp_serve_on_the_downloaded_model():
 
 
 def test_raw_deployment_autoscales_on_cpu_with_an_hpa_and_tf_serving_loads_the_model():
-    options = parse_options("kserve", {"mode": "raw", "runtime": "tfserving",
+    options = parse_options("kserve", {"mode": "standard", "runtime": "tfserving",
                                        "scale_metric": "cpu", "scale_target": 70})
     body = kserve.manifest("digits", "team", "gs://b/models/digits", "gs://b/m", options)
     predictor = body["spec"]["predictor"]
@@ -135,7 +231,9 @@ def test_instances_carry_gaps_as_null_and_strings_as_text():
 @pytest.mark.parametrize("pipeline, pairs, message", [
     ("training", ["deploy=knative"], "deploy 'knative' is not one of none, kserve"),
     ("training", ["deploy=kserve", 'deploy_options={"mode": "raw", "traffic_percent": 5}'],
-     "needs mode 'serverless'"),
+     "needs mode 'knative'"),
+    ("training", ["deploy=kserve", 'deploy_options={"min_replicas": 0}'],
+     "min_replicas 0 (scale to zero) needs mode 'knative'"),
     ("training", ["deploy=kserve", "gate_metric=auc"], "gate metric 'auc'"),
     ("serving", ["target=existing"], "needs deploy_options url"),
     ("serving", ["precompute_dataset_uri=gs://b/d"], "needs precomputed_uri"),
@@ -146,5 +244,5 @@ def test_the_pipelines_refuse_deploy_settings_before_a_run(pipeline, pairs, mess
 
     required = {"training": ["input_uri=d.csv", "label=label"],
                 "serving": ["model_uri=gs://b/m", "dataset_uri=gs://b/d"]}[pipeline]
-    with pytest.raises(ParameterError, match=message.replace("(", r"\(")):
+    with pytest.raises(ParameterError, match=re.escape(message)):
         parse_parameters(pipeline, required + pairs)

@@ -7,6 +7,7 @@ import pytest
 import urllib3
 from google.api_core import exceptions as google
 from kubernetes.client.exceptions import ApiException
+from scripted_kube import ScriptedObjects, unavailable
 
 from tfkfp.components.common.platform.follow import RETRIES, FollowGaveUp
 from tfkfp.components.common.training.config import TrainConfig
@@ -19,33 +20,6 @@ LAUNCHERS = {"tfjob": (tfjob, "Succeeded"), "trainjob": (trainjob, "Complete")}
 
 def condition(kind):
     return {"type": kind, "status": "True", "reason": kind}
-
-
-def unavailable():
-    return ApiException(status=503, reason="Service Unavailable")
-
-
-class FakeObjects:
-    """CustomObjectsApi as kube.py calls it: each read answers the next item of the script
-    (raised if it is an exception, else the job's status)."""
-
-    def __init__(self, script):
-        self.script, self.reads, self.created, self.deleted = list(script), 0, [], []
-
-    def create_namespaced_custom_object(self, group, version, namespace, plural, body):
-        self.created.append(body)
-        return body
-
-    def get_namespaced_custom_object(self, group, version, namespace, plural, name):
-        self.reads += 1
-        item = self.script.pop(0)
-        if isinstance(item, BaseException):
-            raise item
-        return {"metadata": {"name": name}, "status": item}
-
-    def delete_namespaced_custom_object(self, group, version, namespace, plural, name,
-                                        propagation_policy=None):
-        self.deleted.append(name)
 
 
 class FakeCore:
@@ -61,7 +35,7 @@ def kube_api(monkeypatch):
     made = {}
 
     def install(*script):
-        made["objects"] = FakeObjects(script)
+        made["objects"] = ScriptedObjects(script)
         monkeypatch.setattr(client, "CustomObjectsApi", lambda api: made["objects"])
         monkeypatch.setattr(client, "CoreV1Api", lambda api: FakeCore())
         return made["objects"]
