@@ -2,8 +2,8 @@
 # Builds the suite's image from this checkout and prints its tag.
 # Usage: scripts/build-image.sh [cpu|gpu] [extra docker build arguments...]
 # The tag comes from components/_image.py: IMAGE (tfkfp/tfkfp:<version>) for cpu, IMAGE-gpu for
-# gpu. The build context holds only what the image needs (pyproject.toml, README.md,
-# components/, pipelines/, images/), so virtual environments and caches in the checkout never
+# gpu. The build context holds only what the image needs (pyproject.toml, README.md, LICENSE,
+# NOTICE, components/, pipelines/, cli/, images/), so virtual environments and caches in the checkout never
 # reach the Docker daemon. EXTRA_CA_BUNDLE=/path/to/ca.crt adds a CA bundle for pip inside the
 # build (hosts behind a TLS-intercepting proxy); DOCKER (default: docker) picks the client.
 set -euo pipefail
@@ -19,8 +19,8 @@ tag="$name:$version"
 
 context=$(mktemp -d)
 trap 'rm -rf "$context"' EXIT
-cp -r "$ROOT/pyproject.toml" "$ROOT/README.md" "$ROOT/components" "$ROOT/pipelines" \
-  "$ROOT/images" "$context/"
+cp -r "$ROOT/pyproject.toml" "$ROOT/README.md" "$ROOT/LICENSE" "$ROOT/NOTICE" \
+  "$ROOT/components" "$ROOT/pipelines" "$ROOT/cli" "$ROOT/images" "$context/"
 find "$context" \( -name __pycache__ -o -name '*.pyc' -o -name '*.egg-info' \) -prune \
   -exec rm -rf {} +
 rm -f "$context"/images/*.crt

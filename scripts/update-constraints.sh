@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # Regenerates images/constraints.txt: the exact versions of every dependency of tfkfp, shared by
-# the images (pip install -c) and CI. Resolves a fresh virtual environment with `pip install .`
-# and freezes it (the runtime set), then resolves the dev extras and TensorFlow's CUDA extras
+# the images (pip install -c) and CI. Resolves a fresh virtual environment with `pip install
+# '.[all]'` (every extra's runtime: what the images run) and freezes it (the runtime set), then
+# resolves the dev extras and TensorFlow's CUDA extras
 # against that freeze without installing them (pip --dry-run --report), so all three agree.
 # Then writes the images' hash-checked requirement files (scripts/hash-requirements.sh).
 # Needs the package index; takes a few minutes. Run from anywhere: scripts/update-constraints.sh
@@ -13,7 +14,7 @@ python3 -m venv "$WORK/venv"
 # shellcheck disable=SC1091
 . "$WORK/venv/bin/activate"
 python -m pip install --quiet --upgrade pip
-python -m pip install --quiet "$ROOT"
+python -m pip install --quiet "${ROOT}[all]"
 python -m pip freeze --exclude tfkfp >"$WORK/runtime.txt"
 python -m pip install --quiet --dry-run --ignore-installed --report "$WORK/report.json" \
   -c "$WORK/runtime.txt" "${ROOT}[dev]" "tensorflow[and-cuda]"
@@ -34,11 +35,11 @@ for item in report["install"]:
     meta = item["metadata"]
     if norm(meta["name"]) != "tfkfp":
         pins[norm(meta["name"])] = meta["version"]
-groups = {"runtime (pip install .)": [], "dev extras (pip install -e '.[dev]')": [],
+groups = {"runtime (pip install '.[all]')": [], "dev extras (pip install -e '.[dev]')": [],
           "GPU image (tensorflow[and-cuda])": []}
 for name, version in sorted(pins.items()):
     if name in runtime or name in ("setuptools", "wheel"):
-        key = "runtime (pip install .)"
+        key = "runtime (pip install '.[all]')"
     elif name.startswith("nvidia-"):
         key = "GPU image (tensorflow[and-cuda])"
     else:

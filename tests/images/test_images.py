@@ -148,7 +148,8 @@ def test_constraints_pin_every_dependency_within_pyproject_ranges():
     pinned = pins()
     assert "tfkfp" not in pinned, "the constraints must not pin tfkfp itself"
     requirements = [Requirement(r) for r in project["dependencies"]]
-    requirements += [Requirement(r) for r in project["optional-dependencies"]["dev"]]
+    for extra in project["optional-dependencies"].values():  # tfkfp[...]: other extras
+        requirements += [r for r in map(Requirement, extra) if r.name != "tfkfp"]
     for requirement in requirements:
         name = canonicalize_name(requirement.name)
         assert name in pinned, f"images/constraints.txt does not pin {requirement.name}"
