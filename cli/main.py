@@ -7,8 +7,10 @@ import os
 import sys
 from typing import Dict, List
 
+from tfkfp.cli import check, extras, pipeline_help
 from tfkfp.components._image import IMAGE, IMAGE_ENV, __version__
 from tfkfp.components.common.data.layouts import DEFAULT_BLOCK_ROWS, DEFAULT_LAYOUT, LAYOUTS
+from tfkfp.pipelines import registry
 from tfkfp.pipelines.accelerator import DEFAULT_TYPE, parse_gpu
 
 
@@ -74,17 +76,31 @@ def _parser() -> argparse.ArgumentParser:
     _add_image_option(compile_)
     _add_sizes_option(compile_)
 
-    run = commands.add_parser("run", help="run a pipeline on this machine")
-    run.add_argument("name", help="pipeline name")
-    run.add_argument("--local", action="store_true", required=True,
-                     help="with the KFP local runner (the only runner of this command)")
+    run = commands.add_parser("run", help="run a pipeline on this machine",
+                              description="Run a pipeline on this machine with the KFP local "
+                              "runner. " + pipeline_help.pipelines_line() + ".", add_help=False)
+    run.add_argument("-h", "--help", action=pipeline_help.PipelineHelp,
+                     help="show this help (after PIPELINE: also its parameters) and exit")
+    run.add_argument("name", metavar="PIPELINE", help="pipeline name: "
+                     + ", ".join(registry.names()))
+    run.add_argument("--local", action="store_true",
+                     help="with the KFP local runner: the default and only runner, accepted "
+                     "so that older commands keep working")
     run.add_argument("--set", action="append", default=[], metavar="KEY=VALUE",
-                     dest="parameters", help="pipeline parameter (repeatable)")
-    run.add_argument("--pipeline-root", default="tfkfp-runs", help="where outputs go")
+                     dest="parameters", help="pipeline parameter (repeatable; `tfkfp run "
+                     "PIPELINE --help` lists them)")
+    run.add_argument("--pipeline-root", default="tfkfp-runs",
+                     help="where outputs go (default tfkfp-runs)")
     _add_verbose_option(run)
 
-    submit = commands.add_parser("submit", help="start a run on a Kubeflow Pipelines server")
-    submit.add_argument("name", help="pipeline name")
+    submit = commands.add_parser("submit", help="start a run on a Kubeflow Pipelines server",
+                                 description="Compile a pipeline and start a run of it on a "
+                                 "Kubeflow Pipelines server. " + pipeline_help.pipelines_line()
+                                 .replace("tfkfp run", "tfkfp submit") + ".", add_help=False)
+    submit.add_argument("-h", "--help", action=pipeline_help.PipelineHelp,
+                        help="show this help (after PIPELINE: also its parameters) and exit")
+    submit.add_argument("name", metavar="PIPELINE", help="pipeline name: "
+                        + ", ".join(registry.names()))
     submit.add_argument("--host", required=True, help="KFP API endpoint, e.g. "
                         "http://localhost:8080")
     submit.add_argument("--set", action="append", default=[], metavar="KEY=VALUE",
@@ -96,11 +112,19 @@ def _parser() -> argparse.ArgumentParser:
     _add_image_option(submit)
     submit.add_argument("--namespace", default="", help="the profile namespace of a "
                         "multi-user Kubeflow (runs start there as default-editor)")
-    submit.add_argument("--token", default=os.environ.get("TFKFP_KFP_TOKEN", ""),
-                        help="a bearer token for the KFP API (default $TFKFP_KFP_TOKEN)")
+    token = submit.add_mutually_exclusive_group()
+    token.add_argument("--token", default="", help="a bearer token for the KFP API; others "
+                       "can read it in the process list: prefer --token-file or "
+                       "$TFKFP_KFP_TOKEN")
+    token.add_argument("--token-file", default="", metavar="PATH", help="a file holding the "
+                       "token, read before each request (a projected service-account token); "
+                       "default $KF_PIPELINES_SA_TOKEN_PATH or Kubeflow's mount "
+                       "/var/run/secrets/kubeflow/pipelines/token where it exists")
     submit.add_argument("--no-cache", action="store_true",
                         help="run every step again rather than reuse cached results")
     _add_sizes_option(submit)
+    check.add_mounted_option(submit)
+    check.add_parser(commands)
 
     demo = commands.add_parser("demo", help="the main job on the built-in demo data")
     demo.add_argument("--out", default="tfkfp-demo", help="working folder (default "
@@ -115,8 +139,9 @@ def _add_loadtest_parser(commands) -> None:
     loadtest = commands.add_parser(
         "loadtest", help="QPS and latency of a served model at concurrency levels",
         description="Send v1 predict requests built from a Dataset's rows to a tfkfp serve "
-        "(or KServe) server: a closed loop per concurrency level, bounded by --requests and "
-        "--seconds; prints QPS and p50/p95/p99 latency per level.")
+        "(or KServe) server over http or https: a closed loop per concurrency level, or with "
+        "--rate an open loop per arrival rate, bounded by --requests and --seconds; prints "
+        "QPS and p50/p95/p99 latency per level.")
     loadtest.add_argument("url", help="the server, e.g. http://127.0.0.1:8080")
     loadtest.add_argument("--dataset", required=True,
                           help="Dataset directory whose rows are sent (its eval split)")
@@ -126,6 +151,21 @@ def _add_loadtest_parser(commands) -> None:
     loadtest.add_argument("--requests", type=int, default=2000, help="per level at most")
     loadtest.add_argument("--seconds", type=float, default=10.0, help="per level at most")
     loadtest.add_argument("--rows-per-request", type=int, default=1)
+    loadtest.add_argument("--rate", type=float, nargs="+", default=[], metavar="QPS",
+                          help="open loop: levels of requests offered per second, sent at "
+                          "that pace over up to max(--concurrency) connections whatever the "
+                          "answers do; latency counts from when each request was due")
+    loadtest.add_argument("-H", "--header", action="append", default=[], metavar="'NAME: VALUE'",
+                          help="a header every request carries, e.g. 'Host: NAME.NAMESPACE."
+                          "example.com' for an InferenceService behind its ingress")
+    loadtest.add_argument("--token-file", metavar="PATH",
+                          help="send 'Authorization: Bearer <the file's content>', kept out of "
+                          "the command line")
+    loadtest.add_argument("--cacert", metavar="PATH",
+                          help="https: trust this CA bundle (a private CA)")
+    loadtest.add_argument("--insecure", action="store_true",
+                          help="https: do not verify the server's certificate (a self-signed "
+                          "test endpoint)")
     loadtest.add_argument("--json", metavar="PATH", help="also write the figures as JSON")
 
 
@@ -270,7 +310,7 @@ def _run(args: argparse.Namespace) -> None:
     from tfkfp.cli import local_run
     from tfkfp.pipelines import registry
 
-    parameters = registry.parse_parameters(args.name, args.parameters)
+    parameters = registry.parse_parameters(args.name, args.parameters, runs_on="local")
     run = local_run.run_local(args.name, parameters, args.pipeline_root, args.verbose)
     print("\n".join(local_run.summary_lines(run)))
 
@@ -279,23 +319,33 @@ def _submit(args: argparse.Namespace) -> None:
     from tfkfp.cli import submit
     from tfkfp.pipelines import registry
 
-    parameters = registry.parse_parameters(args.name, args.parameters)
+    parameters = registry.parse_parameters(args.name, args.parameters, runs_on="cluster",
+                                           mounted=check.mounted_folders(args.mounted))
     gpu = _gpu(args)
     run_id = submit.submit(args.name, parameters, args.host, args.experiment,
                            args.service_account, gpu, args.sizes, image=args.image,
                            namespace=args.namespace, token=args.token,
-                           cache=not args.no_cache)
+                           cache=not args.no_cache, token_file=args.token_file)
     print(f"started run {run_id} of {args.name!r} on {args.host}")
+
+
+def _check(args: argparse.Namespace) -> int:
+    return check.run_check(args, sys.stdout)
 
 
 def _loadtest(args: argparse.Namespace) -> None:
     from tfkfp.components.common.platform import uris
     from tfkfp.components.serve.loadtest import loadtest
 
+    headers = list(args.header)
+    if args.token_file:
+        with open(args.token_file, encoding="utf-8") as f:
+            headers.append(f"Authorization: Bearer {f.read().strip()}")
     levels = loadtest(args.url, args.dataset, args.concurrency, args.requests, args.seconds,
-                      args.rows_per_request, args.model, stream=sys.stdout)
+                      args.rows_per_request, args.model, stream=sys.stdout, rates=args.rate,
+                      headers=headers, insecure=args.insecure, cafile=args.cacert or "")
     if args.json:
-        figures = {"url": args.url, "model": args.model,
+        figures = {"url": args.url, "model": args.model, "open_loop": bool(args.rate),
                    "rows_per_request": args.rows_per_request,
                    "levels": [level.to_dict() for level in levels]}
         uris.write_text_atomic(args.json, json.dumps(figures, indent=2) + "\n")
@@ -325,14 +375,21 @@ def main(argv: List[str] | None = None) -> int:
     logging.basicConfig(level=logging.INFO, format="%(message)s", stream=sys.stderr)
     handlers = {"shard": _shard, "demo-data": _demo_data, "demo": _demo, "compile": _compile,
                 "run": _run, "submit": _submit, "serve": _serve,
-                "loadtest": _loadtest}
+                "loadtest": _loadtest, "check": _check}
     try:
-        handlers[args.command](args)
+        extras.require(args.command)  # its runtime here, before any work
+        status = handlers[args.command](args)  # None: done; check: its exit status
     except KeyboardInterrupt:  # Ctrl-C: a line, not a traceback; a rerun starts afresh
         print(f"tfkfp {args.command}: interrupted", file=sys.stderr)
         return 130
     except (ValueError, OSError, RuntimeError, argparse.ArgumentTypeError) as err:
         print(f"tfkfp {args.command}: error: {err}", file=sys.stderr)
+        return 1
+    except ImportError as err:  # an extra the light install leaves out: the line to type
+        extra = extras.missing_extra(err, args.command)
+        if extra is None:
+            raise
+        print(extras.install_hint(err, args.command, extra), file=sys.stderr)
         return 1
     except Exception as err:  # re-raised below unless it is TensorFlow's (remote paths)
         if not _is_tensorflow_error(err):
@@ -340,7 +397,7 @@ def main(argv: List[str] | None = None) -> int:
         print(f"tfkfp {args.command}: error: {_tensorflow_message(err, args)}",
               file=sys.stderr)
         return 1
-    return 0
+    return status or 0
 
 
 def _is_tensorflow_error(err: Exception) -> bool:

@@ -3,18 +3,36 @@
 Each pipeline's ``check_arguments`` (called by ``registry.parse_parameters``, so by ``tfkfp
 run`` and ``tfkfp submit``) hands what it would pass to a step to that component's own
 ``check_options``: the allowed values (modes, formats, compressions, policies) live in the
-components, once. Anything that needs the data (a label column, a file) is the task's to
-refuse.
+components, once, in modules that import no NumPy or TensorFlow (a component's options.py,
+train's core), so a typo is refused in about a second, on the light install too. Anything
+that needs the data (a label column, a file's contents) is the task's to refuse.
+
+What depends on where the run happens is checked here too (``check_local_run``,
+``check_cluster_run``): a local path a step reads must exist on this machine for ``tfkfp
+run``, a cluster run's pods cannot read this machine's paths, and a local run that deploys to
+KServe or launches a Kubernetes job needs a cluster configuration. These are deterministic:
+refused before the run rather than retried by a step (fingerprint_input's retries are for
+remote storage's transient errors).
 """
 
 import contextlib
 import inspect
 import os
 import sys
-from typing import Any, Callable, Dict, Iterator, Mapping
+from typing import Any, Callable, Dict, Iterator, List, Mapping, Sequence
+
+from tfkfp.components.common.platform import uris
 
 # What the pipelines pass export_tflite in place of a quantization: freeze_quantize's chosen model.
 QUANTIZED = "freeze_quantize's tflite_model"
+
+# The pipelines' parameters that name data a step reads, and places a step writes.
+READ_URIS = ("input_uri", "csv_uri", "dataset_uri", "model_uri", "precompute_dataset_uri",
+             "warm_start_model_uri", "serving_model_uri")
+WRITE_URIS = ("checkpoint_dir", "precomputed_uri")
+# Parameter values whose step talks to the Kubernetes API (deploy_model, train's launchers).
+KUBERNETES_VALUES = {"deploy": ("kserve",), "target": ("kserve",),
+                     "launcher": ("tfjob", "trainjob")}
 
 
 def with_defaults(pipeline, arguments: Mapping[str, Any]) -> Dict[str, Any]:
@@ -62,3 +80,71 @@ def native_stderr_hushed() -> Iterator[None]:
         os.dup2(saved, 2)
         os.close(saved)
         os.close(null)
+
+
+def check_local_run(values: Mapping[str, Any]) -> None:
+    """What ``tfkfp run`` refuses before its first task: a local path a step would read that
+    does not exist here, and a Kubernetes step without a cluster to talk to."""
+    for name in READ_URIS:
+        path = values.get(name) or ""
+        if path and not uris.is_remote(path) and not uris.glob(path):
+            raise ValueError(
+                f"{name} {path!r}: no such file or folder on this machine (looked for "
+                f"{os.path.abspath(uris.local_path(path))}); give an existing path or "
+                "pattern, or a gs:// URI")
+    for name, value in kubernetes_settings(values):
+        reason = missing_cluster_configuration()
+        if reason:
+            raise ValueError(
+                f"{name} {value!r} talks to a Kubernetes cluster, but this machine has no "
+                f"cluster configuration ({reason}): point KUBECONFIG at the cluster's "
+                "kubeconfig (e.g. `kind export kubeconfig` or `gcloud container clusters "
+                "get-credentials`), or run the pipeline on the cluster with `tfkfp submit`")
+
+
+def check_cluster_run(values: Mapping[str, Any], mounted: Sequence[str] = ()) -> None:
+    """What a run on a cluster refuses (``tfkfp submit``, ``tfkfp check``): a path of this
+    machine, which no step's pod can read or write, unless it is under one of ``mounted``
+    (folders every step's pod mounts at the same path)."""
+    for name in (*READ_URIS, *WRITE_URIS):
+        path = values.get(name) or ""
+        if path and not uris.is_remote(path) and not _under(path, mounted):
+            raise ValueError(
+                f"{name} {path!r} is a path on this machine, which the run's pods cannot "
+                "reach: upload it and pass its gs:// or s3:// URI (e.g. gcloud storage cp, "
+                "aws s3 cp), or, if every step's pod mounts that folder at the same path, "
+                f"say so with --mounted {_top_folder(path)}")
+
+
+def kubernetes_settings(values: Mapping[str, Any]) -> List[tuple]:
+    """(parameter, value) of each setting whose step talks to the Kubernetes API."""
+    return [(name, values[name]) for name, kinds in KUBERNETES_VALUES.items()
+            if values.get(name) in kinds]
+
+
+def missing_cluster_configuration() -> str:
+    """Why the Kubernetes client would find no cluster here; empty when it would (a pod's
+    service account, or a kubeconfig it can read), as common/platform/kube_api.py looks."""
+    if os.environ.get("KUBERNETES_SERVICE_HOST"):
+        return ""
+    import yaml
+    from kubernetes import config
+    from kubernetes.config.config_exception import ConfigException
+
+    where = os.environ.get("KUBECONFIG") or config.KUBE_CONFIG_DEFAULT_LOCATION
+    try:
+        config.list_kube_config_contexts(config_file=os.environ.get("KUBECONFIG"))
+    except (ConfigException, OSError, yaml.YAMLError) as err:
+        return f"kubeconfig {where}: {' '.join(str(err).split()) or type(err).__name__}"
+    return ""
+
+
+def _under(path: str, folders: Sequence[str]) -> bool:
+    path = os.path.normpath(uris.local_path(path))
+    return any(os.path.isabs(f) and os.path.commonpath([path, os.path.normpath(f)])
+               == os.path.normpath(f) for f in folders if os.path.isabs(path))
+
+
+def _top_folder(path: str) -> str:
+    path = os.path.abspath(uris.local_path(path))
+    return os.path.dirname(path) if os.path.splitext(path)[1] else path

@@ -33,10 +33,10 @@ def gate(model, dataset, target, service_name, deploy_options, serving_model_uri
 def check_deploy(values: Dict[str, Any], target: str) -> None:
     """What deploy_model and the gate refuse before anything runs."""
     from tfkfp.components.deploy_model.core import check_request
-    from tfkfp.components.deploy_model.gate import check_options
+    from tfkfp.components.deploy_model.options import check_gate
 
     check_request(target, values["service_name"], values["deploy_options"])
-    check_options(values["gate_metric"], values["gate_margin"])
+    check_gate(values["gate_metric"], values["gate_margin"])
     if values["smoke_rows"] < 1:
         raise ValueError(f"smoke_rows {values['smoke_rows']} is below 1")
     if bool(values.get("precomputed_uri")) != bool(values.get("precomputed_key")):

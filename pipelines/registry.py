@@ -3,13 +3,17 @@
 import importlib
 import json
 import os
-from typing import Any, Callable, Dict, List
+from typing import Any, Callable, Dict, List, Sequence
+
+from tfkfp.pipelines import checks
 
 PIPELINES = {"training": "tfkfp.pipelines.training",
              "batch_prediction": "tfkfp.pipelines.batch_prediction",
              "edge_export": "tfkfp.pipelines.edge_export",
              "serving": "tfkfp.pipelines.serving"}
 HERE = os.path.dirname(os.path.abspath(__file__))
+# Where a run happens, for check_values: nowhere in particular, this machine, a cluster.
+RUNS_ON = ("", "local", "cluster")
 
 
 class ParameterError(ValueError):
@@ -58,8 +62,22 @@ def compile_pipeline(name: str, path: str, gpu=None, sizes: str = "cluster",
     return images.retarget(path, image) if image else path
 
 
-def parse_parameters(name: str, pairs: List[str]) -> Dict[str, Any]:
-    """``key=value`` strings as the pipeline's typed arguments; every required input given."""
+def parse_parameters(name: str, pairs: List[str], runs_on: str = "",
+                     mounted: Sequence[str] = ()) -> Dict[str, Any]:
+    """``key=value`` strings as the pipeline's typed arguments; every required input given,
+    and the values checked (``check_values``)."""
+    inputs = load(name).component_spec.inputs or {}
+    values = parse_pairs(name, pairs)
+    missing = sorted(k for k, spec in inputs.items() if not spec.optional and k not in values)
+    if missing:
+        raise ParameterError(f"pipeline {name!r} needs {', '.join(missing)}: pass "
+                             + " ".join(f"--set {k}=..." for k in missing))
+    check_values(name, values, runs_on, mounted)
+    return values
+
+
+def parse_pairs(name: str, pairs: List[str]) -> Dict[str, Any]:
+    """``key=value`` strings as the pipeline's typed arguments, unchecked."""
     inputs = load(name).component_spec.inputs or {}
     values: Dict[str, Any] = {}
     for pair in pairs:
@@ -70,17 +88,34 @@ def parse_parameters(name: str, pairs: List[str]) -> Dict[str, Any]:
             raise ParameterError(f"pipeline {name!r} has no parameter {key!r}; its parameters "
                                  f"are {', '.join(sorted(inputs))}")
         values[key] = _convert(key, text, inputs[key].type)
-    missing = sorted(k for k, spec in inputs.items() if not spec.optional and k not in values)
-    if missing:
-        raise ParameterError(f"pipeline {name!r} needs {', '.join(missing)}: pass "
-                             + " ".join(f"--set {k}=..." for k in missing))
-    check = getattr(importlib.import_module(PIPELINES[name]), "check_arguments", None)
-    if check is not None:
-        try:
-            check(values)
-        except ValueError as err:
-            raise ParameterError(f"pipeline {name!r}: {err}") from err
     return values
+
+
+def check_values(name: str, values: Dict[str, Any], runs_on: str = "",
+                 mounted: Sequence[str] = ()) -> None:
+    """Refuse, before a run, what the pipeline's steps would refuse (its ``check_arguments``)
+    and what cannot work where it runs: ``runs_on`` local (``tfkfp run``: local paths must
+    exist, Kubernetes steps need a cluster configuration), cluster (``tfkfp submit`` and
+    ``check``: no paths of this machine but under ``mounted``) or empty (neither)."""
+    if runs_on not in RUNS_ON:
+        raise ValueError(f"runs_on {runs_on!r} is not one of {', '.join(map(repr, RUNS_ON))}")
+    check = getattr(importlib.import_module(PIPELINES[name]), "check_arguments", None)
+    try:
+        if check is not None:
+            check(values)
+        everything = checks.with_defaults(load(name), values)
+        if runs_on == "local":
+            checks.check_local_run(everything)
+        elif runs_on == "cluster":
+            checks.check_cluster_run(everything, mounted)
+    except ValueError as err:
+        raise ParameterError(f"pipeline {name!r}: {err}") from err
+
+
+def by_compiled_name(pipeline_name: str) -> str | None:
+    """The registry name of the pipeline compiled as ``pipeline_name`` (tfkfp-training ->
+    training); None for a pipeline not of this suite."""
+    return next((name for name in names() if load(name).name == pipeline_name), None)
 
 
 def _convert(key: str, text: str, kind: str) -> Any:

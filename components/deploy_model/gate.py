@@ -8,11 +8,11 @@ from typing import Dict, List
 import numpy as np
 
 from tfkfp.components.deploy_model.errors import GateInputError
+from tfkfp.components.deploy_model.options import GATE_METRICS as METRICS
+from tfkfp.components.deploy_model.options import check_gate as check_options
 
 log = logging.getLogger("tfkfp")
 
-# metric -> True when higher is better
-METRICS = {"accuracy": True, "log_loss": False, "rmse": False, "mae": False}
 REGRESSION_METRICS = ("rmse", "mae")
 EVAL_BATCH = 4096
 
@@ -43,14 +43,6 @@ class GateDecision:
         if self.baseline is not None:
             out[f"serving_{self.metric}"] = self.baseline
         return out
-
-
-def check_options(metric: str, margin: float) -> None:
-    if metric not in METRICS:
-        raise GateInputError(f"gate metric {metric!r} is not one of {', '.join(METRICS)}")
-    if margin < 0:
-        raise GateInputError(f"gate margin {margin} is negative: it is how much worse than "
-                             "the serving model the candidate may be")
 
 
 def gate(candidate_uri: str, dataset: str, baseline_uri: str = "", split: str = "eval",

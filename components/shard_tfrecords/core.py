@@ -12,24 +12,21 @@ folders go away when the run ends, on SIGTERM too; a killed run's are removed by
 
 import concurrent.futures
 import dataclasses
-import json
 import time
 from typing import Dict, List, Sequence, Tuple
 
-from tfkfp.components.common.data.dataset import COMPRESSIONS, Manifest, select_group
+from tfkfp.components.common.data.dataset import Manifest, select_group
 from tfkfp.components.common.data.layouts import (
     DEFAULT_BLOCK_ROWS,
     DEFAULT_LAYOUT,
-    LAYOUTS,
-    MAX_BLOCK_ROWS,
 )
-from tfkfp.components.common.data.missing import POLICIES as MISSING_POLICIES
 from tfkfp.components.common.data.schema import Column, Schema
 from tfkfp.components.common.platform import scratch, uris
 from tfkfp.components.common.platform.cpus import threads_or_cpus
 from tfkfp.components.common.platform.progress import Progress, log
 from tfkfp.components.shard_tfrecords import publish, sources, summary, writer
 from tfkfp.components.shard_tfrecords.errors import ShardInputError
+from tfkfp.components.shard_tfrecords.options import check_options
 from tfkfp.components.shard_tfrecords.worker import ChunkResult, EncodePlan, encode_chunk
 
 MAX_VOCABULARY = 10_000
@@ -176,37 +173,6 @@ def shard_tfrecords(
     log.info("wrote %d records in %.1fs (%.0f records/s) to %s", result.total_records,
              result.seconds, result.records_per_second, dataset)
     return result
-
-
-def check_options(eval_fraction: float, compression: str, shard_size_mb: float,
-                  num_shards: int, min_shards: int, column_types: Dict[str, str],
-                  split_column: str | None, missing: str, layout: str = DEFAULT_LAYOUT,
-                  block_rows: int = DEFAULT_BLOCK_ROWS, input_format: str = "auto") -> None:
-    """What sharding refuses before reading anything (pipelines check requests with it)."""
-    if input_format not in ("auto", *sources.FORMATS):
-        raise ShardInputError(f"input_format {input_format!r} is not one of "
-                              f"auto, {', '.join(sources.FORMATS)}")
-    if layout not in LAYOUTS:
-        raise ShardInputError(f"layout {layout!r} is not one of {', '.join(LAYOUTS)}")
-    if LAYOUTS[layout].multi_row and not 1 <= block_rows <= MAX_BLOCK_ROWS:
-        raise ShardInputError(f"block_rows {block_rows} is outside 1..{MAX_BLOCK_ROWS}; "
-                              f"expected e.g. {DEFAULT_BLOCK_ROWS} rows per record")
-    if missing not in MISSING_POLICIES:
-        raise ShardInputError(f"missing {missing!r} is not one of {MISSING_POLICIES}")
-    if not split_column and not 0.0 < eval_fraction < 1.0:
-        raise ShardInputError(f"eval_fraction {eval_fraction} is outside (0, 1); expected e.g. "
-                              "0.1 for 10% of rows in the eval split")
-    if compression not in COMPRESSIONS:
-        raise ShardInputError(f"compression {compression!r} is not one of {COMPRESSIONS}")
-    if num_shards < 0 or (num_shards == 0 and shard_size_mb <= 0):
-        raise ShardInputError(f"num_shards {num_shards} / shard_size_mb {shard_size_mb}: "
-                              "expected num_shards >= 1, or num_shards 0 and shard_size_mb > 0")
-    if min_shards < 1:
-        raise ShardInputError(f"min_shards {min_shards} is below 1")
-    bad = {k: v for k, v in column_types.items() if v not in ("float32", "int64", "string")}
-    if bad:
-        raise ShardInputError(f"column_types {json.dumps(bad)}: types must be float32, int64 "
-                              "or string")
 
 
 def _check_columns(raw: List[sources.RawColumn], label: str | None, keys: Sequence[str],

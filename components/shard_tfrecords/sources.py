@@ -31,11 +31,11 @@ from tfkfp.components.shard_tfrecords.formats.images import (
     class_folders,
 )
 from tfkfp.components.shard_tfrecords.formats.text import Csv, Jsonl
+from tfkfp.components.shard_tfrecords.options import FORMATS
 
 __all__ = ["Chunk", "RawColumn", "IMAGE_KEY", "IMAGE_LABEL", "resolve_files",
            "infer_columns", "plan_chunks", "read_chunk"]
 
-FORMATS = ("csv", "jsonl", "parquet", "npz", "images")
 _EXTENSIONS = {".csv": "csv", ".jsonl": "jsonl", ".json": "jsonl", ".ndjson": "jsonl",
                ".parquet": "parquet", ".pq": "parquet", ".npz": "npz"}
 _READERS = {"csv": Csv, "jsonl": Jsonl, "parquet": Parquet, "npz": Npz, "images": Images}

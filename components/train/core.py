@@ -21,7 +21,7 @@ from tfkfp.components.common.training import strategies
 from tfkfp.components.common.training.config import TrainConfig, TrainConfigError
 from tfkfp.components.common.training.request import check_request, make_config
 from tfkfp.components.common.training.shape import ClusterShape, validate
-from tfkfp.components.train import checkpoint_record, launchers, loop, report
+from tfkfp.components.train import launchers
 from tfkfp.components.train.launchers import Launcher, job, local
 
 METRICS = ("eval_accuracy", "eval_rmse", "eval_mae", "eval_r2", "eval_loss",
@@ -55,9 +55,13 @@ class TrainResult:
                    else {})}
 
     def markdown(self) -> str:
+        from tfkfp.components.train import report
+
         return report.markdown(self.figures)
 
     def charts(self):
+        from tfkfp.components.train import report
+
         return report.charts(self.figures)
 
     def classification(self) -> Dict[str, Any] | None:
@@ -83,6 +87,9 @@ def train(dataset: str, model_dir: str, launcher: str = "local",
     ``vertex`` has created it, and lists no resources otherwise (see
     common/platform/vertex_jobs.py).
     """
+    # NumPy and TensorFlow: imported here, so that check_options refuses a typo in a second
+    from tfkfp.components.train import checkpoint_record, loop
+
     config, launch = check_options(dataset, model_dir, launcher, launcher_options, **options)
     check_request(config)  # its Dataset and earlier model, as diagnose_bottleneck checks them
     if config.checkpoint_dir:  # refused here, before any process or cluster job starts

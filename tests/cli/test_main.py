@@ -118,8 +118,8 @@ XY = ["--set", "input_uri=x", "--set", "label=y"]
     (["submit", "training", "--host", "http://127.0.0.1:9", *XY,
       "--set", "strategy=parameter_server", "--set", "parameter_servers=0"],
      "strategy 'parameter_server' needs 1 to 4 parameter servers"),
-    (["submit", "training", "--host", "http://127.0.0.1:9", *XY],
-     "could not start 'training' on http://127.0.0.1:9"),
+    (["submit", "training", "--host", "http://127.0.0.1:9", "--set", "input_uri=gs://b/x",
+      "--set", "label=y"], "could not start 'training' on http://127.0.0.1:9"),
 ])
 def test_bad_pipeline_requests_are_refused_before_anything_runs(args, message, capsys,
                                                                  tmp_path):

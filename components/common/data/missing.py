@@ -15,7 +15,6 @@ from typing import Any, Dict, Tuple
 
 import numpy as np
 
-POLICIES = ("impute", "error")  # shard_tfrecords' ``missing`` parameter
 _FILL = {"float32": float("nan"), "string": ""}
 FLOAT32_MAX = float(np.finfo(np.float32).max)
 

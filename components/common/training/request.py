@@ -12,7 +12,6 @@ from tfkfp.components.common.data.dataset import Manifest
 from tfkfp.components.common.data.schema import Schema, SchemaError
 from tfkfp.components.common.model import savedmodel
 from tfkfp.components.common.platform import uris
-from tfkfp.components.common.training import tasks
 from tfkfp.components.common.training.config import TrainConfig, TrainConfigError
 
 SPLITS = ("train", "eval")  # train learns from one and measures on the other
@@ -61,6 +60,8 @@ def check_request(config: TrainConfig, splits: Sequence[str] = SPLITS,
 
 def _check_schema(config: TrainConfig, schema: Schema, consequence: str) -> str:
     """The task the label allows, the target's metric and the features."""
+    from tfkfp.components.common.training import tasks  # NumPy: make_config stays light
+
     try:
         task = tasks.resolve(schema, config.task)
         tasks.check_target(task, config.target_metric)
