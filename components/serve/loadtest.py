@@ -1,10 +1,17 @@
-"""``tfkfp loadtest``: QPS and latency of a served model at given concurrency levels.
+"""``tfkfp loadtest``: QPS and latency of a served model at given concurrency levels or
+arrival rates.
 
-A closed loop: each of ``clients`` keep-alive HTTP connections sends the next v1 request
-when the previous answer arrives, until ``requests`` are answered or ``seconds`` pass (both
-bounded). Rows come from a Dataset directory (its eval split), as the model's clients would
-send them. The load generator runs on the caller's cores: on one machine with the server it
-takes CPU from it, so compare servers under the same generator.
+Closed loop (the default): each of ``clients`` keep-alive HTTP connections sends the next v1
+request when the previous answer arrives, until ``requests`` are answered or ``seconds``
+pass (both bounded). Open loop (``rates``): requests are due at a fixed arrival rate whatever
+the answers do, sent over up to ``connections`` keep-alive connections, and each latency is
+counted from the time its request was due, so a server that falls behind shows its queue in
+the latency instead of slowing the generator down (the closed loop's coordinated omission).
+Rows come from a Dataset directory (its eval split), as the model's clients would send them.
+A deployed endpoint is reached over http or https with the headers it needs (``Host`` for
+an InferenceService behind its ingress, ``Authorization``). The load generator runs on the
+caller's cores: on one machine with the server it takes CPU from it, so compare servers
+under the same generator.
 """
 
 import asyncio
@@ -12,6 +19,7 @@ import dataclasses
 import http.client
 import json
 import math
+import ssl
 import time
 import urllib.parse
 from typing import Any, Dict, List, Sequence, Tuple
@@ -20,19 +28,21 @@ from tfkfp.components.common.model import routes
 from tfkfp.components.serve.errors import ServeOptionsError
 
 MAX_REQUESTS, MAX_SECONDS, MAX_CLIENTS = 1_000_000, 600.0, 256
+MAX_RATE = 100_000.0  # requests per second one open-loop level may offer
 ANSWER_TIMEOUT_S = 30.0  # past the level's end, what is still unanswered is an error
 MAX_BACKOFF_S = 1.0  # the longest a client waits after a request got no answer at all
 
 
 @dataclasses.dataclass(frozen=True)
 class Level:
-    clients: int
+    clients: int  # connections
     requests: int  # answered with 200
     errors: int  # answered otherwise, or failed to connect
     seconds: float
     p50_ms: float
     p95_ms: float
     p99_ms: float
+    rate: float = 0.0  # requests per second offered (open loop); 0: a closed loop
 
     @property
     def qps(self) -> float:
@@ -42,19 +52,66 @@ class Level:
         return {**dataclasses.asdict(self), "qps": round(self.qps, 1)}
 
     def line(self) -> str:
-        return (f"{self.clients:>4} clients: {self.qps:,.1f} QPS, p50 {self.p50_ms:.1f} ms, "
+        load = (f"{self.rate:>8,.1f} req/s offered" if self.rate
+                else f"{self.clients:>4} clients")
+        return (f"{load}: {self.qps:,.1f} QPS, p50 {self.p50_ms:.1f} ms, "
                 f"p95 {self.p95_ms:.1f} ms, p99 {self.p99_ms:.1f} ms, {self.errors} errors")
 
 
-def check(url: str, clients: Sequence[int], requests: int, seconds: float) -> str:
+@dataclasses.dataclass(frozen=True)
+class Target:
+    """Where requests go: host and port to connect to, TLS, and the header lines every
+    request carries (``Host`` as given, or the URL's)."""
+
+    host: str
+    port: int
+    headers: bytes  # "Name: value\r\n" lines
+    tls: ssl.SSLContext | None = None
+
+    @classmethod
+    def plain(cls, netloc: str) -> "Target":
+        """http://``netloc`` with no extra header."""
+        return target(f"http://{netloc}")
+
+
+def target(url: str, headers: Sequence[str] = (), insecure: bool = False,
+           cafile: str = "") -> Target:
+    """The Target of ``url`` (http or https) with ``headers`` ("Name: value" each)."""
+    parsed = urllib.parse.urlsplit(url)
+    if parsed.scheme not in ("http", "https") or not parsed.hostname:
+        raise ServeOptionsError(f"url {url!r}: expected http://HOST:PORT or https://HOST of "
+                                "a tfkfp serve or KServe server")
+    lines, names = [], set()
+    for header in headers:
+        name, colon, value = header.partition(":")
+        if not colon or not name.strip() or any(c in header for c in "\r\n"):
+            raise ServeOptionsError(f"header {header!r}: expected 'Name: value'")
+        names.add(name.strip().lower())
+        lines.append(f"{name.strip()}: {value.strip()}\r\n")
+    if "host" not in names:
+        lines.insert(0, f"Host: {parsed.netloc}\r\n")
+    tls = None
+    if parsed.scheme == "https":
+        tls = ssl.create_default_context(cafile=cafile or None)
+        if insecure:  # a self-signed test endpoint: the user asked for no verification
+            tls.check_hostname, tls.verify_mode = False, ssl.CERT_NONE
+    port = parsed.port or (443 if tls else 80)
+    return Target(parsed.hostname, port, "".join(lines).encode(), tls)
+
+
+def check(url: str, clients: Sequence[int], requests: int, seconds: float,
+          rates: Sequence[float] = ()) -> str:
     """The URL's host:port, after refusing what would be unbounded or malformed."""
     parsed = urllib.parse.urlsplit(url)
-    if parsed.scheme != "http" or not parsed.hostname:
-        raise ServeOptionsError(f"url {url!r}: expected http://HOST:PORT of a tfkfp serve or "
-                                "KServe server")
+    if parsed.scheme not in ("http", "https") or not parsed.hostname:
+        raise ServeOptionsError(f"url {url!r}: expected http://HOST:PORT or https://HOST of "
+                                "a tfkfp serve or KServe server")
     if not clients or any(not 1 <= c <= MAX_CLIENTS for c in clients):
         raise ServeOptionsError(f"concurrency {list(clients)}: each level must be 1 to "
                                 f"{MAX_CLIENTS} clients")
+    if any(not 0 < r <= MAX_RATE for r in rates):
+        raise ServeOptionsError(f"rate {list(rates)}: each level must offer more than 0 and "
+                                f"at most {MAX_RATE:,.0f} requests per second")
     if not 1 <= requests <= MAX_REQUESTS or not 0 < seconds <= MAX_SECONDS:
         raise ServeOptionsError(f"requests {requests} / seconds {seconds}: expected 1 to "
                                 f"{MAX_REQUESTS:,} requests and at most {MAX_SECONDS:.0f} s "
@@ -93,42 +150,49 @@ def _json_value(value):
     return value
 
 
-def run_level(netloc: str, path: str, bodies: List[bytes], clients: int, requests: int,
-              seconds: float) -> Level:
-    """One concurrency level: a closed loop of ``clients`` keep-alive connections, all on
-    one event loop (uvloop's where installed) in this thread. Each request is written as
+def run_level(where: "Target | str", path: str, bodies: List[bytes], clients: int,
+              requests: int, seconds: float, rate: float = 0.0) -> Level:
+    """One level, all on one event loop (uvloop's where installed) in this thread: a closed
+    loop of ``clients`` keep-alive connections, or with ``rate`` an open loop offering that
+    many requests per second over up to ``clients`` connections. Each request is written as
     prepared bytes and its answer read by its length, so the generator spends about a third
     of the CPU per request that threads with ``http.client`` did: less taken from a server
-    on the same machine, and more requests per second from one process."""
+    on the same machine, and more requests per second from one process. ``where`` is a
+    Target, or the host:port of a plain http server."""
     from tfkfp.components.serve.server import new_event_loop
 
+    where = Target.plain(where) if isinstance(where, str) else where
     loop = new_event_loop()
     try:
-        return loop.run_until_complete(_level(netloc, path, bodies, clients, requests,
-                                              seconds))
+        return loop.run_until_complete(_level(where, path, bodies, clients, requests,
+                                              seconds, rate))
     finally:
         loop.close()
 
 
-async def _level(netloc: str, path: str, bodies: List[bytes], clients: int, requests: int,
-                 seconds: float) -> Level:
-    parsed = urllib.parse.urlsplit(f"//{netloc}")
-    host, port = parsed.hostname, parsed.port or 80
-    prepared = [_request(netloc, path, body) for body in bodies]
+async def _level(where: Target, path: str, bodies: List[bytes], clients: int, requests: int,
+                 seconds: float, rate: float) -> Level:
+    prepared = [_request(where, path, body) for body in bodies]
     latencies: List[float] = []
     counts = {"sent": 0, "errors": 0}
     deadline = time.monotonic() + seconds
+    due = _schedule(rate, requests, seconds) if rate else None
 
     async def client() -> None:
         connection, backoff = None, 0.0
         try:
             while time.monotonic() < deadline and counts["sent"] < requests:
+                if due is not None:  # open loop: the next request due, waited for
+                    intended = await due.next()
+                    if intended is None:
+                        return
                 request = prepared[counts["sent"] % len(prepared)]
                 counts["sent"] += 1
-                started = time.perf_counter()
+                started = time.perf_counter() if due is None else intended
                 try:
                     if connection is None:
-                        connection = await asyncio.open_connection(host, port)
+                        connection = await asyncio.open_connection(
+                            where.host, where.port, ssl=where.tls)
                     connection[1].write(request)
                     status, keep = await _answer(connection[0])
                 except (OSError, EOFError, ValueError, IndexError, asyncio.LimitOverrunError):
@@ -156,15 +220,42 @@ async def _level(netloc: str, path: str, bodies: List[bytes], clients: int, requ
         counts["errors"] += 1
     if late:
         await asyncio.wait(late)
+    if due is not None:  # due but never sent by the level's end: late without bound
+        counts["errors"] += due.count - due.taken
     wall = time.perf_counter() - started
     ms = sorted(x * 1000 for x in latencies)
     return Level(clients, len(ms), counts["errors"], wall, _percentile(ms, 0.50),
-                 _percentile(ms, 0.95), _percentile(ms, 0.99))
+                 _percentile(ms, 0.95), _percentile(ms, 0.99), rate)
 
 
-def _request(netloc: str, path: str, body: bytes) -> bytes:
-    return (f"POST {path} HTTP/1.1\r\nHost: {netloc}\r\nContent-Type: application/json\r\n"
-            f"Content-Length: {len(body)}\r\n\r\n").encode() + body
+class _Schedule:
+    """The open loop's due times: request i is due at start + i / rate. A connection takes
+    the next due request and waits for its time; one taken late (all connections were busy)
+    keeps its due time, so the wait counts in its latency."""
+
+    def __init__(self, rate: float, count: int):
+        self.rate, self.count, self.taken = rate, count, 0
+        self.start = time.perf_counter()
+
+    async def next(self) -> float | None:
+        if self.taken >= self.count:
+            return None
+        intended = self.start + self.taken / self.rate
+        self.taken += 1
+        wait = intended - time.perf_counter()
+        if wait > 0:
+            await asyncio.sleep(wait)
+        return intended
+
+
+def _schedule(rate: float, requests: int, seconds: float) -> _Schedule:
+    return _Schedule(rate, min(requests, max(1, int(rate * seconds))))
+
+
+def _request(where: Target, path: str, body: bytes) -> bytes:
+    return (f"POST {path} HTTP/1.1\r\n".encode() + where.headers
+            + f"Content-Type: application/json\r\nContent-Length: {len(body)}\r\n\r\n".encode()
+            + body)
 
 
 async def _answer(reader: asyncio.StreamReader) -> Tuple[int, bool]:
@@ -195,10 +286,19 @@ def _close(connection) -> None:
         connection[1].close()
 
 
-def _check_ready(netloc: str, model: str, url: str) -> None:
-    conn = http.client.HTTPConnection(netloc, timeout=10)
+def _check_ready(where: Target, model: str, url: str) -> None:
+    if where.tls is None:
+        conn = http.client.HTTPConnection(where.host, where.port, timeout=10)
+    else:
+        conn = http.client.HTTPSConnection(where.host, where.port, timeout=10,
+                                           context=where.tls)
     try:
-        conn.request("GET", routes.v1_model(model))
+        conn.putrequest("GET", routes.v1_model(model), skip_host=True,
+                        skip_accept_encoding=True)
+        for line in where.headers.decode().splitlines():
+            name, _, value = line.partition(":")
+            conn.putheader(name, value.strip())
+        conn.endheaders()
         status = conn.getresponse().status
     except (OSError, http.client.HTTPException) as err:
         raise ServeOptionsError(f"{url}: cannot connect ({err})") from None
@@ -217,20 +317,25 @@ def _percentile(sorted_ms: List[float], q: float) -> float:
 
 def loadtest(url: str, dataset: str, clients: Sequence[int] = (1, 8, 32),
              requests: int = 2000, seconds: float = 10.0, rows_per_request: int = 1,
-             model: str = "model", split: str = "eval", stream=None) -> List[Level]:
-    """Load ``url``'s model ``model`` at each concurrency level in turn."""
-    netloc = check(url, clients, requests, seconds)
+             model: str = "model", split: str = "eval", stream=None,
+             rates: Sequence[float] = (), headers: Sequence[str] = (), insecure: bool = False,
+             cafile: str = "") -> List[Level]:
+    """Load ``url``'s model ``model`` at each concurrency level in turn, or with ``rates``
+    at each arrival rate in turn over up to ``max(clients)`` connections."""
+    check(url, clients, requests, seconds, rates)
     if rows_per_request < 1:
         raise ServeOptionsError(f"rows_per_request {rows_per_request} is below 1")
+    where = target(url, headers, insecure, cafile)
+    _check_ready(where, model, url)  # before reading rows, which imports TensorFlow
     rows = instances(dataset, max(rows_per_request * 64, 256), split)
     bodies = [json.dumps({"instances": [rows[(i + j) % len(rows)]
                                         for j in range(rows_per_request)]}).encode()
               for i in range(0, len(rows), rows_per_request)]
     path = routes.v1_predict(model)
-    _check_ready(netloc, model, url)
     levels = []
-    for count in clients:
-        level = run_level(netloc, path, bodies, count, requests, seconds)
+    loads = [(max(clients), rate) for rate in rates] or [(count, 0.0) for count in clients]
+    for count, rate in loads:
+        level = run_level(where, path, bodies, count, requests, seconds, rate)
         if stream is not None:
             print(level.line(), file=stream, flush=True)
         levels.append(level)

@@ -14,12 +14,16 @@ from tfkfp.components.serve import loadtest
 class _Handler(http.server.BaseHTTPRequestHandler):
     protocol_version = "HTTP/1.1"  # keep-alive unless told otherwise
     received: list = []
+    seen_headers: list = []
 
     def do_POST(self):
         body = self.rfile.read(int(self.headers["Content-Length"]))
         self.received.append((self.path, body))
+        self.seen_headers.append(dict(self.headers))
         if self.path == "/hang":
             time.sleep(3)
+        if self.path == "/slow":
+            time.sleep(0.05)
         status = 500 if self.path == "/fail" else 200
         answer = b'{"predictions": [{"class": "a"}]}'
         self.send_response(status)
@@ -36,13 +40,20 @@ class _Handler(http.server.BaseHTTPRequestHandler):
         self.end_headers()
         self.wfile.write(answer)
 
+    def do_GET(self):  # the readiness check before a load
+        self.seen_headers.append(dict(self.headers))
+        self.send_response(200)
+        self.send_header("Content-Length", "2")
+        self.end_headers()
+        self.wfile.write(b"{}")
+
     def log_message(self, *_):
         pass
 
 
 @pytest.fixture
 def server():
-    _Handler.received = []
+    _Handler.received, _Handler.seen_headers = [], []
     httpd = http.server.ThreadingHTTPServer(("127.0.0.1", 0), _Handler)
     httpd.daemon_threads = True
     thread = threading.Thread(target=httpd.serve_forever, daemon=True)
@@ -84,3 +95,107 @@ def test_an_unanswered_request_is_an_error_once_the_level_is_over(server, monkey
     # each client's first request waits 3 s for its answer: both given up, not counted as
     # answered, and no further request sent
     assert (level.requests, level.errors) == (0, 2) and len(_Handler.received) == 2
+
+
+def test_every_request_carries_the_headers_given_and_host_as_given(server):
+    where = loadtest.target(f"http://{server}", ["Host: digits.models.example.com",
+                                                 "Authorization: Bearer s3cret"])
+    level = loadtest.run_level(where, "/ok", [b"{}"], 2, 6, 30.0)
+    assert (level.requests, level.errors) == (6, 0)
+    for headers in _Handler.seen_headers:
+        assert headers["Host"] == "digits.models.example.com"
+        assert headers["Authorization"] == "Bearer s3cret"
+    plain = loadtest.target(f"http://{server}")
+    assert plain.headers == f"Host: {server}\r\n".encode()
+
+
+@pytest.mark.parametrize("header", ["no colon", "X: a\r\nInjected: b", ": empty name"])
+def test_a_malformed_header_is_refused(header):
+    with pytest.raises(loadtest.ServeOptionsError, match="expected 'Name: value'"):
+        loadtest.target("http://127.0.0.1:1", [header])
+
+
+def test_an_open_loop_counts_latency_from_when_each_request_was_due(server):
+    """One connection, a server that takes 50 ms an answer, 20 requests offered at 50 per
+    second: the 20th cannot be answered before 20 x 50 ms after the first was due, though it
+    was due 380 ms after it, so its latency is at least 0.62 s, whatever this machine's
+    speed. A closed loop would have reported about 50 ms for every request."""
+    level = loadtest.run_level(server, "/slow", [b"{}"], 1, 20, 30.0, rate=50.0)
+    assert (level.requests, level.errors, level.rate) == (20, 0, 50.0)
+    assert level.p99_ms >= 620 and level.p99_ms > level.p50_ms
+    assert "50.0 req/s offered: " in level.line()
+
+
+def test_requests_due_but_never_sent_by_the_levels_end_are_errors(server):
+    level = loadtest.run_level(server, "/slow", [b"{}"], 1, 1000, 0.3, rate=1000.0)
+    assert level.requests + level.errors == 300  # every due request accounted for once
+    assert level.errors > 0 and len(_Handler.received) == level.requests
+
+
+def test_an_unbounded_rate_is_refused():
+    with pytest.raises(loadtest.ServeOptionsError, match="at most 100,000 requests per second"):
+        loadtest.check("http://h:1", [1], 10, 1.0, rates=[1e9])
+
+
+@pytest.fixture
+def tls_server(tmp_path):
+    """The plain server behind TLS with a self-signed certificate for 127.0.0.1."""
+    import datetime
+    import ipaddress
+    import ssl
+
+    from cryptography import x509
+    from cryptography.hazmat.primitives import hashes, serialization
+    from cryptography.hazmat.primitives.asymmetric import ec
+    from cryptography.x509.oid import NameOID
+
+    key = ec.generate_private_key(ec.SECP256R1())
+    name = x509.Name([x509.NameAttribute(NameOID.COMMON_NAME, "127.0.0.1")])
+    now = datetime.datetime.now(datetime.timezone.utc)
+    cert = (x509.CertificateBuilder().subject_name(name).issuer_name(name)
+            .public_key(key.public_key()).serial_number(x509.random_serial_number())
+            .not_valid_before(now - datetime.timedelta(days=1))
+            .not_valid_after(now + datetime.timedelta(days=1))
+            .add_extension(x509.SubjectAlternativeName(
+                [x509.IPAddress(ipaddress.ip_address("127.0.0.1"))]), critical=False)
+            .sign(key, hashes.SHA256()))
+    (tmp_path / "cert.pem").write_bytes(cert.public_bytes(serialization.Encoding.PEM))
+    (tmp_path / "key.pem").write_bytes(key.private_bytes(
+        serialization.Encoding.PEM, serialization.PrivateFormat.PKCS8,
+        serialization.NoEncryption()))
+    context = ssl.SSLContext(ssl.PROTOCOL_TLS_SERVER)
+    context.load_cert_chain(tmp_path / "cert.pem", tmp_path / "key.pem")
+    _Handler.received, _Handler.seen_headers = [], []
+    httpd = http.server.ThreadingHTTPServer(("127.0.0.1", 0), _Handler)
+    httpd.daemon_threads = True
+    httpd.socket = context.wrap_socket(httpd.socket, server_side=True)
+    threading.Thread(target=httpd.serve_forever, daemon=True).start()
+    yield f"https://127.0.0.1:{httpd.server_address[1]}", str(tmp_path / "cert.pem")
+    httpd.shutdown()
+    httpd.server_close()
+
+
+def test_https_with_the_servers_ca_or_without_verification(tls_server):
+    url, ca = tls_server
+    for where in (loadtest.target(url, cafile=ca), loadtest.target(url, insecure=True)):
+        level = loadtest.run_level(where, "/ok", [b"{}"], 2, 4, 30.0)
+        assert (level.requests, level.errors) == (4, 0)
+    unverified = loadtest.run_level(loadtest.target(url), "/ok", [b"{}"], 1, 2, 30.0)
+    assert unverified.requests == 0  # an unknown CA is refused, not trusted silently
+
+
+def test_the_readiness_check_goes_the_same_way_as_the_load(tls_server, tmp_path, capsys):
+    """tfkfp loadtest's first request, the readiness check, over https with the headers and
+    the token file given: the token never on the command line."""
+    from tfkfp.cli.main import main
+
+    url, ca = tls_server
+    token = tmp_path / "token"
+    token.write_text("s3cret\n")
+    # the Dataset is read after the check: a missing one fails only once the check passed
+    assert main(["loadtest", url, "--dataset", str(tmp_path / "none"), "--cacert", ca,
+                 "-H", "Host: digits.example.com", "--token-file", str(token)]) == 1
+    (headers,) = _Handler.seen_headers
+    assert headers["Host"] == "digits.example.com"
+    assert headers["Authorization"] == "Bearer s3cret"
+    assert "cannot connect" not in capsys.readouterr().err
