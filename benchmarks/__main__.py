@@ -12,6 +12,7 @@ from benchmarks import (
     bottleneck,
     data,
     edge,
+    endpoint,
     prediction,
     quantization,
     reading,
@@ -21,7 +22,7 @@ from benchmarks import (
 from benchmarks.harness import load_average, print_records
 
 SCENARIOS = ["sharding", "reading", "training", "quantization", "prediction", "bottleneck",
-             "edge"]
+             "edge", "endpoint"]
 
 
 def main(argv=None) -> int:
@@ -54,6 +55,8 @@ def main(argv=None) -> int:
             records += bottleneck.run(csv_path, work, args.quick)
         if args.only in (None, "edge"):
             records += edge.run(work, args.quick)
+        if args.only in (None, "endpoint"):
+            records += endpoint.run(csv_path, work, repeats)
     print_records(records)
     if args.json:
         with open(args.json, "w") as f:

@@ -6,6 +6,13 @@ first sharded by shard_tfrecords. One batch_predict task per file group runs ins
 ``dsl.ParallelFor`` (one pod each on a cluster), and merge_predictions adds the groups' counts
 into one summary. Everything runs under the KFP local runner too.
 
+With ``endpoint_url`` the batch_predict tasks send their rows to a model already serving them
+(tfkfp serve, a KServe InferenceService) instead of loading it; each task's Metrics name the
+path taken (``path``: ``step`` or ``endpoint``). ``model_uri`` stays required then: the
+model artifact names the columns to send and the class ids (and ties the run's lineage to
+the model), and an optional importer would put a condition around every fan-out branch of the
+DAG for a file that a deployment has anyway.
+
 ``max_error_fraction`` is applied once, by the merge, to the rows of all the groups together:
 a group's own share may be higher when the run's is not, and the groups' outputs, whose errors
 files the merge's message names, are kept on a cluster because their steps succeeded.
@@ -25,7 +32,10 @@ from tfkfp.pipelines.resources import sized
 @dsl.pipeline(name="tfkfp-predict-shards")
 def predict_shards(model: dsl.Model, dataset: dsl.Dataset, file_groups: int,
                    output_format: str, keys: List[str], top_k: int, predict_batch_size: int,
-                   split: str, max_error_fraction: float) -> dsl.Markdown:
+                   split: str, max_error_fraction: float, endpoint_url: str,
+                   endpoint_model: str, endpoint_protocol: str, endpoint_batch_rows: int,
+                   endpoint_concurrency: int, endpoint_headers: Dict[str, str],
+                   endpoint_token_file: str, endpoint_token_env: str) -> dsl.Markdown:
     """Fan batch_predict out over file groups and merge the counts; the merge fails the run
     when more than max_error_fraction of all the rows are errors."""
     groups = group_numbers(count=file_groups)
@@ -33,7 +43,14 @@ def predict_shards(model: dsl.Model, dataset: dsl.Dataset, file_groups: int,
         task = batch_predict(model=model, dataset=dataset, output_format=output_format, keys=keys,
                              top_k=top_k, predict_batch_size=predict_batch_size, split=split,
                              file_group=group, file_groups=file_groups,
-                             max_error_fraction=1.0)  # the merge applies it to all rows
+                             max_error_fraction=1.0,  # the merge applies it to all rows
+                             endpoint_url=endpoint_url, endpoint_model=endpoint_model,
+                             endpoint_protocol=endpoint_protocol,
+                             endpoint_batch_rows=endpoint_batch_rows,
+                             endpoint_concurrency=endpoint_concurrency,
+                             endpoint_headers=endpoint_headers,
+                             endpoint_token_file=endpoint_token_file,
+                             endpoint_token_env=endpoint_token_env)
     merged = merge_predictions(predictions=dsl.Collected(task.outputs["predictions"]),
                                max_error_fraction=max_error_fraction)
     return merged.outputs["summary"]
@@ -57,8 +74,17 @@ def batch_prediction(
     predict_batch_size: int = 4096,
     split: str = "all",
     max_error_fraction: float = 0.01,
+    endpoint_url: str = "",
+    endpoint_model: str = "model",
+    endpoint_protocol: str = "v2",
+    endpoint_batch_rows: int = 256,
+    endpoint_concurrency: int = 4,
+    endpoint_headers: Dict[str, str] = {},  # noqa: B006
+    endpoint_token_file: str = "",
+    endpoint_token_env: str = "",
 ):
-    """Batch prediction with a tfkfp model over sharded TFRecords (or a CSV sharded first).
+    """Batch prediction with a tfkfp model over sharded TFRecords (or a CSV sharded first),
+    the model loaded in the steps or, with endpoint_url, already serving at an endpoint.
 
     Args:
         model_uri: A tfkfp SavedModel or TFLite bundle directory (gs:// on a cluster).
@@ -83,6 +109,18 @@ def batch_prediction(
             (unreadable, unparsable or failed by the model); above it the merge step fails
             the run, naming how many rows failed and the groups' errors files (0: any error
             fails it; 1: none does).
+        endpoint_url: Empty: each step loads the model. Else the base URL of a server
+            already serving it (tfkfp serve, a KServe InferenceService's
+            status.address.url): the rows go there in mini-batches and each prediction
+            names the endpoint and model_version that answered. model_uri still names the
+            model: its schema gives the columns sent, its classes the class ids.
+        endpoint_model: The model's name in the endpoint's URLs.
+        endpoint_protocol: v2 (Open Inference Protocol) or v1 (KServe v1 rows).
+        endpoint_batch_rows: Rows per request.
+        endpoint_concurrency: Requests in flight at once, per batch_predict task.
+        endpoint_headers: Extra request headers (e.g. Host for an ingress); no credentials.
+        endpoint_token_file: A file in the step's pod holding a bearer token.
+        endpoint_token_env: An environment variable of the step holding a bearer token.
     """
     model = dsl.importer(artifact_uri=model_uri, artifact_class=dsl.Model, reimport=False)
     with dsl.If(csv_uri != "", name="shard-csv"):
@@ -93,23 +131,38 @@ def batch_prediction(
         predict_shards(model=model.output, dataset=sharded.outputs["dataset"],
                        file_groups=file_groups, output_format=output_format,
                        keys=keys, top_k=top_k, predict_batch_size=predict_batch_size, split=split,
-                       max_error_fraction=max_error_fraction)
+                       max_error_fraction=max_error_fraction,
+                       endpoint_url=endpoint_url, endpoint_model=endpoint_model,
+                       endpoint_protocol=endpoint_protocol,
+                       endpoint_batch_rows=endpoint_batch_rows,
+                       endpoint_concurrency=endpoint_concurrency,
+                       endpoint_headers=endpoint_headers,
+                       endpoint_token_file=endpoint_token_file,
+                       endpoint_token_env=endpoint_token_env)
     with dsl.Else(name="existing-shards"):
         dataset = dsl.importer(artifact_uri=dataset_uri, artifact_class=dsl.Dataset,
                                reimport=False)
         predict_shards(model=model.output, dataset=dataset.output,
                        file_groups=file_groups, output_format=output_format,
                        keys=keys, top_k=top_k, predict_batch_size=predict_batch_size, split=split,
-                       max_error_fraction=max_error_fraction)
+                       max_error_fraction=max_error_fraction,
+                       endpoint_url=endpoint_url, endpoint_model=endpoint_model,
+                       endpoint_protocol=endpoint_protocol,
+                       endpoint_batch_rows=endpoint_batch_rows,
+                       endpoint_concurrency=endpoint_concurrency,
+                       endpoint_headers=endpoint_headers,
+                       endpoint_token_file=endpoint_token_file,
+                       endpoint_token_env=endpoint_token_env)
 
 
 def check_arguments(arguments: Dict[str, Any]) -> None:
     """Refuse a request without data, a bad group count, split, or what shard_tfrecords or
     batch_predict would refuse before reading anything (by their own checks), before a run
     starts."""
-    from tfkfp.components.batch_predict.core import check_options as check_predict
+    from tfkfp.components.batch_predict.options import check_options as check_predict
+    from tfkfp.components.batch_predict.options import endpoint_options as check_endpoint
     from tfkfp.components.common.data.dataset import SPLITS
-    from tfkfp.components.shard_tfrecords.core import check_options as check_shard
+    from tfkfp.components.shard_tfrecords.options import check_options as check_shard
 
     values = checks.with_defaults(batch_prediction, arguments)
     if not values["dataset_uri"] and not values["csv_uri"]:
@@ -125,3 +178,8 @@ def check_arguments(arguments: Dict[str, Any]) -> None:
     checks.check_step(batch_predict, check_predict,
                       checks.pick(values, "output_format", "top_k", "predict_batch_size",
                                   "max_error_fraction"))
+    checks.check_step(batch_predict, check_endpoint,
+                      checks.pick(values, "endpoint_url", "endpoint_model", "endpoint_protocol",
+                                  "endpoint_batch_rows", "endpoint_concurrency",
+                                  "endpoint_headers", "endpoint_token_file",
+                                  "endpoint_token_env"))

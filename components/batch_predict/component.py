@@ -1,6 +1,6 @@
 """KFP components: batch prediction over one group of shards, and the merge of the groups."""
 
-from typing import List
+from typing import Dict, List
 
 from kfp import dsl
 from kfp.dsl import Artifact, Dataset, Input, Markdown, Metrics, Model, Output
@@ -26,12 +26,23 @@ def batch_predict(
     file_groups: int = 1,
     labels_uri: str = "",
     max_error_fraction: float = 0.01,
+    endpoint_url: str = "",
+    endpoint_model: str = "model",
+    endpoint_protocol: str = "v2",
+    endpoint_batch_rows: int = 256,
+    endpoint_concurrency: int = 4,
+    endpoint_headers: Dict[str, str] = {},  # noqa: B006
+    endpoint_token_file: str = "",
+    endpoint_token_env: str = "",
+    endpoint_retries: int = 8,
 ):
-    """Predicts every record of a sharded Dataset (or CSV / JSON Lines) with a tfkfp model.
+    """Predicts every record of a sharded Dataset (or CSV / JSON Lines) with a tfkfp model,
+    loaded in the step or, with endpoint_url, already serving at an endpoint.
 
     Args:
         model: A tfkfp SavedModel directory, a TFLite bundle directory (model.tflite and
-            labels.txt) or a .tflite file.
+            labels.txt) or a .tflite file. With endpoint_url it is not loaded: its schema
+            names the columns sent and its classes the class ids.
         dataset: A Dataset directory from shard_tfrecords, a TFRecord file pattern, or CSV /
             JSON Lines files.
         predictions: Output directory: predictions-SSSSS-of-NNNNN.<ext> (key columns,
@@ -53,20 +64,49 @@ def batch_predict(
         max_error_fraction: Largest share of rows that may be errors (records that could not
             be read, parsed or predicted); above it the step fails, naming how many rows
             failed and their errors files (0: any error fails it; 1: none does).
+        endpoint_url: Empty: the model is loaded in the step. Else the base URL of a server
+            already serving it (tfkfp serve, a KServe InferenceService's
+            status.address.url, or its ingress with a Host header): the rows are sent
+            there in mini-batches, several requests in flight, and each prediction row
+            also names the endpoint and model_version that answered. An endpoint that
+            does not answer is refused before any work.
+        endpoint_model: The model's name in the endpoint's URLs.
+        endpoint_protocol: v2 (Open Inference Protocol, columns; carries model_version)
+            or v1 (KServe v1 rows).
+        endpoint_batch_rows: Rows per request (at most the server's max_instances).
+        endpoint_concurrency: Requests in flight at once.
+        endpoint_headers: Extra request headers, e.g. {"Host": "m.ns.example.com"} for an
+            ingress. Never a credential: use endpoint_token_file or endpoint_token_env.
+        endpoint_token_file: A file holding a bearer token (a mounted Secret, a projected
+            service account token), sent as Authorization: Bearer.
+        endpoint_token_env: An environment variable holding a bearer token.
+        endpoint_retries: Attempts after the first on 429, 502, 503, 504 and lost
+            connections, with exponential backoff (0.5 s doubling, at most 15 s). A
+            request the server refuses (400, 413, 422, 500) is halved down to the rows at
+            fault, which become error rows with the server's message.
     """
     import logging
 
     from tfkfp.components.batch_predict.core import batch_predict as predict
+    from tfkfp.components.batch_predict.options import endpoint_options
 
     logging.basicConfig(level=logging.INFO)
+    endpoint = endpoint_options(endpoint_url, endpoint_model, endpoint_protocol,
+                                endpoint_batch_rows, endpoint_concurrency, endpoint_headers,
+                                endpoint_token_file, endpoint_token_env, endpoint_retries)
     result = predict(
         model.path, dataset.path, predictions.path, output_format=output_format,
         keys=keys or None, top_k=top_k, predict_batch_size=predict_batch_size, split=split,
         schema_uri=schema_uri, input_format=input_format, file_group=file_group,
-        file_groups=file_groups, labels_uri=labels_uri, max_error_fraction=max_error_fraction)
+        file_groups=file_groups, labels_uri=labels_uri, max_error_fraction=max_error_fraction,
+        endpoint=endpoint)
     predictions.metadata.update(result.metadata())
+    metrics.metadata["path"] = result.path  # step or endpoint: where the model ran
     for name in ("inputs", "predictions", "errors", "error_fraction", "records_per_second"):
         metrics.log_metric(name, result.metadata()[name])
+    if endpoint is not None:
+        for name in ("requests", "retries"):
+            metrics.log_metric(f"endpoint_{name}", result.model[name])
 
 
 @dsl.component(base_image=IMAGE, install_kfp_package=False)

@@ -18,6 +18,10 @@ behind. A record the manifest lists but the
 shard does not yield is an error row: inputs = predictions + errors = the manifest's count.
 TFRecord files named by a pattern inside a Dataset directory are checked by its manifest too.
 
+With ``endpoint`` (endpoint.py), the rows go to a model already serving them instead of a
+model loaded here, in mini-batches with several requests in flight; the files are the same,
+each prediction row also naming the endpoint and model version that answered it.
+
 Rows are never lost without a word: the error count and share are in the summary, the log
 and the step's metrics, and when more than ``max_error_fraction`` of the rows are errors the
 run fails (after writing its outputs) naming how many of how many, and where they are.
@@ -36,10 +40,10 @@ from tfkfp.components.batch_predict.errors import PredictInputError, model_error
 from tfkfp.components.batch_predict.merge import (
     MAX_ERROR_FRACTION,
     SUMMARY_PREFIX,
-    check_error_fraction,
     error_fraction,
     refuse_errors,
 )
+from tfkfp.components.batch_predict.options import EndpointOptions, check_options
 from tfkfp.components.batch_predict.records import Chunk, ErrorRow, prefetch, split_failures
 from tfkfp.components.batch_predict.stages import StageClock
 from tfkfp.components.batch_predict.tfrecords import missing_records
@@ -74,6 +78,7 @@ class PredictResult:
     stages: Dict = dataclasses.field(default_factory=dict)  # stages.StageClock's figures
     busy_seconds: float = 0.0  # reading, predicting and writing the rows: the rate's time
     max_error_fraction: float = MAX_ERROR_FRACTION
+    path: str = "step"  # where the model ran: "step" (loaded here) or "endpoint"
 
     inputs = property(lambda self: sum(s.inputs for s in self.shards))
     predictions = property(lambda self: sum(s.predictions for s in self.shards))
@@ -90,7 +95,8 @@ class PredictResult:
         return error_fraction(self.errors, self.inputs)
 
     def metadata(self) -> Dict:
-        return {"inputs": self.inputs, "predictions": self.predictions, "errors": self.errors,
+        return {"path": self.path, "inputs": self.inputs, "predictions": self.predictions,
+                "errors": self.errors,
                 "error_fraction": round(self.error_fraction, 6),
                 "max_error_fraction": self.max_error_fraction,
                 "output_format": self.output_format, "num_shards": self.num_shards,
@@ -122,6 +128,7 @@ def batch_predict(
     threads: int = 0,
     predictor: Predictor | None = None,
     progress_stream=None,
+    endpoint: EndpointOptions | None = None,
 ) -> PredictResult:
     """Predict every record of this task's input files; see the module docstring.
 
@@ -147,15 +154,28 @@ def batch_predict(
             fails, its outputs written (0: any error row fails it; 1: none does).
         threads: LiteRT or TensorFlow threads (0: one per CPU of the container).
         predictor: an already loaded model (tests, benchmarks); model_uri is then a label.
+        endpoint: send the rows to this serving endpoint instead of loading the model
+            (endpoint.py); model_uri may then be "" or a model whose schema and classes
+            name the columns to send and the classes answered.
     """
     started = time.monotonic()
     check_options(output_format, top_k, predict_batch_size, max_error_fraction)
-    with model_errors():
-        predictor = predictor or load_predictor(model_uri, labels_uri, threads)
-    plan = sources.resolve_input(dataset, split, schema_uri, input_format, predictor.schema)
+    remote = None
+    if endpoint is not None:
+        from tfkfp.components.batch_predict.endpoint import connect
+
+        remote = connect(endpoint, model_uri, labels_uri)
+    else:
+        with model_errors():
+            predictor = predictor or load_predictor(model_uri, labels_uri, threads)
+    plan = sources.resolve_input(dataset, split, schema_uri, input_format,
+                                 remote.schema if remote else predictor.schema)
+    if remote is not None:
+        predictor = remote.stand_in(plan.schema, top_k)
     features, key_columns = sources.plan_columns(predictor, plan.schema, keys, dataset)
-    with model_errors():
-        check_top_k(predictor, top_k)
+    if remote is None:  # an endpoint's top_k is checked against what it answers
+        with model_errors():
+            check_top_k(predictor, top_k)
     chosen = select_group(range(len(plan.files)), file_group, file_groups, what="shard",
                           error=PredictInputError, allow_empty=True)
     sources.check_shards(plan, chosen)
@@ -165,14 +185,20 @@ def batch_predict(
     progress = Progress("predicting", total=total, stream=progress_stream)
     log.info("predicting %d of %d %s file(s) with %s into %s", len(chosen), len(plan.files),
              plan.fmt, predictor.kind, output_dir)
-    task = _Task(predictor, key_columns, top_k, output_format, output_dir, progress)
+    sender = remote.sender(key_columns, top_k) if remote else None
+    task = _Task(predictor, key_columns, top_k, output_format, output_dir, progress, sender)
     busy_started = time.monotonic()
-    shards = task.run(plan, chosen, read)
+    try:
+        shards = task.run(plan, chosen, read)
+    finally:
+        if sender is not None:
+            sender.close()
     progress.finish()
-    result = PredictResult(output_dir, output_format, predictor.describe(), shards,
+    result = PredictResult(output_dir, output_format, (remote or predictor).describe(), shards,
                            len(plan.files), file_group, file_groups,
                            time.monotonic() - started, task.clock.figures(),
-                           time.monotonic() - busy_started, max_error_fraction)
+                           time.monotonic() - busy_started, max_error_fraction,
+                           "endpoint" if remote else "step")
     _finish(result)
     stages = result.stages
     log.info("predicted %d records (%d errors, %.2f%%) in %.1fs (%.0f records/s); busy "
@@ -184,19 +210,6 @@ def batch_predict(
     refuse_errors([{**dataclasses.asdict(s), "errors_file": uris.join(output_dir, s.errors_file)}
                    for s in result.shards], max_error_fraction)
     return result
-
-
-def check_options(output_format: str, top_k: int, predict_batch_size: int,
-                  max_error_fraction: float = MAX_ERROR_FRACTION) -> None:
-    """Refuse what cannot work before any work; the pipelines call it before a run starts."""
-    check_error_fraction(max_error_fraction)
-    if output_format not in writers.OUTPUT_FORMATS:
-        raise PredictInputError(f"output_format {output_format!r} is not one of "
-                                f"{writers.OUTPUT_FORMATS}")
-    if top_k < 1:
-        raise PredictInputError(f"top_k {top_k} is below 1")
-    if predict_batch_size < 1:
-        raise PredictInputError(f"predict_batch_size {predict_batch_size} is below 1")
 
 
 def _reader(plan: sources.InputPlan, files: List[str], features, key_columns, batch_size: int):
@@ -228,9 +241,10 @@ class _Task:
     """
 
     def __init__(self, predictor: Predictor, key_columns, top_k: int, fmt: str,
-                 output_dir: str, progress: Progress):
+                 output_dir: str, progress: Progress, sender=None):
         self.predictor, self.key_columns, self.top_k = predictor, key_columns, top_k
         self.fmt, self.output_dir, self.progress = fmt, output_dir, progress
+        self.sender = sender  # endpoint.Sender: the rows go to an endpoint instead
         self.clock = StageClock()
 
     def run(self, plan: sources.InputPlan, chosen: List[int], read) -> List[ShardCounts]:
@@ -274,6 +288,8 @@ class _Task:
     def predict(self, chunk: Chunk, path: str):
         """Top-k predictions (a regressor's values) for the chunk's rows; rows the model
         fails on become errors."""
+        if self.sender is not None:
+            return self.sender.predict(chunk, path)
         def attempt(lo: int, hi: int):
             return self.predictor.predict({n: v[lo:hi] for n, v in chunk.features.items()})
 
@@ -300,6 +316,8 @@ class _Task:
                                    self.top_k)
 
     def empty(self) -> writers.Predictions:
+        if self.sender is not None:
+            return self.sender.empty()
         keys = {c.name: np.zeros(0, dtype=object if c.dtype == "string" else c.dtype)
                 for c in self.key_columns}
         width = 1 if self.predictor.regressor else len(self.predictor.labels)

@@ -4,11 +4,23 @@ import contextlib
 import re
 from typing import Iterator
 
-from tfkfp.components.common.model.predictor import ModelInputError
-
 
 class PredictInputError(ValueError):
     """Bad options, model or data; the message names what was found and what was expected."""
+
+
+class EndpointError(RuntimeError):
+    """Endpoint mode: the endpoint cannot answer this run's rows (retries spent, 401, 403,
+    404, an answer of another shape); the message names the URL and why."""
+
+
+class RowsRefused(Exception):
+    """Endpoint mode: the server refused the rows of one request (400, 413, 422, 500); the
+    message is the server's."""
+
+    def __init__(self, status: int, message: str):
+        super().__init__(f"{status}: {message}")
+        self.status = status
 
 
 @contextlib.contextmanager
@@ -16,6 +28,9 @@ def model_errors() -> Iterator[None]:
     """The shared model runtime's refusals (common.model's ModelInputError: a model that
     does not load, or does not fit the data, the top_k or its outputs) raised as batch
     prediction's own, with the same message and cause."""
+    # the model runtime (NumPy) is imported here, so that options checks stay light
+    from tfkfp.components.common.model.predictor import ModelInputError
+
     try:
         yield
     except ModelInputError as err:

@@ -25,7 +25,8 @@ from tfkfp.components.common.model.matching import feature_columns
 from tfkfp.components.common.model.predictor import Predictor
 from tfkfp.components.common.platform import uris
 
-PREDICTION_COLUMNS = ("class", "class_id", "score", "top_classes", "top_scores", "value")
+PREDICTION_COLUMNS = ("class", "class_id", "score", "top_classes", "top_scores", "value",
+                      "endpoint", "model_version")  # the last two: endpoint mode's
 INPUT_FORMATS = ("auto", "tfrecord", "csv", "jsonl")
 _EXTENSIONS = {".tfrecord": "tfrecord", ".tfrecords": "tfrecord", ".csv": "csv",
                ".jsonl": "jsonl", ".json": "jsonl", ".ndjson": "jsonl"}

@@ -8,7 +8,8 @@ into place when complete, so a reader sees a whole shard or none.
 A classifier's prediction row holds the key columns, ``class`` (the label), ``class_id``,
 ``score`` (its probability) and, when top_k > 1, the k best classes and scores:
 ``top_classes`` and ``top_scores`` lists (JSON Lines, TFRecord) or ``class_1..k`` /
-``score_1..k`` (CSV). A regressor's holds the key columns and ``value``.
+``score_1..k`` (CSV). A regressor's holds the key columns and ``value``. Rows predicted
+through an endpoint end with ``endpoint`` and ``model_version`` (``extra``).
 """
 
 import contextlib
@@ -24,7 +25,6 @@ from tfkfp.components.batch_predict.records import ErrorRow
 from tfkfp.components.common.data.schema import Column
 from tfkfp.components.common.platform import uris
 
-OUTPUT_FORMATS = ("jsonl", "csv", "tfrecord")
 EXTENSIONS = {"jsonl": "jsonl", "csv": "csv", "tfrecord": "tfrecord"}
 ERROR_FIELDS = ("file", "record", "offset", "reason")
 
@@ -38,6 +38,7 @@ class Predictions:
     labels: List[str] = dataclasses.field(default_factory=list)
     top_k: int = 1
     values: np.ndarray | None = None  # float32 [rows] (a regressor's)
+    extra: Dict[str, np.ndarray] = dataclasses.field(default_factory=dict)  # str columns, last
 
     @property
     def rows(self) -> int:
@@ -132,6 +133,7 @@ def jsonl_bytes(preds: Predictions) -> bytes:
         fields.append(("value", _json_literals(preds.values, "float32")))
     else:
         fields += _jsonl_classes(preds)
+    fields += [(name, _json_literals(values, "string")) for name, values in preds.extra.items()]
     for i, (name, values) in enumerate(fields):
         pieces += [("{" if i == 0 else ", ") + json.dumps(name) + ": ", values]
     lines = pc.binary_join_element_wise(*pieces, "}\n", "")
@@ -168,13 +170,15 @@ def csv_bytes(preds: Predictions, header: bool) -> bytes:
                            if c.dtype == "string" else pa.array(np.ascontiguousarray(values)))
     if preds.values is not None:
         columns["value"] = pa.array(np.ascontiguousarray(preds.values, np.float32))
-        return _csv(columns, header)
-    columns["class"] = preds.class_names(0)
-    columns["class_id"] = pa.array(np.ascontiguousarray(preds.top_ids[:, 0]))
-    columns["score"] = pa.array(np.ascontiguousarray(preds.top_scores[:, 0]))
-    for j in range(preds.top_k if preds.top_k > 1 else 0):
-        columns[f"class_{j + 1}"] = preds.class_names(j)
-        columns[f"score_{j + 1}"] = pa.array(np.ascontiguousarray(preds.top_scores[:, j]))
+    else:
+        columns["class"] = preds.class_names(0)
+        columns["class_id"] = pa.array(np.ascontiguousarray(preds.top_ids[:, 0]))
+        columns["score"] = pa.array(np.ascontiguousarray(preds.top_scores[:, 0]))
+        for j in range(preds.top_k if preds.top_k > 1 else 0):
+            columns[f"class_{j + 1}"] = preds.class_names(j)
+            columns[f"score_{j + 1}"] = pa.array(np.ascontiguousarray(preds.top_scores[:, j]))
+    columns.update((name, pa.array(values.tolist(), pa.string()))
+                   for name, values in preds.extra.items())
     return _csv(columns, header)
 
 
@@ -193,14 +197,16 @@ def example_rows(preds: Predictions):
     columns = {c.name: (c.dtype, preds.keys[c.name]) for c in preds.key_columns}
     if preds.values is not None:
         columns["value"] = ("float32", np.asarray(preds.values, np.float32))
-        return encode_examples(columns)
-    names = np.asarray([s.encode() for s in preds.labels], dtype=object)
-    columns["class"] = ("string", names[preds.top_ids[:, 0]])
-    columns["class_id"] = ("int64", preds.top_ids[:, 0].astype(np.int64))
-    columns["score"] = ("float32", preds.top_scores[:, 0].astype(np.float32))
-    if preds.top_k > 1:
-        columns["top_classes"] = ("string", names[preds.top_ids])
-        columns["top_scores"] = ("float32", preds.top_scores.astype(np.float32))
+    else:
+        names = np.asarray([s.encode() for s in preds.labels], dtype=object)
+        columns["class"] = ("string", names[preds.top_ids[:, 0]])
+        columns["class_id"] = ("int64", preds.top_ids[:, 0].astype(np.int64))
+        columns["score"] = ("float32", preds.top_scores[:, 0].astype(np.float32))
+        if preds.top_k > 1:
+            columns["top_classes"] = ("string", names[preds.top_ids])
+            columns["top_scores"] = ("float32", preds.top_scores.astype(np.float32))
+    columns.update((name, ("string", np.asarray([v.encode() for v in values], dtype=object)))
+                   for name, values in preds.extra.items())
     return encode_examples(columns)
 
 

@@ -7,6 +7,7 @@ import os
 
 import pytest
 from kfp import compiler
+from string_tables import string_table  # noqa: F401  (a session fixture)
 
 from tfkfp.cli.main import main
 from tfkfp.components.batch_predict.core import batch_predict
@@ -61,3 +62,44 @@ def test_fan_out_gives_the_same_rows_as_one_task(demo_model, demo_dataset, tmp_p
     summaries = glob.glob(str(tmp_path / "root" / "**" / "summary"), recursive=True)
     text = "".join(open(p).read() for p in summaries if os.path.isfile(p))
     assert "**1,797** records in, **1,797** predictions, **0** errors; 2 group(s)" in text
+
+
+def test_the_endpoint_path_is_a_pipeline_parameter_passed_to_every_task(tmp_path):
+    import yaml
+
+    out = tmp_path / "batch_prediction.yaml"
+    compiler.Compiler().compile(batch_prediction, str(out))
+    spec = yaml.safe_load(out.read_text())
+    inputs = spec["root"]["inputDefinitions"]["parameters"]
+    assert inputs["endpoint_url"]["defaultValue"] == ""  # empty: the model runs in the step
+    assert inputs["endpoint_protocol"]["defaultValue"] == "v2"
+    fed = spec["components"]["comp-for-loop-1"]["dag"]["tasks"]["batch-predict"]["inputs"]
+    assert fed["parameters"]["endpoint_url"] == {
+        "componentInputParameter": "pipelinechannel--endpoint_url"}
+
+
+@pytest.mark.slow
+def test_a_run_through_tfkfp_serve_answers_as_the_step(string_table, tmp_path):  # noqa: F811
+    from serve_process import running
+
+    step = str(tmp_path / "step")
+    batch_predict(string_table.model, string_table.dataset, step, keys=["id"], top_k=2)
+    with running(string_table.model, "--top-k", "2", tmp_path=tmp_path) as server:
+        code = main(["run", "batch_prediction", "--local", "--pipeline-root",
+                     str(tmp_path / "root"), "--set", f"model_uri={string_table.model}",
+                     "--set", f"dataset_uri={string_table.dataset}", "--set", "keys=id",
+                     "--set", "top_k=2", "--set", "file_groups=2",
+                     "--set", f"endpoint_url=http://127.0.0.1:{server.port}",
+                     "--set", "endpoint_batch_rows=64"])
+    assert code == 0
+    gathered = glob.glob(str(tmp_path / "root" / "**" / "all_predictions"), recursive=True)
+    got, want = rows_in(gathered), rows_in([step])
+    assert [r["id"] for r in got] == [r["id"] for r in want]
+    for row, expected in zip(got, want):
+        assert row["top_classes"] == expected["top_classes"]
+        assert row["top_scores"] == pytest.approx(expected["top_scores"], abs=1e-5)
+        assert row["endpoint"].endswith("/v2/models/model/infer")
+    summaries = [json.load(open(p)) for p in glob.glob(
+        str(tmp_path / "root" / "**" / "summary-group-*.json"), recursive=True)]
+    assert len(summaries) == 2 and {s["path"] for s in summaries} == {"endpoint"}
+    assert sum(s["model"]["requests"] for s in summaries) >= -(-len(want) // 64)

@@ -1,0 +1,199 @@
+"""The two serving protocols as batch_predict's endpoint mode speaks them, one table entry
+each: KServe v1 (rows ``{"instances": [{column: value}]}``) and the Open Inference Protocol
+v2 (one tensor per column). Each says its paths (common.model.routes), how a mini-batch is
+encoded, how an answer is read back into ``Answers`` and what its metadata says about the
+model's inputs and outputs.
+
+Values go as the data holds them: a gap in a float column (NaN) as ``null``, strings as
+UTF-8 text, multi-valued columns as nested lists (v1) or flat data with a shape (v2).
+"""
+
+import dataclasses
+import json
+from typing import Any, Dict, List, Tuple
+
+import numpy as np
+
+from tfkfp.components.batch_predict.errors import EndpointError
+from tfkfp.components.common.model import routes
+from tfkfp.components.common.model.predictor import InputSpec
+
+_V2_TYPES = {"float32": "FP32", "int64": "INT64", "string": "BYTES"}
+_FROM_V2 = {"FP32": "float32", "FP64": "float32", "INT64": "int64", "INT32": "int64",
+            "BYTES": "string"}
+_FROM_TF = {"DT_FLOAT": "float32", "DT_DOUBLE": "float32", "DT_INT64": "int64",
+            "DT_INT32": "int64", "DT_STRING": "string"}
+
+
+@dataclasses.dataclass
+class Answers:
+    """One request's answers: a classifier's best classes (names, their scores and the
+    first class's id), or a regressor's values; and the model version that answered."""
+
+    rows: int
+    class_ids: np.ndarray | None = None  # int64 [rows]
+    classes: List[List[str]] | None = None  # per row, best first
+    scores: np.ndarray | None = None  # float32 [rows, k]
+    values: np.ndarray | None = None  # float32 [rows]
+    version: str = ""
+
+
+@dataclasses.dataclass(frozen=True)
+class Served:
+    """What the endpoint's metadata says: its inputs (by column), whether it answers a
+    value (a regressor), how many classes each answer lists, and the version served."""
+
+    inputs: Dict[str, InputSpec] | None
+    regressor: bool | None
+    top_k: int | None
+    version: str
+
+
+def _text(value: Any) -> str:
+    # bytes that are not UTF-8 survive to the server, which refuses that row alone
+    return value.decode("utf-8", "surrogateescape") if isinstance(value, bytes) else str(value)
+
+
+def json_values(values: np.ndarray) -> list:
+    """A column's values as JSON-ready (nested) lists: NaN as None, bytes as text."""
+    if values.dtype == object or values.dtype.kind == "S":
+        flat = [_text(v) for v in values.reshape(-1)]
+        return np.array(flat, dtype=object).reshape(values.shape).tolist()
+    if values.dtype.kind == "f":
+        gaps = np.isnan(values)
+        if gaps.any():
+            return np.where(gaps, None, values.astype(object)).tolist()
+    return values.tolist()
+
+
+def _dumps(body: Dict) -> bytes:
+    return json.dumps(body, separators=(",", ":"), allow_nan=False).encode()
+
+
+class V1:
+    name = "v1"
+    predict_path = staticmethod(routes.v1_predict)
+    ready_path = staticmethod(routes.v1_model)
+    metadata_path = staticmethod(routes.v1_metadata)
+
+    @staticmethod
+    def encode(features: Dict[str, np.ndarray]) -> bytes:
+        names = list(features)
+        columns = [json_values(features[n]) for n in names]
+        return _dumps({"instances": [dict(zip(names, row)) for row in zip(*columns)]})
+
+    @staticmethod
+    def decode(body: Any, rows: int) -> Answers:
+        answers = body.get("predictions") if isinstance(body, dict) else None
+        if not isinstance(answers, list) or len(answers) != rows:
+            raise _unexpected(body, f"a predictions list of {rows} rows")
+        try:
+            if answers and "value" in answers[0]:
+                return Answers(rows, values=np.array([a["value"] for a in answers],
+                                                     np.float32))
+            classes = [a.get("top_classes") or [a["class"]] for a in answers]
+            scores = [a.get("top_scores") or [a["score"]] for a in answers]
+            return Answers(rows, np.array([a["class_id"] for a in answers], np.int64),
+                           classes, np.array(scores, np.float32))
+        except (KeyError, TypeError, ValueError, AttributeError):
+            raise _unexpected(body, "rows with class, class_id and score, or value") \
+                from None
+
+    @staticmethod
+    def served(metadata: Any) -> Served:
+        """TF Serving's metadata, as tfkfp serve answers it: a signature's inputs (dtype,
+        dims) and outputs."""
+        try:
+            signatures = metadata["metadata"]["signature_def"]["signature_def"]
+            signature = signatures.get("serving_raw") or next(iter(signatures.values()))
+            inputs = {name: InputSpec(_FROM_TF[info["dtype"]], _dims(info))
+                      for name, info in signature["inputs"].items()}
+            outputs = {name: _dims(info) for name, info in signature["outputs"].items()}
+            version = str(metadata.get("model_spec", {}).get("version", ""))
+        except (KeyError, TypeError, AttributeError, StopIteration):
+            return Served(None, None, None, "")
+        return Served(inputs, *_outputs(outputs), version)
+
+
+class V2:
+    name = "v2"
+    predict_path = staticmethod(routes.v2_infer)
+    ready_path = staticmethod(routes.v2_model_ready)
+    metadata_path = staticmethod(routes.v2_model)
+
+    @staticmethod
+    def encode(features: Dict[str, np.ndarray]) -> bytes:
+        return _dumps({"inputs": [
+            {"name": name, "datatype": _v2_type(values), "shape": list(values.shape),
+             "data": json_values(values.reshape(-1))} for name, values in features.items()]})
+
+    @staticmethod
+    def decode(body: Any, rows: int) -> Answers:
+        try:
+            outputs = {o["name"]: o for o in body["outputs"]}
+            version = str(body.get("model_version") or "")
+            if "value" in outputs:
+                return Answers(rows, values=_data(outputs["value"], np.float32, rows, 1),
+                               version=version)
+            top = "top_classes" in outputs
+            names = outputs["top_classes" if top else "class"]
+            scores = _data(outputs["top_scores" if top else "score"], np.float32, rows)
+            width = scores.size // rows
+            flat = [_text(v) for v in names["data"]]
+            classes = [flat[i * width:(i + 1) * width] for i in range(rows)]
+            return Answers(rows, _data(outputs["class_id"], np.int64, rows, 1), classes,
+                           scores.reshape(rows, width), version=version)
+        except (KeyError, TypeError, ValueError, AttributeError):
+            raise _unexpected(body, f"outputs class, class_id and score (or value) for {rows} "
+                              "rows") from None
+
+    @staticmethod
+    def served(metadata: Any) -> Served:
+        """Open Inference Protocol model metadata: ``inputs``, ``outputs``, ``versions``."""
+        try:
+            inputs = {i["name"]: InputSpec(_FROM_V2[i["datatype"]],
+                                           tuple(int(d) for d in i["shape"][1:]))
+                      for i in metadata["inputs"]}
+            outputs = {o["name"]: tuple(int(d) for d in o["shape"][1:])
+                       for o in metadata.get("outputs") or []}
+            versions = metadata.get("versions") or []
+        except (KeyError, TypeError, ValueError, AttributeError):
+            return Served(None, None, None, "")
+        return Served(inputs or None, *_outputs(outputs),
+                      str(versions[-1]) if len(versions) == 1 else "")
+
+
+PROTOCOLS = {"v1": V1, "v2": V2}
+
+
+def _v2_type(values: np.ndarray) -> str:
+    if values.dtype == object or values.dtype.kind == "S":
+        return "BYTES"
+    return _V2_TYPES["int64" if values.dtype.kind in "iu" else "float32"]
+
+
+def _data(output: Dict, dtype, rows: int, width: int = 0) -> np.ndarray:
+    """An output's flat data: ``width`` values per row (0: any whole number, at least 1)."""
+    data = np.array(output["data"], dtype).reshape(-1)
+    if not rows or data.size % rows or not data.size or (width and data.size != rows * width):
+        raise ValueError(f"output {output['name']} holds {data.size} values for {rows} rows")
+    return data
+
+
+def _dims(info: Dict) -> Tuple[int, ...]:
+    return tuple(int(d["size"]) for d in info["tensor_shape"]["dim"][1:])
+
+
+def _outputs(outputs: Dict[str, Tuple[int, ...]]) -> Tuple[bool | None, int | None]:
+    """(regressor?, classes listed per answer) from the outputs' names and shapes."""
+    if "value" in outputs:
+        return True, None
+    if "class" in outputs:
+        top = outputs.get("top_classes")
+        return False, top[0] if top else 1
+    return None, None
+
+
+def _unexpected(body: Any, expected: str) -> EndpointError:
+    return EndpointError(f"the endpoint answered {json.dumps(body)[:300]}; expected "
+                         f"{expected}")
