@@ -39,6 +39,8 @@ def edge_export(
     eval_examples: int = 1000,
     integer_io: bool = False,
     select_tf_ops: bool = False,
+    modes: list = [],  # noqa: B006 - KFP reads the default; it is never mutated
+    sweep_seconds: float = 0.0,
 ) -> Outputs:
     """Freezes and quantizes a SavedModel, then exports a validated TFLite bundle.
 
@@ -63,6 +65,10 @@ def edge_export(
         eval_examples: Eval examples each mode is measured and the export validated on.
         integer_io: int8 only: float inputs and outputs become int8 too.
         select_tf_ops: Allow TensorFlow (Flex) ops that have no TFLite builtin.
+        modes: The modes auto sweeps, e.g. ["dynamic", "int8"]; empty: those worth their
+            time for the model's kind (all but int16x8 for a model with convolutions).
+        sweep_seconds: auto's time budget in seconds: a mode not started within it is
+            skipped and named in the report; 0: no budget.
 
     Returns:
         bundle: The TFLite bundle that passed the accuracy gate (model.tflite, labels.txt,
@@ -78,7 +84,8 @@ def edge_export(
                                 max_rmse_increase=max_rmse_increase,
                                 calibration_examples=calibration_examples,
                                 eval_examples=eval_examples, integer_io=integer_io,
-                                select_tf_ops=select_tf_ops)
+                                select_tf_ops=select_tf_ops, modes=modes,
+                                sweep_seconds=sweep_seconds)
     exported = export_tflite(model=model.output, dataset=data.output,
                              tflite_model=quantized.outputs["tflite_model"],
                              signature=signature, input_mapping=input_mapping,
@@ -92,13 +99,14 @@ def check_arguments(arguments: Dict[str, Any]) -> None:
     """Refuse what freeze_quantize or export_tflite would refuse before loading anything
     (mode, example counts, the agreement gate, the input mapping's form), by their own
     checks, before a run starts."""
-    from tfkfp.components.common.tflite.binding import parse_mapping
-    from tfkfp.components.export_tflite.core import check_options as check_export
-    from tfkfp.components.freeze_quantize.core import check_options as check_quantize
+    from tfkfp.components.common.tflite.options import parse_mapping
+    from tfkfp.components.export_tflite.options import check_options as check_export
+    from tfkfp.components.freeze_quantize.options import check_options as check_quantize
 
     values = checks.with_defaults(edge_export, arguments)
     checks.check_step(freeze_quantize, parse_mapping, checks.pick(values, "input_mapping"))
     checks.check_step(freeze_quantize, check_quantize, checks.pick(
-        values, "quantization", "calibration_examples", "eval_examples"))
+        values, "quantization", "calibration_examples", "eval_examples", "modes",
+        "sweep_seconds"))
     checks.check_step(export_tflite, check_export, {
         "quantized_dir": checks.QUANTIZED, **checks.pick(values, "eval_examples", "min_agreement")})

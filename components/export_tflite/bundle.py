@@ -39,7 +39,8 @@ def signature_json(content: bytes, signature: str, schema: Schema, labels: List[
     SavedModel (tfkfp_model.json), written on as it is; None for a model that records none
     (any SavedModel): read from its outputs."""
     interpreter = litert.load_interpreter(content, 1)
-    details = litert.io_details(litert.signature_runner(interpreter, signature))
+    runner = litert.signature_runner(interpreter, signature)
+    details = litert.io_details(runner)
     columns = {c.name: c for c in schema.features}
     fed_by = binding.columns if binding is not None else {}
     feeding = feeding or Feeding({}, {}, {}, {})
@@ -57,10 +58,22 @@ def signature_json(content: bytes, signature: str, schema: Schema, labels: List[
     reading = binding.reading if binding is not None else Reading()
     task = task or ("regression" if reading.values else "classification" if reading.scores
                     else "other")
+    # the order of the model's input tensors, for an app that feeds them by position
+    tensors = runner.get_input_details()
+    order = sorted(tensors, key=lambda name: tensors[name]["index"])
     out = {"signature": signature, "quantization": mode, "task": task, **details,
+           "input_order": order,
            "num_classes": len(labels), "outputs_meaning": _meaning(details, reading, labels)}
     if labels:
         out["labels"] = LABELS_FILE
+    return out
+
+
+def app_metadata(signature: Dict, labels: List[str]) -> Dict:
+    """What goes inside the model file for an app (common.tflite.metadata): signature.json's
+    facts with the class names themselves in place of the labels file's name."""
+    out = {k: v for k, v in signature.items() if k != "labels"}
+    out["labels"] = list(labels)
     return out
 
 

@@ -45,7 +45,8 @@ def export_tflite(
             split (and int8 calibration examples from its train split).
         bundle: Output folder: model.tflite, labels.txt, signature.json (input and output
             names, shapes, dtypes, quantization, normalisation), schema.json (the columns
-            it was trained on) and validation.json.
+            it was trained on) and validation.json; model.tflite also holds signature.json's
+            facts and the class names as its tfkfp.app.json metadata, for an app.
         metrics: Output size, accuracy of both models, accuracy drop, top-1 agreement (a
             regressor: RMSE of both and its increase), max and mean absolute difference.
         classification: Output confusion matrix of the TFLite model on the validation

@@ -14,7 +14,9 @@ common.tflite.parity) fails the export with the figures when the model is not go
 the bundle (``model.tflite``, ``labels.txt`` when there are class
 names, ``signature.json``, ``validation.json``) is only written when it passes. ``signature.json``
 says how each input is fed: string inputs as raw UTF-8 (the model holds its vocabulary), and
-what to feed for a gap (common.tflite.feeding).
+what to feed for a gap (common.tflite.feeding). The same facts, with the class names, are
+inside ``model.tflite`` as its ``tfkfp.app.json`` metadata (common.tflite.metadata), and the
+gate runs that file, the one the app ships.
 """
 
 import dataclasses
@@ -29,14 +31,13 @@ from tfkfp.components.common.platform.cpus import tensorflow_threads
 from tfkfp.components.common.tflite import binding as tflite_binding
 from tfkfp.components.common.tflite import convert as tflite_convert
 from tfkfp.components.common.tflite import inputs as tflite_inputs
+from tfkfp.components.common.tflite import metadata as tflite_metadata
 from tfkfp.components.common.tflite import modes as tflite_modes
 from tfkfp.components.common.tflite import parity as tflite_parity
 from tfkfp.components.common.tflite import quantized
-from tfkfp.components.common.tflite.inputs import QuantizeInputError
 from tfkfp.components.common.tflite.parity import Figures, Gate
 from tfkfp.components.export_tflite import bundle
-
-AUTO = tflite_modes.AUTO  # here: the mode freeze_quantize chose, read from its quantized model
+from tfkfp.components.export_tflite.options import check_options
 
 log = logging.getLogger("tfkfp.export_tflite")
 
@@ -173,17 +174,20 @@ def export_tflite(
             content = _convert(model_dir, converted, dataset, signature, mode, binding,
                                calibration_examples, integer_io, select_tf_ops, fills)
         source = "converted"
+    labels = bundle.labels_for(model_dir, schema, binding.reading)
+    model_schema = _model_schema(model_dir, schema)
+    sig = bundle.signature_json(content, signature, model_schema, labels, mode,
+                                prepared.feeding, binding, savedmodel.recorded_task(model_dir))
+    # the file the app ships, its metadata inside, is the one the gate runs
+    content = tflite_metadata.embed(content, bundle.app_metadata(sig, labels))
     examples = tflite_inputs.load_examples(dataset, eval_split, eval_examples, binding,
                                            "validation")
     reference = tflite_inputs.reference_outputs(fn, examples)
     figures, outputs = tflite_parity.measure(mode, content, signature, examples, reference,
                                              fills=fills, reading=binding.reading)
     tflite_parity.check(figures, Gate(max_accuracy_drop, max_relative_error, min_agreement,
-                                      max_rmse_increase), f"export gate ({figures.mode})")
-    labels = bundle.labels_for(model_dir, schema, binding.reading)
-    model_schema = _model_schema(model_dir, schema)
-    sig = bundle.signature_json(content, signature, model_schema, labels, mode,
-                                prepared.feeding, binding, savedmodel.recorded_task(model_dir))
+                                      max_rmse_increase),
+                        f"export gate ({figures.mode}) of model {model_dir}")
     result = ExportResult(output_dir, mode, source, figures, sig, max_accuracy_drop,
                           min_agreement, time.monotonic() - started, max_relative_error,
                           _classification(examples, outputs, binding.reading, labels),
@@ -199,24 +203,6 @@ def _model_schema(model_dir: str, dataset_schema):
     if uris.exists(uris.join(model_dir, "assets", savedmodel.SCHEMA_FILE)):
         return savedmodel.load_schema(model_dir)
     return dataset_schema
-
-
-def check_options(quantization: str, quantized_dir: str, eval_examples: int,
-                   min_agreement: float) -> None:
-    """Refuse what cannot work before any work; the pipelines call it before a run starts."""
-    tflite_modes.check_mode(quantization)  # a mode, or auto (freeze_quantize's choice)
-    if quantization != AUTO and quantized_dir:
-        raise QuantizeInputError(f"give either quantization {quantization!r} or quantized_dir "
-                                 f"({quantized_dir}), not both: the quantized model already "
-                                 "has a mode")
-    if quantization == AUTO and not quantized_dir:
-        raise QuantizeInputError("quantization 'auto' exports the mode freeze_quantize chose: "
-                                 "pass its quantized model, or name a mode to convert in "
-                                 f"(one of {', '.join(tflite_modes.MODES)})")
-    if eval_examples < 1:
-        raise QuantizeInputError(f"eval_examples {eval_examples} is below 1")
-    if not 0.0 <= min_agreement <= 1.0:
-        raise QuantizeInputError(f"min_agreement {min_agreement} is outside [0, 1]")
 
 
 def _classification(examples, outputs: Dict, reading, labels) -> Dict | None:

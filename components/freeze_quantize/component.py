@@ -26,6 +26,8 @@ def freeze_quantize(
     select_tf_ops: bool = False,
     latency_batch_size: int = 256,
     latency_runs: int = 20,
+    modes: list = [],  # noqa: B006 - KFP reads the default; it is never mutated
+    sweep_seconds: float = 0.0,
 ):
     """Freezes a SavedModel into an inference graph and quantizes it to TFLite, measuring each mode.
 
@@ -40,8 +42,9 @@ def freeze_quantize(
             optimised) and frozen_graph.json (tensor names, node counts, op histograms).
         metrics: Output size, accuracy, accuracy drop, agreement and LiteRT latency per mode.
         report: Output Markdown table of every mode tried and of the freezing.
-        quantization: none, dynamic, float16, int8, int16x8, or auto (tries every mode, skips
-            one that fails to convert or run in LiteRT, keeps the smallest within the gate).
+        quantization: none, dynamic, float16, int8, int16x8, or auto (sweeps the modes of
+            modes, skips one that fails to convert or run in LiteRT, keeps the smallest
+            within the gate).
         max_accuracy_drop: Largest accepted eval accuracy drop vs the SavedModel, as a
             fraction (0.01 is one point); without labels, the largest share of examples
             whose top class changes; the step fails above it.
@@ -60,6 +63,11 @@ def freeze_quantize(
         select_tf_ops: Allow TensorFlow (Flex) ops that have no TFLite builtin.
         latency_batch_size: Batch size of the per-batch latency figure.
         latency_runs: Timed calls per latency figure (the median is reported).
+        modes: The modes auto sweeps, e.g. ["dynamic", "int8"]; empty: those worth their
+            time for the model's kind (all but int16x8 for a model with convolutions, whose
+            int16x8 kernels in LiteRT are slow reference ones).
+        sweep_seconds: auto's time budget in seconds from its first conversion: a mode not
+            started within it is skipped and named in the report; 0: no budget.
     """
     import logging
 
@@ -73,7 +81,8 @@ def freeze_quantize(
                  max_relative_error=max_relative_error, max_rmse_increase=max_rmse_increase,
                  calibration_examples=calibration_examples,
                  eval_examples=eval_examples, integer_io=integer_io, select_tf_ops=select_tf_ops,
-                 timing=Timing(latency_batch_size, latency_runs))
+                 timing=Timing(latency_batch_size, latency_runs), modes=modes,
+                 sweep_seconds=sweep_seconds)
     tflite_model.metadata.update(result.metadata())
     frozen_graph.metadata.update(result.frozen_metadata())
     for name, value in result.metrics().items():

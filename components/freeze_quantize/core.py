@@ -4,22 +4,26 @@ A signature of any SavedModel (tfkfp's ``serving_raw`` by default, else ``servin
 is bound to the Dataset's columns (common.tflite.binding: by name, the single image or
 feature column, or ``input_mapping``), a misfit refused before any work. It is frozen into an
 optimised inference GraphDef, checked against the SavedModel, and converted to TFLite
-(lookup tables as TFLite hash-table builtins) in the requested mode, or for ``auto`` in every
-mode of the table (common.tflite.modes, in its order; ``auto_modes`` narrows it): here
-``auto`` means sweep, where export_tflite's means take this step's choice. Each converted
+(lookup tables as TFLite hash-table builtins) in the requested mode, or for ``auto`` in the
+modes of ``modes`` (by default those worth their time for the model's kind, e.g. no int16x8
+for a CNN: common.tflite.modes.default_sweep), in the table's order, each started only while
+the sweep is within ``sweep_seconds``: here ``auto`` means sweep, where export_tflite's means
+take this step's choice. Each converted
 model is run in LiteRT on the eval split: size, accuracy and top-1 agreement on class scores,
 relative error, output difference and latency; gaps (NaN) are fed as the model's fills
 (common.tflite.feeding), recorded per input in quantization.json (common.tflite.quantized).
-``auto`` skips a mode that fails to convert or to run in LiteRT (saying why in its table)
-and keeps the smallest model that passes the gate (common.tflite.parity); an explicit mode
-must convert and pass it too. Outputs are written under staging names and renamed into
+``auto`` skips a mode that fails to convert or to run in LiteRT, is left out of the
+default sweep, or is not started within the budget (saying why in its table, with each mode's
+seconds), and keeps the smallest model that passes the gate (common.tflite.parity, which
+refuses outputs that are the same for every example); an explicit mode must convert and
+pass it too. Outputs are written under staging names and renamed into
 place: a failed run writes nothing.
 """
 
 import dataclasses
 import logging
 import time
-from typing import Dict, List, Sequence
+from typing import Dict, List, Sequence, Tuple
 
 from tfkfp.components.common.platform import uris
 from tfkfp.components.common.platform.cpus import tensorflow_threads
@@ -31,10 +35,10 @@ from tfkfp.components.common.tflite import modes as tflite_modes
 from tfkfp.components.common.tflite import parity as tflite_parity
 from tfkfp.components.common.tflite import quantized
 from tfkfp.components.common.tflite.convert import ConversionError
-from tfkfp.components.common.tflite.inputs import QuantizeInputError
 from tfkfp.components.common.tflite.litert import LiteRTError
 from tfkfp.components.common.tflite.parity import Figures, Gate, QualityGateError, Reading, Timing
 from tfkfp.components.freeze_quantize import freeze
+from tfkfp.components.freeze_quantize.options import check_options
 from tfkfp.components.freeze_quantize.result import FreezeQuantizeResult
 
 log = logging.getLogger("tfkfp.freeze_quantize")
@@ -61,8 +65,9 @@ def freeze_quantize(
     timing: Timing | None = None,
     input_mapping: str | Dict[str, str] | None = None,
     max_relative_error: float = 0.05,
-    auto_modes: Sequence[str] | None = None,
+    modes: Sequence[str] | None = None,
     max_rmse_increase: float = 0.05,
+    sweep_seconds: float = 0.0,
 ) -> FreezeQuantizeResult:
     """Freeze, quantize and measure; see the module docstring.
 
@@ -73,7 +78,7 @@ def freeze_quantize(
         tflite_dir: output folder: ``model.tflite`` and ``quantization.json``.
         frozen_dir: output folder: ``frozen_graph.pb`` and ``frozen_graph.json``.
         quantization: a mode of common.tflite.modes.MODES (none, dynamic, float16, int8,
-            int16x8), or auto: sweep, i.e. convert and measure every mode of auto_modes,
+            int16x8), or auto: sweep, i.e. convert and measure every mode of ``modes``,
             skip one that fails to convert or run in LiteRT, keep the smallest that passes
             the gate.
         max_accuracy_drop: largest accepted accuracy drop vs the SavedModel, as a fraction
@@ -90,44 +95,47 @@ def freeze_quantize(
             named are fed by name (see common.tflite.binding).
         max_relative_error: largest accepted relative error of outputs that are neither
             class scores nor a regressor's value.
-        auto_modes: the modes auto tries, in table order (None: every mode of the table),
-            e.g. without int16x8, whose reference kernels are slow on a large model.
+        modes: the modes auto sweeps, in table order; None or empty: those worth their
+            time for the model's kind (every mode but int16x8 for a model with convolutions,
+            whose int16x8 kernels are slow reference ones).
         max_rmse_increase: a regressor's largest accepted RMSE increase over the
             SavedModel's on the eval examples, relative (0.05: 5% higher).
+        sweep_seconds: auto's time budget, counted from its first conversion: once a mode
+            is measured, a mode not started within it is skipped and named in the report;
+            0: no budget.
     """
     started = time.monotonic()
     tensorflow_threads()  # before TensorFlow's first op: pools sized to the CPU limit
-    check_options(quantization, calibration_examples, eval_examples)
-    sweep = tflite_modes.check_sweep(auto_modes)
+    check_options(quantization, calibration_examples, eval_examples, modes, sweep_seconds)
     mapping = tflite_binding.parse_mapping(input_mapping)
     loaded, fn, signature = tflite_inputs.load_model(model_dir, signature)
     schema = tflite_inputs.dataset_schema(dataset)
     binding = tflite_binding.bind(fn, signature, schema, f"dataset {dataset}", mapping)
     examples = tflite_inputs.load_examples(dataset, eval_split, eval_examples, binding,
                                            "evaluation")
-    modes = list(sweep) if quantization == tflite_modes.AUTO else [quantization]
-    calibration = None
-    if any(tflite_modes.MODES[m].calibrated for m in modes):
-        calibration = tflite_inputs.load_examples(dataset, calibration_split,
-                                                  calibration_examples, binding, "calibration")
     reference = tflite_inputs.reference_outputs(fn, examples)
     prepared = tflite_convert.prepare(fn)
     frozen = freeze.freeze(loaded, fn, prepared.frozen)
+    sweep = _Sweep.plan(quantization, modes, frozen, sweep_seconds)
+    calibration = None
+    if any(tflite_modes.MODES[m].calibrated for m in sweep.modes):
+        calibration = tflite_inputs.load_examples(dataset, calibration_split,
+                                                  calibration_examples, binding, "calibration")
     frozen_out = freeze.run_graph(frozen.graph_def, frozen.inputs, frozen.outputs, examples)
     frozen_figures = tflite_parity.outputs_figures(frozen_out, reference, binding.reading, None)
     gate = Gate(max_accuracy_drop, max_relative_error, max_rmse_increase=max_rmse_increase)
     run = _Run(model_dir, signature, calibration, integer_io, select_tf_ops, examples,
                reference, timing or Timing(), prepared.feeding.fills, binding.reading)
     with tflite_convert.convertible(model_dir, signature, fn, prepared) as source:
-        contents, figures, skipped = _measure_modes(run, source, modes,
-                                                    quantization == tflite_modes.AUTO)
-    chosen = _choose(figures, skipped, quantization, gate)
+        contents, figures, skipped = _measure_modes(run, source, sweep)
+    chosen = _choose(figures, skipped, quantization, gate, model_dir)
     result = FreezeQuantizeResult(
         mode=chosen.mode, signature=signature, figures=figures, frozen=frozen.spec(),
         frozen_agreement=frozen_figures["agreement"],
         frozen_max_abs_diff=frozen_figures["max_abs_diff"], tflite_dir=tflite_dir,
         frozen_dir=frozen_dir, seconds=time.monotonic() - started, skipped=skipped,
-        input_columns=binding.columns, gate=gate)
+        input_columns=binding.columns, gate=gate, model_dir=model_dir,
+        sweep_seconds=sweep_seconds)
     uris.publish_dir(frozen.files(), frozen_dir)
     options = {"integer_io": integer_io, "select_tf_ops": select_tf_ops,
                "fills": {k: tflite_feeding.to_json(v)
@@ -135,16 +143,6 @@ def freeze_quantize(
     quantized.write(tflite_dir, contents[chosen.mode], {**result.metadata(), **options})
     log.info("chose %s: %s", chosen.mode, chosen.summary())
     return result
-
-
-def check_options(quantization: str, calibration_examples: int, eval_examples: int) -> None:
-    """Refuse what cannot work before any work; the pipelines call it before a run starts."""
-    tflite_modes.check_mode(quantization)  # a mode, or auto (sweep)
-    if calibration_examples < 1:
-        raise QuantizeInputError(f"calibration_examples {calibration_examples}: the "
-                                 "calibration set would be empty; expected e.g. 100-500")
-    if eval_examples < 1:
-        raise QuantizeInputError(f"eval_examples {eval_examples} is below 1")
 
 
 @dataclasses.dataclass(frozen=True)
@@ -163,21 +161,59 @@ class _Run:
     reading: Reading
 
 
-def _measure_modes(run: _Run, source: str, modes: List[str], skip_failures: bool):
+@dataclasses.dataclass(frozen=True)
+class _Sweep:
+    """The modes to convert, in table order, and what auto leaves out; ``auto`` False: one
+    explicit mode, which must convert (no budget)."""
+
+    modes: Tuple[str, ...]
+    left_out: Dict[str, str]  # mode -> why it is not swept
+    auto: bool
+    seconds: float  # budget; 0: none
+
+    @classmethod
+    def plan(cls, quantization: str, modes: Sequence[str] | None, frozen,
+             seconds: float) -> "_Sweep":
+        if quantization != tflite_modes.AUTO:
+            return cls((quantization,), {}, False, 0.0)
+        asked = tflite_modes.check_sweep(modes)
+        if asked:
+            return cls(asked, {}, True, seconds)
+        op_types = set(frozen.ops_before) | set(frozen.ops_after)
+        return cls(*tflite_modes.default_sweep(op_types), True, seconds)
+
+    def out_of_time(self, started: float) -> str:
+        """Why a mode is not started now (empty: it may start)."""
+        spent = time.monotonic() - started
+        if not self.auto or not self.seconds or spent < self.seconds:
+            return ""
+        return (f"not started: the sweep had spent {spent:.1f}s of its sweep_seconds "
+                f"budget of {self.seconds:g}s")
+
+
+def _measure_modes(run: _Run, source: str, sweep: _Sweep):
     """({mode: bytes}, [Figures], {mode: why skipped}); auto skips a mode that does not
-    convert, load or run in LiteRT, an explicit mode fails the step."""
-    contents, figures, skipped = {}, [], {}
-    for mode in modes:
+    convert, load or run in LiteRT, or is not started within the budget; an explicit mode
+    fails the step."""
+    contents, figures, skipped = {}, [], dict(sweep.left_out)
+    started = time.monotonic()
+    for mode in sweep.modes:
+        late = sweep.out_of_time(started) if figures else ""  # one mode always runs
+        if late:
+            skipped[mode] = late
+            log.warning("auto: skipping %s: %s", mode, late)
+            continue
+        began = time.monotonic()
         try:
             contents[mode], measured = _convert_and_measure(run, source, mode)
         except CONVERSION_FAILURES as err:
-            if not skip_failures:
+            if not sweep.auto:
                 raise
-            skipped[mode] = _reason(err)
+            skipped[mode] = f"{_reason(err)} (after {time.monotonic() - began:.1f}s)"
             log.warning("auto: skipping %s: %s", mode, skipped[mode])
             continue
         figures.append(measured)
-    return contents, figures, skipped
+    return contents, figures, {m: skipped[m] for m in tflite_modes.MODES if m in skipped}
 
 
 def _reason(err: Exception) -> str:
@@ -195,19 +231,25 @@ def _convert_and_measure(run: _Run, source: str, mode: str):
                                      select_tf_ops=run.select_tf_ops, source=source)
     figures = tflite_parity.compare(mode, content, run.signature, run.examples, run.reference,
                                     run.timing, run.fills, run.reading)
-    log.info("%s: %s (%.1fs)", mode, figures.summary(), time.monotonic() - started)
+    figures = dataclasses.replace(figures, seconds=time.monotonic() - started)
+    log.info("%s: %s (%.1fs)", mode, figures.summary(), figures.seconds)
     return content, figures
 
 
 def _choose(figures: List[Figures], skipped: Dict[str, str], quantization: str,
-            gate: Gate) -> Figures:
+            gate: Gate, model_dir: str) -> Figures:
     if quantization != tflite_modes.AUTO:
-        tflite_parity.check(figures[0], gate, f"quantization {quantization!r}")
+        tflite_parity.check(figures[0], gate,
+                            f"quantization {quantization!r} of model {model_dir}")
         return figures[0]
+    if not figures:
+        raise QualityGateError(f"auto: no mode of model {model_dir} was measured (" + "; ".join(
+            f"{m}: skipped, {why}" for m, why in skipped.items()) + ")")
     within = [f for f in figures if not tflite_parity.failures(f, gate)]
     if not within:
         tried = "; ".join([f"{f.mode}: {' and '.join(tflite_parity.failures(f, gate))}"
                            for f in figures] +
                           [f"{m}: skipped, {why}" for m, why in skipped.items()])
-        raise QualityGateError(f"auto: no mode passes the gate ({tried})")
+        raise QualityGateError(f"auto: no mode of model {model_dir} passes the gate "
+                               f"({tried})")
     return min(within, key=lambda f: (f.size_bytes, f.shortfall))

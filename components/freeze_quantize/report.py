@@ -6,15 +6,16 @@ from tfkfp.components.common.tflite.parity import Figures
 
 
 def mode_table(figures: List[Figures], chosen: str, float_size: int | None,
-               skipped: Dict[str, str] | None = None) -> str:
+               skipped: Dict[str, str] | None = None,
+               refused: Dict[str, str] | None = None) -> str:
     """One row per mode measured (accuracy and agreement "n/a" where there are no labels or
-    class scores; a regressor's RMSE and its increase in their place), then one per mode
-    auto skipped, with the reason."""
+    class scores; a regressor's RMSE and its increase in their place; the seconds it took;
+    why the gate refused it), then one per mode auto skipped, with the reason."""
     regressor = any(f.rmse is not None for f in figures)
     quality = "RMSE | increase" if regressor else "accuracy | drop (points)"
     rows = [f"| mode | size | vs float32 | {quality} | agreement | "
-            "relative error | max abs diff | ms/example | ms/batch |",
-            "|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|"]
+            "relative error | max abs diff | ms/example | ms/batch | seconds | gate |",
+            "|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---|"]
     for f in figures:
         ratio = f"{f.size_bytes / float_size:.2f}x" if float_size else ""
         name = f"**{f.mode}** (chosen)" if f.mode == chosen else f.mode
@@ -27,12 +28,15 @@ def mode_table(figures: List[Figures], chosen: str, float_size: int | None,
         else:
             drop = "n/a" if f.accuracy_drop is None else f"{100 * f.accuracy_drop:+.2f}"
             quality = f"{_num(f.accuracy)} | {drop}"
+        seconds = f"{f.seconds:.1f}" if f.seconds is not None else ""
+        gate = ("refused: " + (refused or {})[f.mode].replace("|", "/")
+                if f.mode in (refused or {}) else "passed")
         rows.append(f"| {name} | {_size(f.size_bytes)} | {ratio} | {quality} | "
                     f"{_num(f.agreement)} | {f.relative_error:.2e} | "
-                    f"{f.max_abs_diff:.2e} | {example} | {batch} |")
+                    f"{f.max_abs_diff:.2e} | {example} | {batch} | {seconds} | {gate} |")
     for mode, why in (skipped or {}).items():
         reason = why.replace("|", "/")
-        rows.append(f"| {mode} | skipped: {reason} | | | | | | | | |")
+        rows.append(f"| {mode} | skipped: {reason} | | | | | | | | | | |")
     return "\n".join(rows)
 
 

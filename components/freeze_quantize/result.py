@@ -4,6 +4,7 @@ import dataclasses
 from typing import Dict, List
 
 from tfkfp.components.common.tflite import modes as tflite_modes
+from tfkfp.components.common.tflite import parity as tflite_parity
 from tfkfp.components.common.tflite.parity import Figures, Gate
 from tfkfp.components.freeze_quantize import report
 
@@ -22,6 +23,8 @@ class FreezeQuantizeResult:
     skipped: Dict[str, str] = dataclasses.field(default_factory=dict)  # auto: mode -> why
     input_columns: Dict[str, str] = dataclasses.field(default_factory=dict)  # input -> column
     gate: Gate = Gate()
+    model_dir: str = ""
+    sweep_seconds: float = 0.0  # auto's budget; 0: none
 
     @property
     def chosen(self) -> Figures:
@@ -36,9 +39,16 @@ class FreezeQuantizeResult:
         return {"mode": self.mode, "signature": self.signature, **self.chosen.to_dict(),
                 "modes": {f.mode: f.to_dict() for f in self.figures},
                 "skipped": dict(self.skipped), "input_columns": dict(self.input_columns),
+                "seconds": round(self.seconds, 2), "sweep_seconds": self.sweep_seconds,
+                "not_chosen": self.not_chosen(),
                 "gate": {"max_accuracy_drop": self.gate.max_accuracy_drop,
                          "max_relative_error": self.gate.max_relative_error,
                          "max_rmse_increase": self.gate.max_rmse_increase}}
+
+    def not_chosen(self) -> Dict[str, str]:
+        """Each measured mode the gate refused: why."""
+        return {f.mode: "; ".join(reasons) for f in self.figures
+                if (reasons := tflite_parity.failures(f, self.gate))}
 
     def frozen_metadata(self) -> Dict:
         return {"nodes_before": self.frozen["nodes"]["before"],
@@ -58,6 +68,8 @@ class FreezeQuantizeResult:
                         f"{f.mode}_agreement": f.agreement,
                         f"{f.mode}_relative_error": f.relative_error,
                         f"{f.mode}_rmse": f.rmse, f"{f.mode}_rmse_increase": f.rmse_increase})
+            if f.seconds is not None:
+                out[f"{f.mode}_seconds"] = f.seconds
             if f.latency_batch_ms is not None:
                 out[f"{f.mode}_latency_ms_example"] = f.latency_example_ms
                 out[f"{f.mode}_latency_ms_batch"] = f.latency_batch_ms
@@ -67,12 +79,18 @@ class FreezeQuantizeResult:
     def markdown(self) -> str:
         return "\n".join([
             f"## freeze_quantize: chose `{self.mode}`", "",
-            f"Signature `{self.signature}`, {self.chosen.examples} eval examples, "
-            f"{self.seconds:.1f}s.", "",
-            report.mode_table(self.figures, self.mode, self.float_size, self.skipped), "",
+            f"Model `{self.model_dir}`, signature `{self.signature}`, "
+            f"{self.chosen.examples} eval examples, {self.seconds:.1f}s"
+            f"{_budget_text(self.sweep_seconds)}.", "",
+            report.mode_table(self.figures, self.mode, self.float_size, self.skipped,
+                              self.not_chosen()), "",
             "### Frozen graph", "",
             report.freeze_table(self.frozen, self.frozen_max_abs_diff, self.frozen_agreement),
             ""])
+
+
+def _budget_text(seconds: float) -> str:
+    return f" (sweep budget {seconds:g}s)" if seconds else ""
 
 
 def _quantizes(mode: str) -> bool:

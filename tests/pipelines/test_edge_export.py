@@ -1,5 +1,6 @@
 """The edge_export pipeline under the KFP local runner: freeze_quantize chooses, export_tflite
-ships exactly that model, run through the command a user types."""
+ships exactly that model (with the app's metadata inside), run through the command a user
+types."""
 
 import json
 import os
@@ -9,6 +10,7 @@ import pytest
 from kfp import compiler
 
 from tfkfp.cli.main import main
+from tfkfp.components.common.tflite import metadata as tflite_metadata
 from tfkfp.pipelines.edge_export import edge_export
 
 
@@ -38,18 +40,22 @@ def test_exports_the_model_freeze_quantize_chose(demo_model, demo_dataset, tmp_p
     tflite = [os.path.join(d, "model.tflite") for d, _, files in os.walk(root)
               if "quantization.json" in files]
     assert len(tflite) == 1
-    shipped = os.path.join(bundle, "model.tflite")
-    assert open(shipped, "rb").read() == open(tflite[0], "rb").read()
+    shipped = open(os.path.join(bundle, "model.tflite"), "rb").read()
+    app = tflite_metadata.read(shipped)  # the model freeze_quantize chose, the app's JSON in it
+    assert app["quantization"] == "int8"
+    assert tflite_metadata.embed(open(tflite[0], "rb").read(), app) == shipped
     outputs = json.load(open(os.path.join(bundle, "signature.json")))["outputs"]
     assert outputs["probabilities"]["dtype"] == "int8"  # integer_io: apps get scale/zero point
     assert outputs["probabilities"]["quantization"]["scale"] > 0
 
 
 @pytest.mark.slow
-def test_a_plain_savedmodel_goes_through_auto_with_a_failing_mode_skipped(
+def test_a_plain_savedmodel_with_constant_outputs_is_refused_in_every_mode(
         plain_mobilenet, digit_images, tmp_path, capsys):
-    """MobileNetV2 saved with tf.saved_model.save (serving_default, random weights): auto
-    skips int16x8, which LiteRT cannot prepare, and ships the smallest other mode."""
+    """MobileNetV2 saved with tf.saved_model.save (serving_default, random weights) answers
+    the same scores for every digit image: auto, asked to sweep every mode, skips int16x8,
+    which LiteRT cannot prepare, the gate refuses every other mode as constant, naming the
+    model, and nothing ships."""
     import tensorflow as tf
 
     [name] = tf.saved_model.load(plain_mobilenet).signatures["serving_default"] \
@@ -57,22 +63,15 @@ def test_a_plain_savedmodel_goes_through_auto_with_a_failing_mode_skipped(
     root = tmp_path / "root"
     settings = {"model_uri": plain_mobilenet, "dataset_uri": digit_images,
                 "input_mapping": json.dumps({name: "image"}), "calibration_examples": 20,
+                "modes": json.dumps(["none", "dynamic", "float16", "int8", "int16x8"]),
                 "eval_examples": 40, "max_accuracy_drop": 1.0, "min_agreement": 0.0}
     code = main(["run", "edge_export", "--local", "--pipeline-root", str(root)]
                 + [arg for k, v in settings.items() for arg in ("--set", f"{k}={v}")])
-    assert code == 0
-    [quantized] = [d for d, _, files in os.walk(root) if "quantization.json" in files]
-    chosen = json.load(open(os.path.join(quantized, "quantization.json")))
-    assert chosen["signature"] == "serving_default"
-    assert chosen["input_columns"] == {name: "image"}
-    assert list(chosen["skipped"]) == ["int16x8"]
-    assert "DEPTHWISE_CONV_2D" in chosen["skipped"]["int16x8"]
-    assert set(chosen["modes"]) == {"none", "dynamic", "float16", "int8"}
-    assert chosen["mode"] == min(chosen["modes"], key=lambda m: chosen["modes"][m]["size_bytes"])
-    report = next(root.rglob("freeze-quantize/report")).read_text()
-    assert "| int16x8 | skipped: RuntimeError: " in report
-    bundle = next(root.rglob("export-tflite/bundle"))
-    signature = json.load(open(bundle / "signature.json"))
-    assert signature["signature"] == "serving_default"
-    assert signature["inputs"][name]["column"] == "image"
-    assert signature["inputs"][name]["shape"] == [-1, 32, 32, 1]  # 8x8 digits resized
+    assert code != 0
+    printed = "".join(capsys.readouterr())
+    assert f"auto: no mode of model {plain_mobilenet} passes the gate" in printed
+    for mode in ("none", "dynamic", "float16", "int8"):
+        assert f"{mode}: outputs predictions are the same for all 40 examples" in printed
+    assert "the SavedModel's are constant too" in printed
+    assert "int16x8: skipped, RuntimeError: " in printed and "DEPTHWISE_CONV_2D" in printed
+    assert next(root.rglob("export-tflite/bundle/model.tflite"), None) is None

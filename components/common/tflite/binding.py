@@ -28,7 +28,6 @@ also compared by relative error (see common.tflite.parity).
 """
 
 import dataclasses
-import json
 from typing import Dict, List, Tuple
 
 import numpy as np
@@ -36,6 +35,7 @@ import numpy as np
 from tfkfp.components.common.data.schema import Column, Schema
 from tfkfp.components.common.model import savedmodel
 from tfkfp.components.common.tflite.inputs import QuantizeInputError
+from tfkfp.components.common.tflite.options import parse_mapping  # noqa: F401 - its users import it here
 from tfkfp.components.common.tflite.parity import Reading
 
 AUTO_SIGNATURE = ""  # serving_raw when the model has it, else serving_default
@@ -67,24 +67,6 @@ class Binding:
                 values = values.astype(self.dtypes[name])
             out[name] = values
         return out
-
-
-def parse_mapping(input_mapping: str | Dict[str, str] | None) -> Dict[str, str]:
-    """``input_mapping`` as a dict; JSON text (as a pipeline passes it) is parsed."""
-    mapping = input_mapping
-    if not mapping:
-        return {}
-    if isinstance(mapping, str):
-        try:
-            mapping = json.loads(mapping)
-        except json.JSONDecodeError as err:
-            raise QuantizeInputError(f"input_mapping {mapping!r} is not JSON: {err}; expected "
-                                     'an object like {"input_1": "image"}') from err
-    if not isinstance(mapping, dict) or not all(
-            isinstance(k, str) and isinstance(v, str) for k, v in mapping.items()):
-        raise QuantizeInputError(f"input_mapping {mapping!r}: expected an object of signature "
-                                 "input name -> Dataset column name, both strings")
-    return dict(mapping)
 
 
 def bind(fn, signature: str, schema: Schema, where: str,

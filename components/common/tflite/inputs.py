@@ -10,10 +10,7 @@ import numpy as np
 from tfkfp.components.common.data.schema import Schema, SchemaError
 from tfkfp.components.common.model import savedmodel
 from tfkfp.components.common.platform import uris
-
-
-class QuantizeInputError(ValueError):
-    """Bad input or options: the message names the path, signature, column or value."""
+from tfkfp.components.common.tflite.options import QuantizeInputError
 
 
 @dataclasses.dataclass(frozen=True)

@@ -13,18 +13,25 @@ it runs.
 components' ``quantization`` parameter takes (``check_mode``'s ``allowed_extra``), and it
 means a different thing in each component:
 
-- freeze_quantize: *sweep*. Convert and measure every mode of the table (or of its
-  ``auto_modes``), in table order, skip one that fails to convert or run in LiteRT, and keep
-  the smallest model that passes the gate.
+- freeze_quantize: *sweep*. Convert and measure the modes of its ``modes`` parameter, or
+  by default the modes worth their time for the model's kind (``default_sweep``: every mode
+  but one whose kernels for the model's ops are LiteRT's slow reference ones), in table
+  order, skip one that fails to convert or run in LiteRT or is not started within the
+  sweep's time budget, and keep the smallest model that passes the gate.
+
+Why a CNN's default sweep leaves int16x8 out (measured on 2 cores, LiteRT 2.x): int16x8
+convolutions run on reference kernels, so a 4-layer CNN on 128x128 images took 173 ms per
+image in int16x8 against 1.1 ms in int8 (and InceptionV3 4.3 s per image, most of a 24-minute
+sweep), while an MLP took 0.03 ms against 0.01 ms. Name int16x8 in ``modes`` to sweep it.
 - export_tflite: *take*. Convert nothing: export the model of ``quantized_dir`` (the
   ``tflite_model`` folder freeze_quantize wrote, common.tflite.quantized) in the mode
   freeze_quantize chose there, which it needs.
 """
 
 import dataclasses
-from typing import Any, Callable, Dict, List, Sequence, Tuple
+from typing import Any, Callable, Dict, Iterable, List, Sequence, Tuple
 
-from tfkfp.components.common.tflite.inputs import QuantizeInputError
+from tfkfp.components.common.tflite.options import QuantizeInputError
 
 AUTO = "auto"  # freeze_quantize: sweep the modes; export_tflite: freeze_quantize's choice
 
@@ -70,6 +77,9 @@ def _int16x8(converter) -> List[Any]:
             tf.lite.OpsSet.TFLITE_BUILTINS]
 
 
+CONVOLUTIONS = ("Conv2D", "Conv3D", "DepthwiseConv2dNative", "Conv2DBackpropInput")
+
+
 @dataclasses.dataclass(frozen=True)
 class Mode:
     """One quantization mode's meaning. Field defaults describe a mode that quantizes
@@ -86,6 +96,9 @@ class Mode:
     integer_activations: bool = False
     integer_io: bool = False  # integer_io=True makes float inputs/outputs int8 (else ignored)
     quantized: bool = True  # False: the float32 model, the size the others are compared with
+    # TensorFlow op types whose kernels in this mode are LiteRT's reference ones: the
+    # default sweep leaves the mode out for a model holding any of them (see the module doc).
+    slow_on: Tuple[str, ...] = ()
 
 
 MODES: Dict[str, Mode] = {m.name: m for m in (
@@ -95,7 +108,7 @@ MODES: Dict[str, Mode] = {m.name: m for m in (
     Mode("int8", "int8 weights and activations, calibrated on a representative dataset",
          _int8, calibrated=True, integer_activations=True, integer_io=True),
     Mode("int16x8", "int16 activations and int8 weights, calibrated on a representative "
-         "dataset", _int16x8, calibrated=True, integer_activations=True),
+         "dataset", _int16x8, calibrated=True, integer_activations=True, slow_on=CONVOLUTIONS),
 )}
 
 
@@ -114,14 +127,29 @@ def get(name: str) -> Mode:
     return MODES[check_mode(name, allowed_extra=())]
 
 
-def check_sweep(names: Sequence[str] | None, what: str = "auto_modes") -> Tuple[str, ...]:
-    """The modes a sweep tries, in table order: ``names`` (None: every mode of the table),
-    each a mode of the table; else a QuantizationModeError naming the allowed values."""
-    if names is None:
-        return tuple(MODES)
+def check_sweep(names: Sequence[str] | None, what: str = "modes") -> Tuple[str, ...]:
+    """The modes a sweep was asked for, in table order; empty (None or no names): the
+    default for the model's kind, decided once its ops are known (``default_sweep``). A name
+    that is not a mode of the table is a QuantizationModeError naming the allowed values."""
+    names = list(names or ())
     unknown = sorted(set(names) - set(MODES))
-    if unknown or not names:
-        raise QuantizationModeError(f"{what} {list(names)}: expected some of "
-                                    f"{', '.join(MODES)}")
+    if unknown:
+        raise QuantizationModeError(f"{what} {names}: {', '.join(map(repr, unknown))} "
+                                    f"not a mode; expected some of {', '.join(MODES)} "
+                                    "(none: the default for the model's kind)")
     return tuple(m for m in MODES if m in names)
 
+
+def default_sweep(op_types: Iterable[str]) -> Tuple[Tuple[str, ...], Dict[str, str]]:
+    """(the modes worth sweeping for a model holding ``op_types``, {mode left out: why})."""
+    ops = set(op_types)
+    swept, left_out = [], {}
+    for mode in MODES.values():
+        slow = sorted(ops.intersection(mode.slow_on))
+        if slow:
+            left_out[mode.name] = (f"not in the default sweep: the model has {', '.join(slow)}, "
+                                   f"whose {mode.name} kernels in LiteRT are slow reference "
+                                   f"ones; name {mode.name} in modes to sweep it")
+        else:
+            swept.append(mode.name)
+    return tuple(swept), left_out

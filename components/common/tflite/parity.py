@@ -9,7 +9,10 @@ largest over the outputs). The gate checks the accuracy drop where there is an a
 class scores without labels, the share of examples whose top class changed (which bounds the
 accuracy drop) against the same limit; on a regressor's value, the relative increase of the
 RMSE against ``max_rmse_increase``; on other outputs, the relative error against
-``max_relative_error``.
+``max_relative_error``. On every model it refuses outputs that do not vary over the
+examples (``constant``): a model that answers the same whatever it is fed is of no use to an
+app, and int8 can collapse a model so (with random weights, int8 MobileNetV2 and InceptionV3
+answer all zeros) while the accuracy alone may still pass.
 """
 
 import dataclasses
@@ -57,6 +60,11 @@ class Figures:
     batch_size: int | None = None
     rmse: float | None = None  # a regressor's, on the labels; None: no value or no labels
     reference_rmse: float | None = None  # of the SavedModel, same examples
+    # the compared outputs when every one of them is the same for every example (else
+    # empty); reference_constant: whether the SavedModel's are constant too
+    constant: Tuple[str, ...] = ()
+    reference_constant: bool = False
+    seconds: float | None = None  # converting and measuring it (freeze_quantize's sweep)
 
     @property
     def accuracy_drop(self) -> float | None:
@@ -89,6 +97,7 @@ class Figures:
         out = dataclasses.asdict(self)
         out["accuracy_drop"] = self.accuracy_drop
         out["rmse_increase"] = self.rmse_increase
+        out["constant"] = list(self.constant)
         return {k: round(v, 6) if isinstance(v, float) else v for k, v in out.items()}
 
     def summary(self) -> str:
@@ -167,6 +176,7 @@ def outputs_figures(got: Dict[str, np.ndarray], reference: Dict[str, np.ndarray]
     diff = np.concatenate([np.abs(got[n].astype(np.float64) - reference[n]).reshape(-1)
                            for n in compared]) if compared else np.zeros(1)
     out = dict(max_abs_diff=float(diff.max()), mean_abs_diff=float(diff.mean()),
+               **_constancy(got, reference, compared or sorted(reference)),
                relative_error=max((_relative(got[n], reference[n]) for n in floats),
                                   default=0.0),
                accuracy=None, reference_accuracy=None, agreement=None, rmse=None,
@@ -181,6 +191,19 @@ def outputs_figures(got: Dict[str, np.ndarray], reference: Dict[str, np.ndarray]
             out["accuracy"] = _accuracy(top, labels)
             out["reference_accuracy"] = _accuracy(ref_top, labels)
     return out
+
+
+def _constancy(got: Dict[str, np.ndarray], reference: Dict[str, np.ndarray],
+               names: List[str]) -> Dict:
+    """``constant``: ``names`` when each of those outputs is the same for every example
+    (one example proves nothing: then empty); ``reference_constant``: the same of the
+    SavedModel's."""
+    def constant(outputs):
+        arrays = [np.asarray(outputs[n]) for n in names]
+        return len(arrays[0]) > 1 and all(np.all(a == a[:1]) for a in arrays)
+
+    return dict(constant=tuple(names) if constant(got) else (),
+                reference_constant=bool(constant(reference)))
 
 
 def _top1(outputs: Dict[str, np.ndarray], reading: Reading) -> np.ndarray:
@@ -211,6 +234,8 @@ class QualityGateError(ValueError):
 def failures(figures: Figures, gate: Gate) -> List[str]:
     """Why the figures fail the gate (empty: they pass)."""
     f, out = figures, []
+    if f.constant:
+        out.append(_constant_failure(f))
     if f.accuracy is not None and f.accuracy_drop > gate.max_accuracy_drop:
         out.append(f"accuracy {f.accuracy:.4f} vs {f.reference_accuracy:.4f} for the "
                    f"SavedModel on {f.examples} examples, a drop of "
@@ -234,6 +259,16 @@ def failures(figures: Figures, gate: Gate) -> List[str]:
         out.append(f"top-1 agreement with the SavedModel {f.agreement:.4f} on {f.examples} "
                    f"examples is below min_agreement {gate.min_agreement:.4f}")
     return out
+
+
+def _constant_failure(f: Figures) -> str:
+    outputs = ", ".join(f.constant)
+    why = ("the SavedModel's are constant too: the model answers the same whatever it is fed "
+           "(untrained, or its inputs do not reach its outputs)" if f.reference_constant else
+           f"the SavedModel's vary: {f.mode} collapsed them (as int8 does to a model with "
+           "random weights); try another mode or check the model is trained")
+    return (f"outputs {outputs} are the same for all {f.examples} examples, so the model "
+            f"tells its inputs apart no more than a constant would; {why}")
 
 
 def check(figures: Figures, gate: Gate, what: str) -> None:

@@ -50,7 +50,8 @@ def test_min_agreement_outside_zero_to_one(demo_model, demo_dataset, tmp_path):
 @pytest.mark.slow
 def test_the_gate_fails_when_set_impossibly_tight_and_writes_nothing(
         dynamic_dir, demo_model, demo_dataset, tmp_path):
-    with pytest.raises(QualityGateError, match=r"export gate \(dynamic\): accuracy \d\.\d+ vs "
+    with pytest.raises(QualityGateError, match=r"export gate \(dynamic\) of model .*: "
+                                               r"accuracy \d\.\d+ vs "
                                                r"\d\.\d+ .* above max_accuracy_drop -50\.00"):
         export_tflite(demo_model, demo_dataset, str(tmp_path / "b"), quantized_dir=dynamic_dir,
                       max_accuracy_drop=-0.5)

@@ -6,6 +6,7 @@ import pytest
 
 from tfkfp.components.common.tflite import inputs as tflite_inputs
 from tfkfp.components.common.tflite import litert
+from tfkfp.components.common.tflite import metadata as tflite_metadata
 from tfkfp.components.export_tflite.core import export_tflite
 
 pytestmark = pytest.mark.slow
@@ -84,6 +85,9 @@ def test_exports_the_model_chosen_by_freeze_quantize(dynamic_dir, demo_model, de
     result = export_tflite(demo_model, demo_dataset, str(tmp_path / "b"),
                            quantized_dir=dynamic_dir, eval_examples=100)
     assert result.mode == "dynamic" and result.source == dynamic_dir
-    assert open(tmp_path / "b" / "model.tflite", "rb").read() == open(
-        os.path.join(dynamic_dir, "model.tflite"), "rb").read()
+    shipped = open(tmp_path / "b" / "model.tflite", "rb").read()
+    app = tflite_metadata.read(shipped)  # freeze_quantize's model with the app's JSON in it
+    assert app["quantization"] == "dynamic"
+    assert tflite_metadata.embed(open(os.path.join(dynamic_dir, "model.tflite"), "rb").read(),
+                                 app) == shipped
     assert result.figures.examples == 100

@@ -15,7 +15,7 @@ from tfkfp.components.freeze_quantize.core import freeze_quantize
 def quantized(regression_model, regression_dataset, tmp_path_factory):
     out = tmp_path_factory.mktemp("regression_quantized")
     result = freeze_quantize(regression_model, regression_dataset, str(out / "tflite"),
-                             str(out / "frozen"), auto_modes=("none", "float16", "int8"),
+                             str(out / "frozen"), modes=("none", "float16", "int8"),
                              max_rmse_increase=0.1)
     return result, str(out / "tflite")
 
@@ -60,7 +60,8 @@ def test_the_rmse_gate_fails_the_export_with_its_figures(regression_model,
         export_tflite(regression_model, regression_dataset, str(out), quantization="none",
                       max_rmse_increase=-0.5)  # must be twice as good as the SavedModel
     message = str(err.value)
-    assert "export gate (none): RMSE" in message and "above max_rmse_increase -50.00%" in message
+    assert f"export gate (none) of model {regression_model}: RMSE" in message
+    assert "above max_rmse_increase -50.00%" in message
     assert not out.exists()
 
 

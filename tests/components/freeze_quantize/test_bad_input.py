@@ -71,8 +71,8 @@ def test_an_unknown_mode(demo_model, demo_dataset, tmp_path):
 @pytest.mark.slow
 def test_an_impossible_accuracy_drop_fails_and_writes_nothing(demo_model, demo_dataset,
                                                              tmp_path):
-    with pytest.raises(QualityGateError, match=r"quantization 'float16': accuracy .* above "
-                                               r"max_accuracy_drop -50\.00 points"):
+    with pytest.raises(QualityGateError, match=r"quantization 'float16' of model .*: accuracy .* "
+                                               r"above max_accuracy_drop -50\.00 points"):
         run(demo_model, demo_dataset, tmp_path, quantization="float16", max_accuracy_drop=-0.5,
             eval_examples=100)
     assert_nothing_written(tmp_path)

@@ -63,7 +63,7 @@ def test_a_fixed_batch_of_one_is_fed_one_example_per_call(batch_one_cnn, digit_i
                                                           tmp_path):
     result = freeze_quantize(batch_one_cnn, digit_images, str(tmp_path / "t"),
                              str(tmp_path / "f"), quantization="auto",
-                             auto_modes=("none", "int8"), max_accuracy_drop=0.01)
+                             modes=("none", "int8"), max_accuracy_drop=0.01)
     for f in result.figures:
         assert f.batch_size == 1 and f.examples == len_eval(digit_images)
         assert f.reference_accuracy > 0.8 and f.accuracy_drop <= 0.01

@@ -51,9 +51,20 @@ def test_int8_of_a_plain_cnn_trained_here_stays_within_a_point(plain_auto):
     assert int8.reference_accuracy > 0.9 and int8.examples > 100
     assert int8.accuracy >= int8.reference_accuracy - 0.01, int8
     metrics = plain_auto.metrics()
-    for mode in tflite_modes.MODES:
-        assert {f"{mode}_accuracy", f"{mode}_agreement", f"{mode}_relative_error"} <= set(metrics)
-    assert plain_auto.chosen.accuracy_drop <= 0.01 and not plain_auto.skipped
+    for mode in ("none", "dynamic", "float16", "int8"):
+        assert {f"{mode}_accuracy", f"{mode}_agreement", f"{mode}_relative_error",
+                f"{mode}_seconds"} <= set(metrics)
+    assert plain_auto.chosen.accuracy_drop <= 0.01
+
+
+@pytest.mark.slow
+def test_a_cnn_sweeps_by_default_without_int16x8_and_the_report_says_why(plain_auto):
+    assert [f.mode for f in plain_auto.figures] == ["none", "dynamic", "float16", "int8"]
+    assert list(plain_auto.skipped) == ["int16x8"]
+    assert plain_auto.skipped["int16x8"].startswith("not in the default sweep: the model has "
+                                                    "Conv2D")
+    assert "| int16x8 | skipped: not in the default sweep" in plain_auto.markdown()
+    assert all(f.seconds > 0 for f in plain_auto.figures)
 
 
 @pytest.mark.slow
@@ -75,7 +86,8 @@ def test_the_bundle_of_a_plain_model_names_its_column_and_classes(plain_auto, pl
 
 @pytest.mark.slow
 def test_the_gate_failure_gives_accuracy_and_agreement(plain_cnn, digit_images, tmp_path):
-    with pytest.raises(QualityGateError, match=r"export gate \(float16\): accuracy \d\.\d+ vs "
+    with pytest.raises(QualityGateError, match=r"export gate \(float16\) of model .*: "
+                                               r"accuracy \d\.\d+ vs "
                                                r"\d\.\d+ for the SavedModel on \d+ examples, .*"
                                                r"above max_accuracy_drop -50\.00 points .*"
                                                r"agreement \d\.\d+, relative error"):
@@ -106,9 +118,9 @@ def test_outputs_that_are_not_class_scores_are_gated_on_relative_error(digit_ima
     assert result.chosen.agreement is None and result.chosen.accuracy is None
     assert result.chosen.relative_error < 1e-3
     assert "none_agreement" not in result.metrics()
-    with pytest.raises(QualityGateError, match=r"quantization 'dynamic': relative error "
-                                               r"\d\.\d+ vs the SavedModel on 50 examples, "
-                                               r"above max_relative_error -1\.0000"):
+    with pytest.raises(QualityGateError, match=r"quantization 'dynamic' of model .*: "
+                                               r"relative error \d\.\d+ vs the SavedModel on 50 "
+                                               r"examples, above max_relative_error -1\.0000"):
         freeze_quantize(model, digit_images, str(out / "t2"), str(out / "f2"),
                         quantization="dynamic", eval_examples=50, max_relative_error=-1.0)
 
@@ -134,7 +146,8 @@ def test_auto_fails_only_when_no_mode_converts(erf_model, demo_dataset, tmp_path
         freeze_quantize(erf_model, demo_dataset, str(tmp_path / "t"), str(tmp_path / "f"),
                         eval_examples=20, calibration_examples=20)
     message = str(err.value)
-    assert message.startswith("auto: no mode passes the gate (none: skipped, ConversionError")
+    assert message.startswith(f"auto: no mode of model {erf_model} was measured (none: "
+                              "skipped, ConversionError")
     for mode in tflite_modes.MODES:
         assert f"{mode}: skipped, ConversionError: converting signature 'serving_raw'" in message
     assert "op(s) Erf have no TFLite builtin kernel" in message

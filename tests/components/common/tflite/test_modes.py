@@ -58,12 +58,37 @@ def test_the_error_is_a_quantize_input_error_and_auto_is_no_mode():
     assert issubclass(QuantizationModeError, ValueError)  # pipelines' checks catch these
     with pytest.raises(QuantizationModeError, match="'auto' is not one of none, .*, int16x8$"):
         tflite_modes.get("auto")
-    with pytest.raises(QuantizationModeError, match=r"auto_modes \['int4'\]: expected some of "
-                       "none, dynamic, float16, int8, int16x8$"):
-        tflite_modes.check_sweep(["int4"])
-    with pytest.raises(QuantizationModeError, match=r"auto_modes \[\]: expected some of"):
-        tflite_modes.check_sweep([])
+    with pytest.raises(QuantizationModeError, match=r"modes \['int8', 'int4'\]: 'int4' not a "
+                       "mode; expected some of none, dynamic, float16, int8, int16x8 "
+                       r"\(none: the default for the model's kind\)$"):
+        tflite_modes.check_sweep(["int8", "int4"])
     assert tflite_modes.check_sweep(["int8", "none"]) == ("none", "int8")  # table order
+    assert tflite_modes.check_sweep([]) == tflite_modes.check_sweep(None) == ()  # default
+
+
+@pytest.mark.parametrize("check", [
+    lambda: check_quantize("auto", 1, 1, modes=["int4"]),
+    lambda: check_quantize("auto", 1, 1, sweep_seconds=-1.0),
+    lambda: check_quantize("auto", 1, 1, sweep_seconds=float("nan")),
+    lambda: check_quantize("int8", 1, 1, modes=["int8", "none"]),
+], ids=["unknown mode", "negative budget", "NaN budget", "modes without auto"])
+def test_freeze_quantize_refuses_a_bad_sweep_before_loading_anything(check):
+    with pytest.raises(QuantizeInputError, match="modes|sweep_seconds"):
+        check()
+
+
+def test_a_cnn_sweeps_by_default_every_mode_but_int16x8_and_says_why():
+    swept, left_out = tflite_modes.default_sweep({"Conv2D", "Relu", "MatMul"})
+    assert swept == ("none", "dynamic", "float16", "int8")
+    assert list(left_out) == ["int16x8"]
+    assert "the model has Conv2D" in left_out["int16x8"]
+    assert "name int16x8 in modes to sweep it" in left_out["int16x8"]
+    swept, left_out = tflite_modes.default_sweep({"DepthwiseConv2dNative"})
+    assert "int16x8" not in swept and "DepthwiseConv2dNative" in left_out["int16x8"]
+
+
+def test_a_dense_model_sweeps_every_mode_by_default():
+    assert tflite_modes.default_sweep({"MatMul", "BiasAdd", "Softmax"}) == (tuple(MODES), {})
 
 
 def test_no_reader_branches_on_a_mode_name():
@@ -83,7 +108,7 @@ def test_a_mode_added_to_the_table_is_checked_and_fed_by_its_entry(int8_copy):
     assert tflite_modes.check_mode("int8_copy") == "int8_copy"
     check_quantize("int8_copy", 1, 1)
     check_export("int8_copy", "", 1, 0.5)
-    assert tflite_modes.check_sweep(None)[-1] == "int8_copy"  # auto sweeps it by default
+    assert tflite_modes.default_sweep({"MatMul"})[0][-1] == "int8_copy"  # swept by default
     with pytest.raises(QuantizationModeError, match="int16x8, int8_copy, auto$"):
         tflite_modes.check_mode("int4")
     feeding = tflite_feeding.Feeding({"x": np.float32(0.5)}, {}, {}, {})
@@ -98,7 +123,7 @@ def test_freeze_quantize_sweeps_a_mode_added_to_the_table(int8_copy, demo_model,
     from tfkfp.components.freeze_quantize.core import freeze_quantize
 
     result = freeze_quantize(demo_model, demo_dataset, str(tmp_path / "tflite"),
-                             str(tmp_path / "frozen"), auto_modes=("int8", "int8_copy"),
+                             str(tmp_path / "frozen"), modes=("int8", "int8_copy"),
                              calibration_examples=50, eval_examples=100,
                              max_accuracy_drop=0.5, timing=Timing(16, 2))
     assert [f.mode for f in result.figures] == ["int8", "int8_copy"] and not result.skipped
