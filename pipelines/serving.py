@@ -43,7 +43,7 @@ def serving(
         target: kserve (an InferenceService), vertex (a Vertex AI Endpoint) or existing (an
             endpoint already serving: deploy_options url).
         service_name: The service's name and the model's name in its URLs.
-        deploy_options: See deploy_model, e.g. {"namespace": "team", "mode": "raw"}.
+        deploy_options: See deploy_model, e.g. {"namespace": "team", "mode": "knative"}.
         serving_model_uri: The model serving now; empty: what the target records.
         gate_metric: accuracy or log_loss; for a regressor rmse or mae.
         gate_margin: How much worse than the serving model the new one may be.

@@ -150,7 +150,7 @@ def make_training(gpu: Gpu | None = None):
                 SavedModel there when deploy_gate finds it no worse than the serving one,
                 then smoke-test the endpoint (see the serving pipeline).
             service_name: The service's name and the model's name in its URLs.
-            deploy_options: See deploy_model, e.g. {"namespace": "team", "mode": "raw"}.
+            deploy_options: See deploy_model, e.g. {"namespace": "team", "mode": "knative"}.
             serving_model_uri: The model serving now; empty: what the target records.
             gate_metric: accuracy or log_loss (a regressor: rmse or mae), measured on the eval
                 split.
@@ -228,10 +228,10 @@ def check_arguments(arguments: Dict[str, Any]) -> None:
     by the components' own checks, then what train would
     refuse (strategy and cluster shape, launcher and its options, model, numbers, where the
     warm-start model is)."""
-    from tfkfp.components.batch_predict.core import check_options as check_predict
-    from tfkfp.components.export_tflite.core import check_options as check_export
-    from tfkfp.components.freeze_quantize.core import check_options as check_quantize
-    from tfkfp.components.shard_tfrecords.core import check_options as check_shard
+    from tfkfp.components.batch_predict.options import check_options as check_predict
+    from tfkfp.components.export_tflite.options import check_options as check_export
+    from tfkfp.components.freeze_quantize.options import check_options as check_quantize
+    from tfkfp.components.shard_tfrecords.options import check_options as check_shard
 
     values = checks.with_defaults(training, arguments)
     check_group_count(values["file_groups"], "file_groups")
@@ -250,13 +250,12 @@ def check_arguments(arguments: Dict[str, Any]) -> None:
             raise ValueError(f"deploy {values['deploy']!r} is not one of none, "
                              f"{', '.join(TARGETS)}")
         check_deploy(values, values["deploy"])
-    _check_train(values)  # last: it imports TensorFlow
+    _check_train(values)
 
 
 def _check_train(values: Dict[str, Any]) -> None:
-    with checks.native_stderr_hushed():
-        from tfkfp.components.common.training.config import check_warm_start_uri
-        from tfkfp.components.train.core import check_options
+    from tfkfp.components.common.training.config import check_warm_start_uri
+    from tfkfp.components.train.core import check_options  # no TensorFlow: a typo costs 1 s
 
     check_warm_start_uri(values["warm_start_model_uri"], "warm_start_model_uri")
     options = checks.pick(values, *TRAIN_SETTINGS)
