@@ -123,36 +123,26 @@ def batch_prediction(
         endpoint_token_env: An environment variable of the step holding a bearer token.
     """
     model = dsl.importer(artifact_uri=model_uri, artifact_class=dsl.Model, reimport=False)
+    # what each branch's fan-out is given, whichever way the Dataset came
+    predicting = dict(file_groups=file_groups, output_format=output_format, keys=keys,
+                      top_k=top_k, predict_batch_size=predict_batch_size, split=split,
+                      max_error_fraction=max_error_fraction, endpoint_url=endpoint_url,
+                      endpoint_model=endpoint_model, endpoint_protocol=endpoint_protocol,
+                      endpoint_batch_rows=endpoint_batch_rows,
+                      endpoint_concurrency=endpoint_concurrency,
+                      endpoint_headers=endpoint_headers,
+                      endpoint_token_file=endpoint_token_file,
+                      endpoint_token_env=endpoint_token_env)
     with dsl.If(csv_uri != "", name="shard-csv"):
         sharded = shard_tfrecords(input_uri=csv_uri, label=label, keys=keys,
                                   column_types=column_types, input_format=input_format,
                                   num_shards=num_shards, layout=layout,
                                   input_fingerprint=fingerprinted(csv_uri, input_format).output)
-        predict_shards(model=model.output, dataset=sharded.outputs["dataset"],
-                       file_groups=file_groups, output_format=output_format,
-                       keys=keys, top_k=top_k, predict_batch_size=predict_batch_size, split=split,
-                       max_error_fraction=max_error_fraction,
-                       endpoint_url=endpoint_url, endpoint_model=endpoint_model,
-                       endpoint_protocol=endpoint_protocol,
-                       endpoint_batch_rows=endpoint_batch_rows,
-                       endpoint_concurrency=endpoint_concurrency,
-                       endpoint_headers=endpoint_headers,
-                       endpoint_token_file=endpoint_token_file,
-                       endpoint_token_env=endpoint_token_env)
+        predict_shards(model=model.output, dataset=sharded.outputs["dataset"], **predicting)
     with dsl.Else(name="existing-shards"):
         dataset = dsl.importer(artifact_uri=dataset_uri, artifact_class=dsl.Dataset,
                                reimport=False)
-        predict_shards(model=model.output, dataset=dataset.output,
-                       file_groups=file_groups, output_format=output_format,
-                       keys=keys, top_k=top_k, predict_batch_size=predict_batch_size, split=split,
-                       max_error_fraction=max_error_fraction,
-                       endpoint_url=endpoint_url, endpoint_model=endpoint_model,
-                       endpoint_protocol=endpoint_protocol,
-                       endpoint_batch_rows=endpoint_batch_rows,
-                       endpoint_concurrency=endpoint_concurrency,
-                       endpoint_headers=endpoint_headers,
-                       endpoint_token_file=endpoint_token_file,
-                       endpoint_token_env=endpoint_token_env)
+        predict_shards(model=model.output, dataset=dataset.output, **predicting)
 
 
 def check_arguments(arguments: Dict[str, Any]) -> None:

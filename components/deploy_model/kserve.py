@@ -23,7 +23,7 @@ from typing import Any, Dict, List, Tuple
 
 from tfkfp.components.common.model import routes
 from tfkfp.components.common.platform import kube_api
-from tfkfp.components.common.platform.follow import describe_error, follow
+from tfkfp.components.common.platform.follow import follow
 from tfkfp.components.common.platform.signals import sigterm_raises
 from tfkfp.components.deploy_model import least_privilege, network_policy
 from tfkfp.components.deploy_model.errors import DeployFailed, DeployReportedFailure
@@ -265,35 +265,20 @@ def _pending(status: Dict[str, Any]) -> str:
 
 
 def _delete(objects, namespace: str, name: str) -> None:
-    from kubernetes import client
-
-    try:
+    with kube_api.undoing(f"delete {KIND} {namespace}/{name}", log):
         objects.delete_namespaced_custom_object(GROUP, VERSION, namespace, PLURAL, name,
                                                 propagation_policy="Background")
         log.info("deleted %s %s/%s", KIND, namespace, name)
-    except client.ApiException as err:
-        if err.status != 404:
-            log.warning("could not delete %s %s/%s: %s", KIND, namespace, name, err.reason)
-    except Exception as err:  # noqa: BLE001 - the step's own error is on its way: keep it
-        log.warning("could not delete %s %s/%s: %s", KIND, namespace, name,
-                    describe_error(err))
 
 
 def _restore(objects, namespace: str, name: str, previous: Dict[str, Any]) -> None:
     """Put the previous spec and annotations back (best effort: another error is on its
     way)."""
-    from kubernetes import client
-
-    try:
+    with kube_api.undoing(f"put back the previous spec of {KIND} {namespace}/{name}", log,
+                          missing_ok=False):
         current = objects.get_namespaced_custom_object(GROUP, VERSION, namespace, PLURAL, name)
         current["spec"] = previous["spec"]
         current["metadata"]["annotations"] = previous["metadata"].get("annotations") or {}
         objects.replace_namespaced_custom_object(GROUP, VERSION, namespace, PLURAL, name,
                                                  current)
         log.info("put back the previous spec of %s %s/%s", KIND, namespace, name)
-    except client.ApiException as err:
-        log.warning("could not put back the previous spec of %s %s/%s: %s", KIND, namespace,
-                    name, err.reason)
-    except Exception as err:  # noqa: BLE001 - the step's own error is on its way: keep it
-        log.warning("could not put back the previous spec of %s %s/%s: %s", KIND, namespace,
-                    name, describe_error(err))

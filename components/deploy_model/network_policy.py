@@ -13,7 +13,6 @@ import logging
 from typing import List
 
 from tfkfp.components.common.platform import kube_api
-from tfkfp.components.common.platform.follow import describe_error
 from tfkfp.components.deploy_model.errors import DeployFailed
 from tfkfp.components.deploy_model.options import DeployOptions, ingress_namespaces
 
@@ -93,9 +92,7 @@ def write(networking, policy, previous) -> None:
 def undo(networking, namespace: str, name: str, previous) -> None:
     """Delete the policy this step created, or put ``previous`` back (best effort: the
     step's own error is on its way)."""
-    from kubernetes import client
-
-    try:
+    with kube_api.undoing(f"undo {KIND} {namespace}/{name}", log):
         if previous is None:
             networking.delete_namespaced_network_policy(name, namespace)
             log.info("deleted %s %s/%s", KIND, namespace, name)
@@ -104,12 +101,6 @@ def undo(networking, namespace: str, name: str, previous) -> None:
         current.spec, current.metadata.labels = previous.spec, previous.metadata.labels
         networking.replace_namespaced_network_policy(name, namespace, current)
         log.info("put back the previous %s %s/%s", KIND, namespace, name)
-    except client.ApiException as err:
-        if err.status != 404:
-            log.warning("could not undo %s %s/%s: %s", KIND, namespace, name, err.reason)
-    except Exception as err:  # noqa: BLE001 - the step's own error is on its way: keep it
-        log.warning("could not undo %s %s/%s: %s", KIND, namespace, name,
-                    describe_error(err))
 
 
 def _sources(policy) -> str:

@@ -2,8 +2,11 @@
 launchers, deploy_model's kserve target) reach it: the pod's own service account in a
 cluster, the kubeconfig elsewhere, and the API server's own words when it refuses."""
 
+import contextlib
 import json
+import logging
 import os
+from typing import Iterator
 
 DEFAULT_NAMESPACE = "tfkfp"  # manifests/base/namespace.yaml
 POD_NAMESPACE_FILE = "/var/run/secrets/kubernetes.io/serviceaccount/namespace"
@@ -28,6 +31,24 @@ def default_namespace() -> str:
             return f.read().strip() or DEFAULT_NAMESPACE
     except OSError:
         return DEFAULT_NAMESPACE
+
+
+@contextlib.contextmanager
+def undoing(what: str, log: logging.Logger, missing_ok: bool = True) -> Iterator[None]:
+    """Undo a step's work while its own error is on its way: a failure here is logged
+    ("could not WHAT: why"), never raised, so the step's error is the one that surfaces; with
+    ``missing_ok`` a 404 (already gone) is no failure."""
+    from kubernetes import client
+
+    from tfkfp.components.common.platform.follow import describe_error
+
+    try:
+        yield
+    except client.ApiException as err:
+        if err.status != 404 or not missing_ok:
+            log.warning("could not %s: %s", what, err.reason)
+    except Exception as err:  # noqa: BLE001 - the step's own error is on its way: keep it
+        log.warning("could not %s: %s", what, describe_error(err))
 
 
 def api_message(err) -> str:

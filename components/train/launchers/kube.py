@@ -18,11 +18,12 @@ from typing import Any, Callable, Deque, Dict, Tuple, Type
 
 from tfkfp.components._image import step_image
 from tfkfp.components.common.platform import allowlist
-from tfkfp.components.common.platform.follow import describe_error, follow
+from tfkfp.components.common.platform.follow import follow
 from tfkfp.components.common.platform.kube_api import (
     api_client,
     api_message,
     default_namespace,
+    undoing,
 )
 from tfkfp.components.common.platform.signals import sigterm_raises
 from tfkfp.components.common.training.config import TrainConfigError
@@ -179,20 +180,11 @@ def latest_condition(status: Dict[str, Any], ended: Tuple[str, ...]) -> Dict[str
 
 
 def _delete(kind: JobKind, jobs, namespace: str, name: str) -> None:
-    from kubernetes import client
-
-    try:
+    with undoing(f"delete {kind.kind} {namespace}/{name}", log):
         # Background: the API removes the job now and the garbage collector its pods.
         jobs.delete_namespaced_custom_object(kind.group, kind.version, namespace, kind.plural, name,
                                              propagation_policy="Background")
         log.info("deleted %s %s/%s", kind.kind, namespace, name)
-    except client.ApiException as err:
-        if err.status != 404:
-            log.warning("could not delete %s %s/%s: %s", kind.kind, namespace, name,
-                        err.reason)
-    except Exception as err:  # noqa: BLE001 - the step's own error is on its way: keep it
-        log.warning("could not delete %s %s/%s: %s", kind.kind, namespace, name,
-                    describe_error(err))
 
 
 class PodLogs:
