@@ -218,21 +218,10 @@ def _add_serve_parser(commands) -> None:
                        "only, e.g. KServe's agent in the same pod (default: off)")
 
 
-def _import_tensorflow_quietly() -> None:
-    """Import TensorFlow and probe its devices with file descriptor 2 on the null device: its
-    C++ start-up lines (the banner, written twice, and the CUDA probe's error on a machine
-    without GPUs) come before any log level applies. Python errors still raise."""
-    from tfkfp.pipelines.checks import native_stderr_hushed
-
-    os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "2")  # TensorFlow's C++ INFO and WARNING
-    with native_stderr_hushed():
-        import tensorflow as tf
-
-        tf.config.list_physical_devices()
-
-
 def _shard(args: argparse.Namespace) -> None:
-    _import_tensorflow_quietly()  # here rather than mid-progress
+    from tfkfp.components.common.platform.quiet import import_tensorflow_quietly
+
+    import_tensorflow_quietly()  # here rather than mid-progress
     from tfkfp.components.shard_tfrecords.core import shard_tfrecords
 
     result = shard_tfrecords(
@@ -352,7 +341,9 @@ def _loadtest(args: argparse.Namespace) -> None:
 
 
 def _serve(args: argparse.Namespace) -> None:
-    _import_tensorflow_quietly()  # before the server's own log lines, not among them
+    from tfkfp.components.common.platform.quiet import import_tensorflow_quietly
+
+    import_tensorflow_quietly()  # before the server's own log lines, not among them
     from tfkfp.components.serve.options import ServeOptions
     from tfkfp.components.serve.server import serve
 

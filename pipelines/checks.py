@@ -15,11 +15,9 @@ refused before the run rather than retried by a step (fingerprint_input's retrie
 remote storage's transient errors).
 """
 
-import contextlib
 import inspect
 import os
-import sys
-from typing import Any, Callable, Dict, Iterator, List, Mapping, Sequence
+from typing import Any, Callable, Dict, List, Mapping, Sequence
 
 from tfkfp.components.common.platform import uris
 
@@ -60,26 +58,6 @@ def check_step(step, check: Callable, given: Mapping[str, Any]) -> None:
     except ValueError as err:
         name = step.python_func.__name__
         raise ValueError(f"{err} (step {name})") from err
-
-
-@contextlib.contextmanager
-def native_stderr_hushed() -> Iterator[None]:
-    """Send file descriptor 2 to the null device for the block.
-
-    TensorFlow's C++ start-up lines (the CUDA probe among them) are written before its log
-    level applies, so only this keeps them off the console while a check imports it. Python
-    errors still propagate as exceptions.
-    """
-    sys.stderr.flush()
-    saved, null = os.dup(2), os.open(os.devnull, os.O_WRONLY)
-    try:
-        os.dup2(null, 2)
-        yield
-    finally:
-        sys.stderr.flush()
-        os.dup2(saved, 2)
-        os.close(saved)
-        os.close(null)
 
 
 def check_local_run(values: Mapping[str, Any]) -> None:

@@ -122,6 +122,9 @@ def check(url: str, clients: Sequence[int], requests: int, seconds: float,
 def instances(dataset: str, rows: int, split: str = "eval") -> List[Dict[str, Any]]:
     """Up to ``rows`` rows of a Dataset directory as v1 instances (JSON values: a float gap
     is null, strings are text)."""
+    from tfkfp.components.common.platform.quiet import import_tensorflow_quietly
+
+    import_tensorflow_quietly()  # the reader's; its start-up lines stay off the console
     from tfkfp.components.common.data.reader import make_dataset
 
     out: List[Dict[str, Any]] = []
