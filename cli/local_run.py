@@ -85,8 +85,8 @@ def summary_lines(run: LocalRun) -> List[str]:
     that declares none, what its tasks made. Then the decisions steps told in their logs."""
     lines = ["", f"pipeline {run.name!r} finished in {run.seconds:.0f} s"]
     lines += _outputs_table(run) if run.outputs else _task_outputs_table(run)
-    told = [(t.name, figures.told(t.name, t.log)) for t in run.tasks]
-    lines += [""] + [f"{name}: {account}" for name, account in told if account]
+    told = [f"{t.name}: {account}" for t in run.tasks if (account := figures.told(t.name, t.log))]
+    lines += [""] + told if told else []
     return lines + ["", f"task logs: {run.log_dir}"]
 
 
@@ -103,14 +103,15 @@ def _outputs_table(run: LocalRun) -> List[str]:
 
 
 def _task_outputs_table(run: LocalRun) -> List[str]:
-    """Every task's outputs but its reports (metrics, Markdown): artifacts with their key
-    figures and path, values (the gate's "deploy") as they are."""
+    """Every task's outputs but its reports (metrics, Markdown) and summaries (a dict output,
+    whose figures its artifacts carry): artifacts with their key figures and path, values
+    (the gate's "deploy") as they are."""
     lines = ["", "The pipeline declares no outputs; what its tasks made:", "",
              "| task | output | figures | step wall time | path or value |",
              "|---|---|---|---|---|"]
     for task in run.tasks:
         for name, value in task.outputs.items():
-            if figures.is_report(value):
+            if figures.is_report(value) or isinstance(value, dict):
                 continue
             path = getattr(value, "path", None)
             shown = figures.key_figures({name: value}) if path else ""

@@ -142,7 +142,7 @@ def test_a_pipeline_without_outputs_lists_what_its_tasks_made_and_the_decisions(
     tasks = [TaskRecord("deploy-gate", str(gate_log), 2.0, True,
                         {"metrics": dsl.Metrics(name="metrics", uri="/m"), "Output": "keep"}),
              TaskRecord("merge-predictions", str(merge_log), 1.0, True,
-                        {"all_predictions": predictions,
+                        {"all_predictions": predictions, "Output": {"shards": [1, 2]},
                          "summary": dsl.Markdown(name="summary", uri="/s")})]
     run = local_run.LocalRun("serving", {}, {}, tasks, str(tmp_path), str(tmp_path / "logs"), 3)
     text = "\n".join(local_run.summary_lines(run))
@@ -151,6 +151,7 @@ def test_a_pipeline_without_outputs_lists_what_its_tasks_made_and_the_decisions(
     assert (f"| merge-predictions | all_predictions | 1,797 predictions, 3 errors | 1.0 s | "
             f"{predictions.path} |") in text
     assert "| /m |" not in text and "| /s |" not in text  # reports are not what a task made
+    assert "shards" not in text  # nor a summary dict, whose figures its artifacts carry
     assert "deploy-gate: keep the serving model: candidate accuracy 0.9000" in text
     assert tasks[0].line() == ("done   deploy-gate  2.0 s  keep the serving model: candidate "
                                "accuracy 0.9000, serving model (gs://m) 0.9500 on 180 examples")
