@@ -103,8 +103,8 @@ class PredictResult:
                 "file_group": self.file_group, "file_groups": self.file_groups,
                 "shards_done": len(self.shards), "model": self.model,
                 "records_per_second": round(self.records_per_second, 1),
-                # busy_seconds keeps microseconds: a merge divides by it
-                "seconds": round(self.seconds, 3), "busy_seconds": round(self.busy_seconds, 6),
+                # times to the microsecond: a merge divides by them, tests compare them
+                "seconds": round(self.seconds, 6), "busy_seconds": round(self.busy_seconds, 6),
                 "stage_seconds": dict(self.stages)}
 
     def summary(self) -> Dict:

@@ -62,7 +62,7 @@ class ShardResult:
             "num_shards": {s: len(v) for s, v in self.shards.items()},
             "schema": self.schema.summary(), "input_files": self.input_files,
             "records_per_second": round(self.records_per_second, 1),
-            "seconds": round(self.seconds, 3), "busy_seconds": round(self.busy_seconds, 6),
+            "seconds": round(self.seconds, 6), "busy_seconds": round(self.busy_seconds, 6),
             "warnings": list(self.warnings),
         }
 
