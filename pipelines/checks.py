@@ -63,13 +63,16 @@ def check_step(step, check: Callable, given: Mapping[str, Any]) -> None:
 def check_local_run(values: Mapping[str, Any]) -> None:
     """What ``tfkfp run`` refuses before its first task: a local path a step would read that
     does not exist here, and a Kubernetes step without a cluster to talk to."""
+    check_schemes(values)
     for name in READ_URIS:
         path = values.get(name) or ""
         if path and not uris.is_remote(path) and not uris.glob(path):
             raise ValueError(
                 f"{name} {path!r}: no such file or folder on this machine (looked for "
                 f"{os.path.abspath(uris.local_path(path))}); give an existing path or "
-                "pattern, or a gs:// URI")
+                "pattern, or a gs:// or s3:// URI")
+        if path and not uris.tf_reads(path):
+            _check_object_exists(name, path)
     for name, value in kubernetes_settings(values):
         reason = missing_cluster_configuration()
         if reason:
@@ -80,10 +83,31 @@ def check_local_run(values: Mapping[str, Any]) -> None:
                 "get-credentials`), or run the pipeline on the cluster with `tfkfp submit`")
 
 
+def check_schemes(values: Mapping[str, Any]) -> None:
+    """A URI whose scheme no step reads or writes (``hdfs://``, ``az://``...), named."""
+    for name in (*READ_URIS, *WRITE_URIS):
+        reason = uris.unsupported_scheme(str(values.get(name) or ""))
+        if reason:
+            raise ValueError(f"{name} {reason}")
+
+
+def _check_object_exists(name: str, uri: str) -> None:
+    """An s3:// or minio:// input is looked for before the run (a listing, no download)."""
+    try:
+        found = uris.glob(uri) or uris.isdir(uri)
+    except OSError as err:
+        raise ValueError(f"{name} {uri!r}: the object store answered {err}; check "
+                         "AWS_ENDPOINT_URL and the credentials (AWS_ACCESS_KEY_ID, "
+                         "AWS_SECRET_ACCESS_KEY)") from err
+    if not found:
+        raise ValueError(f"{name} {uri!r}: no such object or prefix in the store")
+
+
 def check_cluster_run(values: Mapping[str, Any], mounted: Sequence[str] = ()) -> None:
     """What a run on a cluster refuses (``tfkfp submit``, ``tfkfp check``): a path of this
     machine, which no step's pod can read or write, unless it is under one of ``mounted``
-    (folders every step's pod mounts at the same path)."""
+    (folders every step's pod mounts at the same path), and a scheme no step reads."""
+    check_schemes(values)
     for name in (*READ_URIS, *WRITE_URIS):
         path = values.get(name) or ""
         if path and not uris.is_remote(path) and not _under(path, mounted):

@@ -244,3 +244,23 @@ def flip_byte(path, record):
     data[at] ^= 0xFF
     open(path, "wb").write(bytes(data))
     return len(lengths)
+
+
+@pytest.fixture(scope="session")
+def s3_server(tmp_path_factory):
+    """A SeaweedFS S3 server on loopback for the whole session (see tests/s3_server.py)."""
+    from s3_server import S3Server
+
+    server = S3Server(str(tmp_path_factory.mktemp("seaweedfs")))
+    yield server
+    server.stop()
+
+
+@pytest.fixture
+def s3(s3_server, monkeypatch):
+    """The S3 server's endpoint and keys in the environment, as a pod would have them, and
+    a fresh ``s3://`` prefix for this test."""
+    for name, value in s3_server.env().items():
+        monkeypatch.setenv(name, value)
+    monkeypatch.delenv("AWS_ENDPOINT_URL_S3", raising=False)
+    return s3_server.fresh_prefix()

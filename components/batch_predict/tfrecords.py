@@ -35,6 +35,7 @@ from tfkfp.components.batch_predict.records import (
 from tfkfp.components.common.data.parsing import rows_parser
 from tfkfp.components.common.data.reader import decode_column
 from tfkfp.components.common.data.schema import Column, Schema
+from tfkfp.components.common.platform import fetch_cache
 from tfkfp.components.common.platform.progress import log
 
 _AT = re.compile(r"record at (\d+)")
@@ -76,8 +77,10 @@ def first_record_rows(files: List[str], compression: str, parse) -> int:
 
     for path in files:
         try:
-            for record in tf.data.TFRecordDataset(path, compression_type=compression).take(1):
-                return int(parse(tf.reshape(record, [1]))[2].numpy()[0])
+            with fetch_cache.readable(path) as local:
+                for record in tf.data.TFRecordDataset(local, compression_type=compression
+                                                      ).take(1):
+                    return int(parse(tf.reshape(record, [1]))[2].numpy()[0])
         except tf.errors.OpError:  # unreadable: the read itself reports it, record by record
             return 0
     return 0
@@ -86,9 +89,15 @@ def first_record_rows(files: List[str], compression: str, parse) -> int:
 def read_tfrecords(path: str, compression: str, parse, batch_size: int) -> Iterator[Chunk]:
     """Parsed chunks of one shard, ``batch_size`` records each, then (if it is corrupt) one
     chunk naming where it broke."""
+    with fetch_cache.readable(path) as local:  # an object-store shard is fetched first
+        yield from _read_local(path, local, compression, parse, batch_size)
+
+
+def _read_local(path: str, local: str, compression: str, parse, batch_size: int
+                ) -> Iterator[Chunk]:
     import tensorflow as tf
 
-    raw = tf.data.TFRecordDataset(path, compression_type=compression, buffer_size=1 << 20)
+    raw = tf.data.TFRecordDataset(local, compression_type=compression, buffer_size=1 << 20)
     batches = iter(raw.batch(batch_size).prefetch(2))
     done, offset = 0, 0
     while True:
@@ -97,7 +106,7 @@ def read_tfrecords(path: str, compression: str, parse, batch_size: int) -> Itera
         except StopIteration:
             return
         except tf.errors.OpError as err:
-            yield from _after_corruption(path, compression, parse, done, offset, err)
+            yield from _after_corruption(local, compression, parse, done, offset, err, path)
             return
         lengths = tf.strings.length(serialized).numpy().astype(np.int64)
         offsets = offset + np.concatenate([[0], np.cumsum(lengths + _FRAME)[:-1]])
@@ -132,15 +141,16 @@ def _chunk(good, errors: List[ErrorRow], first: int) -> Chunk:
     return Chunk(features, keys, records, errors)
 
 
-def _after_corruption(path: str, compression: str, parse, done: int, offset: int,
-                      err) -> Iterator[Chunk]:
-    """Re-read the records after ``done`` one at a time up to the failure; report it."""
+def _after_corruption(local: str, compression: str, parse, done: int, offset: int,
+                      err, path: str) -> Iterator[Chunk]:
+    """Re-read the records after ``done`` one at a time up to the failure; report it
+    (naming ``path``, the shard as the user knows it, read at ``local``)."""
     import tensorflow as tf
 
     tail: List[bytes] = []
     failure = err
     try:
-        for record in tf.data.TFRecordDataset(path, compression_type=compression).skip(done):
+        for record in tf.data.TFRecordDataset(local, compression_type=compression).skip(done):
             tail.append(record.numpy())
     except tf.errors.OpError as again:
         failure = again

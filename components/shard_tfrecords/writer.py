@@ -138,16 +138,17 @@ def _write_shard(spool: SplitSpool, out_dir: str, name: str, start: int, stop: i
 
     path = uris.join(out_dir, name)
     options = tf.io.TFRecordOptions(compression_type=tf_compression(compression))
-    with tf.io.TFRecordWriter(path, options) as writer:
-        done = reported = start
-        for record in spool.records(start, stop):
-            writer.write(record)
-            done += 1
-            if done - reported == 4096:
-                on_records(spool.rows(reported, done))
-                reported = done
-        on_records(spool.rows(reported, done))
-    size, crc = _checksum(path)
+    with uris.tf_writable(path) as target:  # an S3 shard is written here, then uploaded
+        with tf.io.TFRecordWriter(target, options) as writer:
+            done = reported = start
+            for record in spool.records(start, stop):
+                writer.write(record)
+                done += 1
+                if done - reported == 4096:
+                    on_records(spool.rows(reported, done))
+                    reported = done
+            on_records(spool.rows(reported, done))
+        size, crc = _checksum(target)
     return ShardInfo(name, spool.rows(start, stop), size, crc,
                      stop - start if spool.blocks else None)
 

@@ -211,3 +211,39 @@ def test_a_pipelines_help_lists_its_parameters_with_defaults_and_meaning(command
     assert "  epochs (Integer, default 5)\n      Training epochs." in out
     assert '  keys (List, default [])\n' in out and '  strategy (String, default "default")' \
         in out
+
+
+@pytest.mark.parametrize("command", ["run", "submit"])
+def test_a_scheme_no_step_reads_is_refused_naming_the_ones_that_work(command, capsys,
+                                                                    nothing_starts):
+    host = ["--host", "http://127.0.0.1:9"] if command == "submit" else []
+    assert main([command, "training", *host, "--set", "input_uri=hdfs://nn/data.csv",
+                 "--set", "label=label"]) == 1
+    assert ("input_uri 'hdfs://nn/data.csv' has a scheme the suite does not read or write; "
+            "use a local path or one of gs://..., s3://..., minio://..., file://...") in (
+        error_of(capsys))
+    assert not nothing_starts
+
+
+def test_an_s3_input_is_looked_for_in_the_store_before_the_run(s3, capsys, nothing_starts):
+    """It used to run for 142 s and end in TensorFlow's UnimplementedError."""
+    from tfkfp.components.common.platform import uris
+
+    missing = uris.join(s3, "nothing-here.csv")
+    assert main(["run", "training", "--set", f"input_uri={missing}", "--set",
+                 "label=label"]) == 1
+    assert error_of(capsys).endswith(f"input_uri {missing!r}: no such object or prefix in "
+                                     "the store")
+    uris.write_text_atomic(uris.join(s3, "data.csv"), "x,label\n1,0\n")
+    registry.parse_parameters("training", [f"input_uri={uris.join(s3, '*.csv')}",
+                                           "label=label"], runs_on="local")
+    assert not nothing_starts
+
+
+def test_wrong_store_credentials_are_named_before_the_run(s3, monkeypatch, capsys,
+                                                          nothing_starts):
+    monkeypatch.setenv("AWS_SECRET_ACCESS_KEY", "wrong")
+    assert main(["run", "training", "--set", f"input_uri={s3}/data.csv", "--set",
+                 "label=label"]) == 1
+    assert "check AWS_ENDPOINT_URL and the credentials" in error_of(capsys)
+    assert not nothing_starts

@@ -21,7 +21,7 @@ from typing import Dict, List, Tuple
 from tfkfp.components.common.data import parsing
 from tfkfp.components.common.data.dataset import split_files
 from tfkfp.components.common.data.schema import Column, Schema, SchemaError
-from tfkfp.components.common.platform import uris
+from tfkfp.components.common.platform import fetch_cache, uris
 
 MODES = ("train", "eval", "predict")
 
@@ -99,8 +99,10 @@ def make_dataset(
                                shuffle_buffer, repeat, cache, deterministic, drop_remainder,
                                num_parallel_reads, seed, input_context, auto_shard_policy)
     ds, share, cycle = _file_dataset(files, shuffle, seed, input_context, num_parallel_reads)
+    fetch = fetched(files)
     if shuffle:  # records must mix before batching; costs per-record tf.data overhead
-        ds = ds.interleave(lambda f: _records(f, compression, share), cycle_length=cycle,
+        ds = ds.interleave(lambda f: file_records(f, compression, share, fetch),
+                           cycle_length=cycle,
                            num_parallel_calls=tf.data.AUTOTUNE, deterministic=deterministic)
         ds = ds.cache(_cache_path(cache)) if cache else ds
         ds = ds.shuffle(shuffle_buffer, seed=seed, reshuffle_each_iteration=True)
@@ -108,8 +110,8 @@ def make_dataset(
         ds = ds.batch(batch_size, drop_remainder=drop_remainder)
     else:  # batch inside each file, so interleave moves batches, not records
         ds = ds.interleave(
-            lambda f: _records(f, compression, share).batch(batch_size,
-                                                            drop_remainder=drop_remainder),
+            lambda f: file_records(f, compression, share, fetch).batch(
+                batch_size, drop_remainder=drop_remainder),
             cycle_length=cycle, num_parallel_calls=tf.data.AUTOTUNE,
             deterministic=deterministic)
         ds = ds.cache(_cache_path(cache)) if cache else ds
@@ -141,7 +143,9 @@ def _blocks_dataset(files, compression: str, schema: Schema, mode: str, batch_si
     per_batch = -(-batch_size // schema.block_rows)  # records that hold one batch of rows
     group = max(per_batch, MIX_BLOCKS) if shuffle else per_batch
     ds, share, cycle = _file_dataset(files, shuffle, seed, input_context, num_parallel_reads)
-    ds = ds.interleave(lambda f: _records(f, compression, share), cycle_length=cycle,
+    fetch = fetched(files)
+    ds = ds.interleave(lambda f: file_records(f, compression, share, fetch),
+                       cycle_length=cycle,
                        block_length=1 if shuffle else per_batch,
                        num_parallel_calls=tf.data.AUTOTUNE, deterministic=deterministic)
     ds = ds.cache(_cache_path(cache)) if cache else ds
@@ -186,12 +190,43 @@ def _file_dataset(files, shuffle: bool, seed, input_context, num_parallel_reads)
     return ds, share, cycle
 
 
-def _records(path, compression: str, share: Tuple[int, int] | None = None):
+def fetched(files: List[str]) -> bool:
+    """Whether these files are read through the local fetch cache (an object store that
+    TensorFlow cannot read, see ``common.platform.fetch_cache``)."""
+    return any(not uris.tf_reads(f) for f in files)
+
+
+def readable_path(path, fetch: bool):
+    """A file's path as TensorFlow's readers take it: fetched locally first when ``fetch``."""
+    import tensorflow as tf
+
+    if not fetch:
+        return path
+    local = tf.py_function(fetch_cache.tf_path, [path], tf.string)
+    local.set_shape([])
+    return local
+
+
+def file_records(path, compression: str, share: Tuple[int, int] | None = None,
+             fetch: bool = False):
     """Records of one file; with ``share=(n, i)`` only every n-th record from the i-th."""
     import tensorflow as tf
 
+    path = readable_path(path, fetch)
     records = tf.data.TFRecordDataset(path, compression_type=compression, buffer_size=1 << 20)
-    return records.shard(*share) if share else records
+    records = records.shard(*share) if share else records
+    return released_after(records, path) if fetch else records
+
+
+def released_after(records, local_path):
+    """records, then (adding nothing) the fetched file handed back to the cache: the empty
+    tail runs only once every record was read, so the file leaves the disk then."""
+    import tensorflow as tf
+
+    release = tf.data.Dataset.from_tensors(local_path).map(
+        lambda p: tf.py_function(fetch_cache.tf_release, [p], tf.bool))
+    return records.concatenate(release.filter(lambda done: done).map(
+        lambda _: tf.constant("", tf.string)))
 
 
 def _cache_path(cache: str) -> str:

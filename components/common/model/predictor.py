@@ -34,7 +34,7 @@ from tfkfp.components.common.model.bundle import (
     neither,
     task_in,
 )
-from tfkfp.components.common.platform import uris
+from tfkfp.components.common.platform import fetch_cache, uris
 from tfkfp.components.common.platform.cpus import tensorflow_threads, threads_or_cpus
 
 _NUMPY_DTYPES = {np.dtype(np.float32): "float32", np.dtype(np.int64): "int64",
@@ -125,7 +125,8 @@ def _load_savedmodel(model_dir: str, threads: int) -> Predictor:
     import tensorflow as tf
 
     tensorflow_threads(threads)
-    loaded = tf.saved_model.load(model_dir)
+    with fetch_cache.readable_tree(model_dir) as local:  # s3://: loaded from a local copy
+        loaded = tf.saved_model.load(local)
     signatures = sorted(loaded.signatures.keys())
     if savedmodel.SIGNATURE_RAW not in signatures:
         raise ModelInputError(

@@ -1,8 +1,9 @@
 """Local paths and remote URIs (gs://, s3://, ...) behind one small interface.
 
 Local paths use the standard library (no TensorFlow import, so reading input stays
-light); anything with a scheme goes through ``tf.io.gfile``, which handles gs:// in
-TF 2.21 out of the box.
+light); ``s3://`` and ``minio://`` go through pyarrow (``object_store``: TensorFlow has no
+S3 filesystem); any other scheme through ``tf.io.gfile``, which handles gs:// in TF 2.21
+out of the box.
 """
 
 import contextlib
@@ -13,7 +14,20 @@ import shutil
 import uuid
 from typing import IO, Dict, Iterator, List
 
+from tfkfp.components.common.platform import object_store
+
 _SCHEME = re.compile(r"^[a-zA-Z][a-zA-Z0-9+.-]*://")
+
+
+SUPPORTED_SCHEMES = ("gs://", "s3://", "minio://", "file://")
+
+
+def unsupported_scheme(uri: str) -> str:
+    """Why uri's scheme cannot be read or written by the suite ("" when it can)."""
+    if not _SCHEME.match(uri) or uri.startswith(SUPPORTED_SCHEMES):
+        return ""
+    return (f"{uri!r} has a scheme the suite does not read or write; use a local path or "
+            f"one of {', '.join(s + '...' for s in SUPPORTED_SCHEMES)}")
 
 
 def is_remote(uri: str) -> bool:
@@ -31,6 +45,30 @@ def _gfile():
     return tf.io.gfile
 
 
+def tf_reads(uri: str) -> bool:
+    """Whether TensorFlow's own file ops (TFRecordDataset, TFRecordWriter, SavedModel) take
+    uri as it is; an object-store URI has to be fetched or staged locally first."""
+    return not object_store.handles(uri)
+
+
+@contextlib.contextmanager
+def tf_writable(uri: str) -> Iterator[str]:
+    """A path TensorFlow's writers take for uri: uri itself, or for an object store a
+    private local file uploaded when the block succeeds (removed whatever happens)."""
+    if tf_reads(uri):
+        yield uri
+        return
+    import tempfile
+
+    handle, temp = tempfile.mkstemp(prefix="tfkfp-upload-", suffix=os.path.basename(uri))
+    os.close(handle)
+    try:
+        yield temp
+        object_store.copy(temp, uri)
+    finally:
+        os.remove(temp)
+
+
 def join(base: str, *parts: str) -> str:
     if is_remote(base):
         return "/".join([base.rstrip("/"), *parts])
@@ -45,65 +83,88 @@ def resolve(base: str, path: str) -> str:
 
 
 def exists(uri: str) -> bool:
+    if object_store.handles(uri):
+        return object_store.exists(uri)
     return _gfile().exists(uri) if is_remote(uri) else os.path.exists(local_path(uri))
 
 
 def isdir(uri: str) -> bool:
+    if object_store.handles(uri):
+        return object_store.isdir(uri)
     return _gfile().isdir(uri) if is_remote(uri) else os.path.isdir(local_path(uri))
 
 
 def glob(pattern: str) -> List[str]:
     """Sorted matches of a glob pattern (sorted so every run sees the same order)."""
+    if object_store.handles(pattern):
+        return object_store.glob(pattern)
     if is_remote(pattern):
         return sorted(_gfile().glob(pattern))
     return sorted(_glob.glob(local_path(pattern)))
 
 
 def listdir(uri: str) -> List[str]:
+    if object_store.handles(uri):
+        return object_store.listdir(uri)
     if is_remote(uri):
         return sorted(name.rstrip("/") for name in _gfile().listdir(uri))
     return sorted(os.listdir(local_path(uri)))
 
 
 def size(uri: str) -> int:
+    if object_store.handles(uri):
+        return object_store.size(uri)
     return _gfile().stat(uri).length if is_remote(uri) else os.path.getsize(local_path(uri))
 
 
 def mtime(uri: str) -> float:
     """Modification time in epoch seconds (an object's generation time on gs://)."""
+    if object_store.handles(uri):
+        return object_store.mtime(uri)
     if is_remote(uri):
         return _gfile().stat(uri).mtime_nsec / 1e9
     return os.path.getmtime(local_path(uri))
 
 
 def makedirs(uri: str) -> None:
-    if is_remote(uri):
+    if object_store.handles(uri):
+        object_store.makedirs(uri)
+    elif is_remote(uri):
         _gfile().makedirs(uri)
     else:
         os.makedirs(local_path(uri), exist_ok=True)
 
 
 def open_file(uri: str, mode: str = "rb") -> IO:
+    if object_store.handles(uri):
+        return object_store.open_file(uri, mode)
     return _gfile().GFile(uri, mode) if is_remote(uri) else open(local_path(uri), mode)
 
 
 def rename(src: str, dst: str) -> None:
-    """Move src over dst (atomic for local files on one filesystem)."""
-    if is_remote(src):
+    """Move src over dst (atomic for local files on one filesystem; a copy and a delete
+    on object stores)."""
+    if object_store.handles(src):
+        object_store.rename(src, dst)
+    elif is_remote(src):
         _gfile().rename(src, dst, overwrite=True)
     else:
         os.replace(local_path(src), local_path(dst))
 
 
 def remove(uri: str) -> None:
-    if is_remote(uri):
+    if object_store.handles(uri):
+        object_store.remove(uri)
+    elif is_remote(uri):
         _gfile().remove(uri)
     else:
         os.remove(local_path(uri))
 
 
 def rmtree(uri: str) -> None:
-    if is_remote(uri):
+    if object_store.handles(uri):
+        object_store.rmtree(uri)
+    elif is_remote(uri):
         if _gfile().exists(uri):
             _gfile().rmtree(uri)
     else:
@@ -116,7 +177,12 @@ def read_text(uri: str) -> str:
 
 
 def write_text_atomic(uri: str, text: str) -> None:
-    """Write text to a temporary sibling, then rename it over uri."""
+    """Write text to a temporary sibling, then rename it over uri (an object is written
+    whole, so on an object store it is written in place: a rename there is a copy)."""
+    if object_store.handles(uri):
+        with open_file(uri, "wb") as f:
+            f.write(text.encode("utf-8"))
+        return
     tmp = f"{uri}.tmp-{uuid.uuid4().hex[:8]}"
     with open_file(tmp, "wb") as f:
         f.write(text.encode("utf-8"))
@@ -183,6 +249,9 @@ def link_or_copy(src: str, dst: str) -> None:
         except OSError:  # another filesystem, or hard links not allowed there
             shutil.copyfile(source, target)
         return
+    if object_store.handles(src) or object_store.handles(dst):
+        object_store.copy(src, dst)
+        return
     _gfile().copy(src, dst, overwrite=True)
 
 
@@ -191,6 +260,9 @@ def copy_tree(src: str, dst: str) -> None:
     with replaced_dir(dst) as staging:
         if not is_remote(src) and not is_remote(staging):
             shutil.copytree(local_path(src), local_path(staging), dirs_exist_ok=True)
+            return
+        if object_store.handles(src) or object_store.handles(staging):
+            object_store.copy(src, staging)
             return
         gfile = _gfile()
         for folder, _, files in gfile.walk(src):

@@ -100,6 +100,7 @@ def check_fields(config: TrainConfig) -> None:
         raise TrainConfigError(f"target_value {config.target_value} is not an accuracy in "
                                "[0, 1]")
     check_warm_start_uri(config.warm_start)
+    check_checkpoint_dir(config.checkpoint_dir)
 
 
 def check_warm_start_uri(uri: str, name: str = "warm_start") -> None:
@@ -109,6 +110,14 @@ def check_warm_start_uri(uri: str, name: str = "warm_start") -> None:
             f"{name} {uri!r}: train reads the earlier model with tf.io.gfile, which reads "
             f"local paths and {', '.join(s + '...' for s in WARM_START_SCHEMES)} URIs; copy "
             "the model there, or mount it and give its path")
+
+
+def check_checkpoint_dir(uri: str) -> None:
+    """TensorFlow writes checkpoints itself, and has no S3 filesystem."""
+    if uri and not uris.tf_reads(uri):
+        raise TrainConfigError(
+            f"checkpoint_dir {uri!r}: TensorFlow writes checkpoints itself and cannot write "
+            f"to an S3-compatible store; give a local path, a mounted volume or a gs:// URI")
 
 
 def check_batch(config: TrainConfig, replicas: int) -> int:

@@ -1,0 +1,107 @@
+"""The suite on an S3-compatible store (SeaweedFS on loopback, credentials and endpoint in the
+environment as a pod has them): sharding from and to s3://, reading the shards back through
+the bounded fetch cache, predicting with a model kept there. Every answer equals the same
+work on local files."""
+
+import json
+import os
+
+import numpy as np
+import pytest
+
+from tfkfp.components.batch_predict.core import batch_predict
+from tfkfp.components.common.data.dataset import Manifest
+from tfkfp.components.common.data.reader import make_dataset
+from tfkfp.components.common.platform import fetch_cache, uris
+from tfkfp.components.shard_tfrecords.core import shard_tfrecords
+
+
+def upload(local: str, uri: str) -> str:
+    if os.path.isdir(local):
+        uris.copy_tree(local, uri)
+    else:
+        uris.link_or_copy(local, uri)
+    return uri
+
+
+def rows_of(dataset: str, split: str = "train"):
+    """(ids, features) of a Dataset split, read in file order."""
+    ids, xs = [], []
+    for features, keys in make_dataset(dataset, mode="predict", split=split, batch_size=97,
+                                       shuffle=False):
+        ids.append(keys["id"].numpy())
+        xs.append(np.stack([features[k].numpy() for k in sorted(features)], axis=1))
+    return np.concatenate(ids), np.concatenate(xs)
+
+
+@pytest.mark.parametrize("layout", ["packed", "blocks"])
+def test_a_table_on_s3_shards_to_s3_as_it_does_locally(s3, table_csv, tmp_path, layout):
+    path, _ = table_csv
+    source = upload(path, uris.join(s3, "in", "table.csv"))
+    remote = shard_tfrecords(source, uris.join(s3, "ds"), label="animal", keys=["id"],
+                             num_shards=3, layout=layout, block_rows=64)
+    local = shard_tfrecords(path, str(tmp_path / "ds"), label="animal", keys=["id"],
+                            num_shards=3, layout=layout, block_rows=64)
+    assert remote.records == local.records
+    manifest = Manifest.load(uris.join(s3, "ds"))
+    assert manifest.listed() == Manifest.load(str(tmp_path / "ds")).listed()
+    assert not [n for n in uris.listdir(uris.join(s3, "ds")) if n.startswith(".")]
+    for split in ("train", "eval"):
+        remote_ids, remote_x = rows_of(uris.join(s3, "ds"), split)
+        local_ids, local_x = rows_of(str(tmp_path / "ds"), split)
+        np.testing.assert_array_equal(remote_ids, local_ids)
+        np.testing.assert_array_equal(remote_x, local_x)
+
+
+@pytest.mark.parametrize("fmt", ["jsonl", "parquet"])
+def test_every_text_and_columnar_format_reads_from_s3(s3, table_csv, tmp_path, fmt):
+    import pyarrow.csv as pcsv
+
+    path, _ = table_csv
+    table = pcsv.read_csv(path)
+    local = str(tmp_path / f"table.{fmt}")
+    if fmt == "parquet":
+        import pyarrow.parquet as pq
+
+        pq.write_table(table, local)
+    else:
+        with open(local, "w") as f:
+            for row in table.to_pylist():
+                f.write(json.dumps(row) + "\n")
+    source = upload(local, uris.join(s3, f"table.{fmt}"))
+    remote = shard_tfrecords(source, str(tmp_path / "remote"), label="animal", keys=["id"])
+    assert remote.records == shard_tfrecords(local, str(tmp_path / "local"), label="animal",
+                                             keys=["id"]).records
+
+
+def test_the_fetch_cache_holds_only_the_files_being_read(s3, demo_dataset):
+    dataset = upload(demo_dataset, uris.join(s3, "digits"))
+    cache = fetch_cache.shared()
+    before = cache.fetched_bytes
+    shard_bytes = [uris.size(uris.join(dataset, f)) for f in Manifest.load(dataset).listed()
+                   if f.startswith("train/")]
+    for _ in make_dataset(dataset, mode="train", batch_size=64, num_parallel_reads=1):
+        assert cache.held_bytes() <= 2 * max(shard_bytes)  # the file read, one opened ahead
+    assert cache.fetched_bytes - before == sum(shard_bytes)  # each shard fetched once
+    assert cache.held_bytes() == 0 and os.listdir(cache.folder) == []
+
+
+def predictions(folder: str):
+    rows = []
+    for name in sorted(os.listdir(folder)):
+        if name.startswith("predictions-"):
+            with open(os.path.join(folder, name)) as f:
+                rows += [json.loads(line) for line in f]
+    return rows
+
+
+def test_a_model_and_a_dataset_on_s3_predict_as_local_ones(s3, demo_model, demo_dataset,
+                                                          tmp_path):
+    model = upload(demo_model, uris.join(s3, "model"))
+    dataset = upload(demo_dataset, uris.join(s3, "digits"))
+    remote = batch_predict(model, dataset, uris.join(s3, "predictions"), top_k=3)
+    local = batch_predict(demo_model, demo_dataset, str(tmp_path / "local"), top_k=3)
+    assert (remote.inputs, remote.errors) == (local.inputs, 0)
+    uris.copy_tree(uris.join(s3, "predictions"), str(tmp_path / "remote"))
+    rows = predictions(str(tmp_path / "remote"))
+    assert len(rows) == local.inputs and rows == predictions(str(tmp_path / "local"))
