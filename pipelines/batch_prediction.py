@@ -82,6 +82,7 @@ def batch_prediction(
     endpoint_headers: Dict[str, str] = {},  # noqa: B006
     endpoint_token_file: str = "",
     endpoint_token_env: str = "",
+    data_root: str = "auto",
 ):
     """Batch prediction with a tfkfp model over sharded TFRecords (or a CSV sharded first),
     the model loaded in the steps or, with endpoint_url, already serving at an endpoint.
@@ -121,6 +122,9 @@ def batch_prediction(
         endpoint_headers: Extra request headers (e.g. Host for an ingress); no credentials.
         endpoint_token_file: A file in the step's pod holding a bearer token.
         endpoint_token_env: An environment variable of the step holding a bearer token.
+        data_root: Where the CSV's shards are kept: auto (beside the Dataset artifact on
+            the pipeline root's object store when the steps can write there, else inside
+            it), inside, or a path or s3://, minio://, gs:// URI; see shard_tfrecords.
     """
     model = dsl.importer(artifact_uri=model_uri, artifact_class=dsl.Model, reimport=False)
     # what each branch's fan-out is given, whichever way the Dataset came
@@ -136,7 +140,7 @@ def batch_prediction(
     with dsl.If(csv_uri != "", name="shard-csv"):
         sharded = shard_tfrecords(input_uri=csv_uri, label=label, keys=keys,
                                   column_types=column_types, input_format=input_format,
-                                  num_shards=num_shards, layout=layout,
+                                  num_shards=num_shards, layout=layout, data_root=data_root,
                                   input_fingerprint=fingerprinted(csv_uri, input_format).output)
         predict_shards(model=model.output, dataset=sharded.outputs["dataset"], **predicting)
     with dsl.Else(name="existing-shards"):
@@ -164,7 +168,7 @@ def check_arguments(arguments: Dict[str, Any]) -> None:
     if values["csv_uri"]:
         checks.check_step(shard_tfrecords, check_shard,
                           checks.pick(values, "num_shards", "layout", "column_types",
-                                      "input_format"))
+                                      "input_format", "data_root"))
     checks.check_step(batch_predict, check_predict,
                       checks.pick(values, "output_format", "top_k", "predict_batch_size",
                                   "max_error_fraction"))

@@ -86,11 +86,13 @@ def make_training(gpu: Gpu | None = None):
         gate_metric: str = "accuracy",
         gate_margin: float = 0.0,
         smoke_rows: int = 8,
+        data_root: str = "auto",
     ) -> Outputs:
         """Trains a classifier or regressor on raw data; ships it as a validated TFLite model.
 
         Args:
-            input_uri: File, folder, pattern or gs:// URI of the labelled input data.
+            input_uri: File, folder, pattern or gs://, s3:// or minio:// URI of the labelled
+                input data.
             label: Label column (images: the class folder).
             keys: Passthrough key columns carried into predictions.
             column_types: Column types overriding inference, e.g. {"zip": "string"}: float32,
@@ -156,6 +158,10 @@ def make_training(gpu: Gpu | None = None):
                 split.
             gate_margin: How much worse than the serving model the new one may be.
             smoke_rows: Rows of the eval split the smoke test sends.
+            data_root: Where the shards are kept: auto (beside the Dataset artifact on the
+                pipeline root's object store when the steps can write there, else inside
+                it), inside, or a path or s3://, minio://, gs:// URI. Shards outside the
+                artifact are written once and streamed by each step; see shard_tfrecords.
 
         Returns:
             model: The trained SavedModel (serving_default and serving_raw signatures);
@@ -175,7 +181,7 @@ def make_training(gpu: Gpu | None = None):
                                    column_types=column_types, input_format=input_format,
                                    eval_fraction=eval_fraction, compression=compression,
                                    missing=missing, layout=layout, file_group=group,
-                                   file_groups=file_groups,
+                                   file_groups=file_groups, data_root=data_root,
                                    input_fingerprint=fingerprint.output)
         data = merge_datasets(datasets=dsl.Collected(part.outputs["dataset"]))
         dataset = data.outputs["dataset"]
@@ -237,7 +243,7 @@ def check_arguments(arguments: Dict[str, Any]) -> None:
     check_group_count(values["file_groups"], "file_groups")
     checks.check_step(shard_tfrecords, check_shard,
                       checks.pick(values, "eval_fraction", "compression", "missing",
-                                  "layout", "column_types", "input_format"))
+                                  "layout", "column_types", "input_format", "data_root"))
     checks.check_step(freeze_quantize, check_quantize, checks.pick(values, "quantization"))
     checks.check_step(export_tflite, check_export, {"quantized_dir": checks.QUANTIZED,
                                                     "min_agreement": values["min_agreement"]})

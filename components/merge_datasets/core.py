@@ -1,14 +1,15 @@
 """merge_datasets: several Datasets from fanned-out shard_tfrecords tasks as one.
 
-The merged Dataset holds every part's shards itself (``<split>/part-NNN-<shard>``), listed in
-its manifest with their records, bytes and CRC32C, and one schema whose label vocabulary is
-the union of the parts' (labels are stored as values in the records, so class indices follow
-the merged vocabulary). It is self-contained: on a Kubeflow backend each step's pod sees
-only its own input artifacts, so a manifest pointing into the shard tasks' folders would
-not be readable by train. Locally the shards are hard-linked (no bytes copied); on a
-cluster the merge step uploads them once more, which doubles the Dataset's bytes in the
-artifact store (the price of a Dataset any pod can read on any store). Each part's shards
-are checked against its manifest before anything is written.
+The merged manifest lists every part's shards with their records, bytes and CRC32C, and one
+schema whose label vocabulary is the union of the parts' (labels are stored as values in the
+records, so class indices follow the merged vocabulary).
+
+Shards a part keeps in a data root (listed by URI, see common.data.data_root) stay where they
+are: the merged manifest lists the same URIs, and nothing is copied. Shards inside a part's
+own folder are copied in (``<split>/part-NNN-<shard>``): on a Kubeflow backend each step's
+pod sees only its own input artifacts, so a manifest pointing into the shard tasks' folders
+would not be readable by train. Locally they are hard-linked (no bytes copied). Each part's
+shards are checked against its manifest before anything is written.
 """
 
 import dataclasses
@@ -32,8 +33,11 @@ class MergeResult:
                 "schema": self.schema.summary()}
 
 
-def merge_datasets(datasets: Sequence[str], dataset: str) -> MergeResult:
-    """Write ``dataset`` with a schema and a manifest covering every input Dataset."""
+def merge_datasets(datasets: Sequence[str], dataset: str,
+                   names: Sequence[str] = ()) -> MergeResult:
+    """Write ``dataset`` with a schema and a manifest covering every input Dataset
+    (``names``: the parts as the manifest's ``merged_from`` records them, e.g. their
+    artifact URIs rather than the paths this pod read them at)."""
     if not datasets:
         raise SchemaError("merge_datasets needs at least one Dataset to merge")
     manifests = [Manifest.load(d) for d in datasets]
@@ -53,16 +57,23 @@ def merge_datasets(datasets: Sequence[str], dataset: str) -> MergeResult:
             merged = splits.setdefault(split, {"records": 0, "bytes": 0, "shards": []})
             merged["records"] += body["records"]
             merged["bytes"] += body["bytes"]
-            uris.makedirs(uris.join(dataset, split))
             for shard in body["shards"]:
-                name = f"{split}/part-{index:03d}-{shard['file'].rsplit('/', 1)[-1]}"
-                uris.link_or_copy(uris.resolve(directory, shard["file"]),
-                                  uris.join(dataset, name))
-                merged["shards"].append({**shard, "file": name})
+                merged["shards"].append(_entry(directory, dataset, split, index, shard))
     schema.save(dataset)
-    Manifest(dataset, splits, compressions.pop(), tuple(datasets)).save()
+    Manifest(dataset, splits, compressions.pop(), tuple(names or datasets)).save()
     return MergeResult(dataset, schema, {s: b["records"] for s, b in splits.items()},
                        {s: len(b["shards"]) for s, b in splits.items()}, len(datasets))
+
+
+def _entry(part: str, dataset: str, split: str, index: int, shard: Dict) -> Dict:
+    """A part's shard as the merged manifest lists it: a data-root shard by its URI as it
+    is; one inside the part's folder copied (hard-linked locally) into ``dataset``."""
+    if uris.resolve(part, shard["file"]) == shard["file"]:  # a URI or an absolute path
+        return dict(shard)
+    name = f"{split}/part-{index:03d}-{shard['file'].rsplit('/', 1)[-1]}"
+    uris.makedirs(uris.join(dataset, split))
+    uris.link_or_copy(uris.join(part, shard["file"]), uris.join(dataset, name))
+    return {**shard, "file": name}
 
 
 def merged_schema(schemas: List[Schema], names: Sequence[str]) -> Schema:

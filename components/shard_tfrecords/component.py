@@ -29,12 +29,13 @@ def shard_tfrecords(
     layout: str = "packed",
     block_rows: int = 256,
     input_fingerprint: str = "",
+    data_root: str = "auto",
 ):
     """Shards CSV, JSON Lines, Parquet, .npz or an image folder into TFRecord files.
 
     Args:
-        input_uri: File, folder, glob pattern or gs:// URI of the input data; a folder of
-            class subfolders is read as labelled images.
+        input_uri: File, folder, glob pattern or gs://, s3:// or minio:// URI of the input
+            data; a folder of class subfolders is read as labelled images.
         dataset: Output Dataset directory: train/ and eval/ shards, schema.json, manifest.json.
         summary: Output Markdown table of splits, shards and columns for the KFP UI.
         label: Label column; empty for unlabeled data (images: the class folder).
@@ -62,9 +63,16 @@ def shard_tfrecords(
         block_rows: Rows per record in the blocks layout.
         input_fingerprint: fingerprint_input's digest of the input files, so new data at the
             same input_uri changes the step's cache key and is sharded again.
+        data_root: Where the shards are kept. auto: beside the Dataset artifact on its
+            object store when the step can write there (gs://, or s3:// and minio:// with
+            S3 credentials), so the artifact holds only schema.json and manifest.json and
+            later steps stream the shards instead of downloading them; otherwise inside the
+            artifact. inside: always inside. A path or s3://, minio://, gs:// URI: a folder
+            per Dataset under it.
     """
     import logging
 
+    from tfkfp.components.common.data.data_root import shard_dir
     from tfkfp.components.shard_tfrecords.core import shard_tfrecords as shard
 
     logging.basicConfig(level=logging.INFO)
@@ -74,7 +82,7 @@ def shard_tfrecords(
         eval_fraction=eval_fraction, compression=compression, shard_size_mb=shard_size_mb,
         num_shards=num_shards, min_shards=min_shards, input_format=input_format,
         file_group=file_group, file_groups=file_groups, missing=missing,
-        layout=layout, block_rows=block_rows)
+        layout=layout, block_rows=block_rows, shard_dir=shard_dir(data_root, dataset.uri))
     dataset.metadata.update({**result.metadata(), "input_fingerprint": input_fingerprint})
     with open(summary.path, "w") as f:
         f.write(result.markdown())

@@ -45,6 +45,7 @@ class ShardResult:
     seconds: float  # the step's wall time, start-up included
     busy_seconds: float = 0.0  # reading, encoding and writing the records: the rate's time
     warnings: Tuple[str, ...] = ()
+    shard_dir: str = ""  # where the shards are, when not inside the Dataset directory
 
     @property
     def total_records(self) -> int:
@@ -89,6 +90,7 @@ def shard_tfrecords(
     missing: str = "impute",
     layout: str = DEFAULT_LAYOUT,
     block_rows: int = DEFAULT_BLOCK_ROWS,
+    shard_dir: str = "",
     progress_stream=None,
 ) -> ShardResult:
     """Shard the input into TFRecords under dataset; see the module docstring.
@@ -123,6 +125,10 @@ def shard_tfrecords(
             expect one Example per row (``serving_default``, Vertex AI batch prediction)
             cannot take its shards.
         block_rows: rows per record in the ``blocks`` layout.
+        shard_dir: where the shards go (a path or URI; empty: inside ``dataset``). The
+            Dataset directory then holds only schema.json and manifest.json, which lists the
+            shards by URI, so a step that takes the Dataset as an artifact downloads a few
+            kilobytes and reads the shards where they are (see common.data.data_root).
 
     The manifest's ``records`` count rows (examples) in every layout; a ``blocks`` shard
     also lists its ``blocks`` (TFRecord records).
@@ -141,12 +147,14 @@ def shard_tfrecords(
     chunks = sources.plan_chunks(fmt, files)
     log.info("sharding %d %s file(s) in %d chunk(s) into %s", len(files), fmt, len(chunks),
              dataset)
+    shard_dir = shard_dir or dataset
     uris.makedirs(dataset)
-    publish.remove_leftovers(dataset)
+    uris.makedirs(shard_dir)
+    publish.remove_leftovers(shard_dir)
     generation = publish.next_generation(dataset)
     with scratch.exit_on_sigterm(), \
             scratch.owned_dir(publish.spool_parent(), publish.SPOOL_PREFIX) as spool_dir, \
-            scratch.owned_dir(dataset, publish.STAGING_PREFIX) as staging:
+            scratch.owned_dir(shard_dir, publish.STAGING_PREFIX) as staging:
         plan = EncodePlan(tuple(raw), tuple(keys), label or None, split_column or None,
                           eval_fraction, spool_dir, missing, laid_out.packed,
                           laid_out.block_rows)
@@ -163,13 +171,14 @@ def shard_tfrecords(
             records={s: sum(i.records for i in v) for s, v in shards.items()},
             bytes={s: sum(i.bytes for i in v) for s, v in shards.items()},
             shards=shards, compression=compression, input_files=len(files),
-            seconds=time.monotonic() - started, busy_seconds=time.monotonic() - busy_started)
+            seconds=time.monotonic() - started, busy_seconds=time.monotonic() - busy_started,
+            shard_dir="" if shard_dir == dataset else shard_dir)
         result = dataclasses.replace(result, warnings=small_split_warnings(
             result, split_column) + one_class_warnings(schema))
         for warning in result.warnings:
             log.warning("%s", warning)
         schema.save(staging)
-        publish.publish(staging, dataset_manifest(result, generation))
+        publish.publish(staging, dataset_manifest(result, generation), shard_dir)
     log.info("wrote %d records in %.1fs (%.0f records/s) to %s", result.total_records,
              result.seconds, result.records_per_second, dataset)
     return result
@@ -282,7 +291,15 @@ def _vocabulary(col: sources.RawColumn, results: List[ChunkResult]):
 
 
 def dataset_manifest(result: ShardResult, generation: int = 0) -> Manifest:
+    """The manifest: shards by their path inside the Dataset, or by URI where they are
+    kept elsewhere (``shard_dir``)."""
+    def entry(info: writer.ShardInfo) -> Dict:
+        body = info.to_dict()
+        if result.shard_dir:
+            body["file"] = uris.join(result.shard_dir, info.file)
+        return body
+
     return Manifest(result.dataset, {
         s: {"records": result.records[s], "bytes": result.bytes[s],
-            "shards": [i.to_dict() for i in result.shards[s]]} for s in result.shards},
+            "shards": [entry(i) for i in result.shards[s]]} for s in result.shards},
         result.compression, generation=generation)

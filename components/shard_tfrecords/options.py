@@ -4,6 +4,7 @@ a run starts), and the values its options take. It imports no NumPy or TensorFlo
 import json
 from typing import Dict
 
+from tfkfp.components.common.data import data_root as data_root_rules
 from tfkfp.components.common.data.dataset import COMPRESSIONS
 from tfkfp.components.common.data.layouts import (
     DEFAULT_BLOCK_ROWS,
@@ -20,8 +21,13 @@ MISSING_POLICIES = ("impute", "error")  # missing: keep rows with gaps, or refus
 def check_options(eval_fraction: float, compression: str, shard_size_mb: float,
                   num_shards: int, min_shards: int, column_types: Dict[str, str],
                   split_column: str | None, missing: str, layout: str = DEFAULT_LAYOUT,
-                  block_rows: int = DEFAULT_BLOCK_ROWS, input_format: str = "auto") -> None:
+                  block_rows: int = DEFAULT_BLOCK_ROWS, input_format: str = "auto",
+                  data_root: str = data_root_rules.AUTO) -> None:
     """What sharding refuses before reading anything (pipelines check requests with it)."""
+    try:
+        data_root_rules.check(data_root)
+    except data_root_rules.DataRootError as err:
+        raise ShardInputError(str(err)) from err
     if input_format not in ("auto", *FORMATS):
         raise ShardInputError(f"input_format {input_format!r} is not one of "
                               f"auto, {', '.join(FORMATS)}")

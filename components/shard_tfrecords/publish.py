@@ -43,7 +43,9 @@ def remove_leftovers(output_dir: str) -> None:
 
 
 def next_generation(output_dir: str) -> int:
-    """0 for a new Dataset; one more than the current manifest's when one is there."""
+    """0 for a new Dataset; one more than the current manifest's when one is there. (Shards
+    kept elsewhere by a killed attempt that left no manifest are overwritten whole under the
+    same names, or removed after the commit.)"""
     if not uris.exists(uris.join(output_dir, MANIFEST_FILE)):
         return 0
     try:
@@ -54,30 +56,44 @@ def next_generation(output_dir: str) -> int:
         return 1
 
 
-def publish(staging: str, manifest: Manifest) -> None:
-    """Move the Dataset staged in ``staging`` (shards, schema.json) into ``manifest.data``,
-    whose manifest it then replaces; see the module docstring."""
+def publish(staging: str, manifest: Manifest, shard_dir: str = "") -> None:
+    """Move the Dataset staged in ``staging`` (shards, schema.json) into ``manifest.data``
+    (the shards into ``shard_dir`` when they are kept elsewhere), whose manifest it then
+    replaces; see the module docstring."""
     output_dir = manifest.data
+    shard_dir = shard_dir or output_dir
     moved = 0
     for split, body in manifest.splits.items():
-        uris.makedirs(uris.join(output_dir, split))
+        uris.makedirs(uris.join(shard_dir, split))
         for shard in body["shards"]:
-            uris.rename(uris.join(staging, shard["file"]), uris.join(output_dir, shard["file"]))
+            name = _name_in(shard_dir, shard["file"])
+            uris.rename(uris.join(staging, name), uris.join(shard_dir, name))
             moved += 1
             if moved == 1:
                 scratch.pause_point("publishing")
-    _replace_schema(staging, output_dir)
+    together = shard_dir == output_dir  # staging sits beside the manifest: renames commit
+    _replace_schema(staging, output_dir, together)
     scratch.pause_point("committing")
-    manifest.save(staging)
+    manifest.save(staging if together else "")
     scratch.pause_point("cleaning")
-    remove_unlisted(output_dir, manifest.listed())
+    remove_unlisted(shard_dir, {_name_in(shard_dir, f) for f in manifest.listed()})
 
 
-def _replace_schema(staging: str, output_dir: str) -> None:
+def _name_in(shard_dir: str, file: str) -> str:
+    """A manifest entry as a path inside shard_dir (entries kept elsewhere are URIs)."""
+    prefix = shard_dir.rstrip("/") + "/"
+    return file[len(prefix):] if file.startswith(prefix) else file
+
+
+def _replace_schema(staging: str, output_dir: str, rename: bool = True) -> None:
     new, old = uris.join(staging, SCHEMA_FILE), uris.join(output_dir, SCHEMA_FILE)
-    if uris.exists(old) and uris.read_text(old) == uris.read_text(new):
+    text = uris.read_text(new)
+    if uris.exists(old) and uris.read_text(old) == text:
         return  # unchanged: nothing to swap
-    uris.rename(new, old)
+    if rename:
+        uris.rename(new, old)
+    else:  # another store than the staging folder's: written whole beside the manifest
+        uris.write_text_atomic(old, text)
 
 
 def remove_unlisted(output_dir: str, listed: Set[str]) -> Dict[str, int]:

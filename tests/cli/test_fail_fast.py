@@ -206,8 +206,8 @@ def test_a_pipelines_help_lists_its_parameters_with_defaults_and_meaning(command
     out = capsys.readouterr().out
     assert exit_.value.code == 0
     assert "parameters (--set NAME=VALUE):" in out
-    assert ("  input_uri (String, required)\n      File, folder, pattern or gs:// URI of the "
-            "labelled input data.") in out
+    assert ("  input_uri (String, required)\n      File, folder, pattern or gs://, s3:// or "
+            "minio:// URI of the labelled input data.") in out
     assert "  epochs (Integer, default 5)\n      Training epochs." in out
     assert '  keys (List, default [])\n' in out and '  strategy (String, default "default")' \
         in out

@@ -105,3 +105,25 @@ def test_a_model_and_a_dataset_on_s3_predict_as_local_ones(s3, demo_model, demo_
     uris.copy_tree(uris.join(s3, "predictions"), str(tmp_path / "remote"))
     rows = predictions(str(tmp_path / "remote"))
     assert len(rows) == local.inputs and rows == predictions(str(tmp_path / "local"))
+
+
+def test_a_dataset_with_shards_in_an_s3_data_root_is_two_small_files(s3, table_csv, tmp_path):
+    """The artifact a launcher would move is the manifest and the schema; a rerun writes a
+    new generation and removes the old shards only after its manifest is in place."""
+    path, _ = table_csv
+    root = uris.join(s3, "data-root")
+    first = shard_tfrecords(path, str(tmp_path / "ds"), label="animal", keys=["id"],
+                            num_shards=2, shard_dir=root)
+    assert sorted(os.listdir(tmp_path / "ds")) == ["manifest.json", "schema.json"]
+    assert sum(f.stat().st_size for f in (tmp_path / "ds").iterdir()) < 16_000
+    listed = Manifest.load(str(tmp_path / "ds")).listed()
+    assert all(f.startswith(root + "/") for f in listed)
+    again = shard_tfrecords(path, str(tmp_path / "ds"), label="animal", keys=["id"],
+                            num_shards=2, shard_dir=root)
+    assert again.records == first.records
+    now = Manifest.load(str(tmp_path / "ds")).listed()
+    assert not now & listed and all("-g1." in f for f in now)
+    assert sorted(uris.listdir(uris.join(root, "train"))) == sorted(
+        f.rsplit("/", 1)[-1] for f in now if "/train/" in f)
+    ids, _ = rows_of(str(tmp_path / "ds"))
+    assert len(ids) == first.records["train"]

@@ -89,3 +89,31 @@ def test_a_damaged_shard_is_named_by_every_reader(two_groups, tmp_path):
     cut_shard(part_shard, 10)  # a damaged part fails the merge, named
     with pytest.raises(DatasetMismatchError, match=re.escape(part_shard)):
         merge_datasets(two_groups, str(tmp_path / "again"))
+
+
+def test_parts_kept_in_a_data_root_are_listed_by_uri_not_copied(tmp_path):
+    """Shards in a data root stay where the shard tasks wrote them: the merged Dataset is a
+    manifest and a schema, and reads without the parts' own (small) folders."""
+    folder = tmp_path / "input"
+    folder.mkdir()
+    write_csv(folder / "a.csv", ["id", "x", "animal"], [[i, i * 0.5, ["cat", "dog"][i % 2]]
+                                                        for i in range(300)])
+    write_csv(folder / "b.csv", ["id", "x", "animal"], [[i, i * 0.5, ["dog", "emu"][i % 2]]
+                                                        for i in range(300, 500)])
+    parts = []
+    for group in range(2):
+        parts.append(str(tmp_path / f"part{group}"))
+        shard_tfrecords(str(folder), parts[-1], label="animal", keys=["id"], file_group=group,
+                        file_groups=2, shard_dir=str(tmp_path / "data" / f"g{group}"))
+    merged = str(tmp_path / "merged")
+    result = merge_datasets(parts, merged, names=["s3://b/run/part0", "s3://b/run/part1"])
+    assert sorted(p.name for p in (tmp_path / "merged").iterdir()) == ["manifest.json",
+                                                                       "schema.json"]
+    manifest = Manifest.load(merged)
+    assert manifest.merged_from == ("s3://b/run/part0", "s3://b/run/part1")
+    assert {f.rsplit("/", 3)[-3] for f in manifest.listed()} == {"g0", "g1"}
+    for part in parts:
+        shutil.rmtree(part)
+    records = sum(len(label) for split in ("train", "eval")
+                  for _, label in make_dataset(merged, mode="eval", split=split))
+    assert records == sum(result.records.values()) == 500
