@@ -127,3 +127,41 @@ def test_a_dataset_with_shards_in_an_s3_data_root_is_two_small_files(s3, table_c
         f.rsplit("/", 1)[-1] for f in now if "/train/" in f)
     ids, _ = rows_of(str(tmp_path / "ds"))
     assert len(ids) == first.records["train"]
+
+
+def test_the_fetch_cache_stays_in_its_budget_and_still_reads_every_row(s3, table_csv,
+                                                                      monkeypatch):
+    """The reader opens as many files at once as the budget holds: local disk is bounded by
+    the budget, not by the Dataset (here a tenth of it)."""
+    path, _ = table_csv
+    dataset = uris.join(s3, "many")
+    shard_tfrecords(path, dataset, label="animal", keys=["id"], num_shards=30)
+    manifest = Manifest.load(dataset)
+    sizes = manifest.shard_sizes("train")
+    cache = fetch_cache.shared()
+    budget = fetch_cache.FILES_PER_READ * max(sizes) + 1  # one file read at a time
+    monkeypatch.setenv("TFKFP_FETCH_CACHE_MB", str(budget / (1 << 20)))
+    monkeypatch.setattr(cache, "peak_bytes", 0)
+    for shuffle in (False, True):
+        rows = sum(int(label.shape[0]) for _, label in make_dataset(
+            dataset, mode="train", batch_size=16, shuffle=shuffle, seed=1))
+        assert rows == manifest.records("train")
+    assert 0 < cache.peak_bytes <= budget < sum(sizes) / 5
+    assert cache.held_bytes() == 0
+
+
+def test_a_budget_that_is_not_a_number_is_refused_naming_the_variable(monkeypatch):
+    monkeypatch.setenv("TFKFP_FETCH_CACHE_MB", "lots")
+    with pytest.raises(ValueError, match="TFKFP_FETCH_CACHE_MB='lots'"):
+        fetch_cache.budget_from_env()
+
+
+def test_small_shards_read_many_at_once_without_losing_one(s3, table_csv, monkeypatch):
+    """Eight files read at once, each opened ahead: none is dropped before it is read."""
+    path, _ = table_csv
+    dataset = uris.join(s3, "small")
+    shard_tfrecords(path, dataset, label="animal", keys=["id"], num_shards=40)
+    rows = sum(int(label.shape[0]) for _, label in make_dataset(
+        dataset, mode="train", batch_size=16, shuffle=True, seed=3))
+    assert rows == Manifest.load(dataset).records("train")
+    assert fetch_cache.shared().held_bytes() == 0

@@ -179,6 +179,8 @@ def _file_dataset(files, shuffle: bool, seed, input_context, num_parallel_reads)
     import tensorflow as tf
 
     cycle = num_parallel_reads or min(len(files), 8) or 1
+    if fetched(files):  # fetched whole to local disk: as many at once as the budget holds
+        cycle = fetch_cache.files_at_once(files, cycle)
     pipelines = input_context.num_input_pipelines if input_context is not None else 1
     ds = tf.data.Dataset.from_tensor_slices(files)
     if pipelines > 1 and len(files) >= pipelines:

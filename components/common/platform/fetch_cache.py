@@ -7,11 +7,14 @@ empty dataset concatenated after them; see ``common.data.reader``). Parallel int
 opens the next files ahead on its own threads, so fetches overlap reading; pyarrow downloads
 with several connections and without the GIL.
 
-Local disk stays bounded: the folder holds the files being read plus those opened ahead,
-about the reader's ``cycle_length`` shards, whatever the Dataset's size. A file whose reader
-was dropped before its end (``take``, an interrupted epoch) goes once ``KEEP_FETCHED`` newer
-files have been fetched. The folder is private, removed at exit, and after a kill by the
-next cache made on this machine.
+Local disk stays bounded: the folder holds the files being read plus those opened ahead, and
+the reader opens no more files at once than ``TFKFP_FETCH_CACHE_MB`` (512 MB) allows for its
+biggest shard (``files_at_once``), whatever the Dataset's size; one file is always read, so a
+shard bigger than the budget still is (the cache warns). A fetch never waits for room: tf.data
+creates interleave inputs one at a time, so a waiting fetch would stall the reader. A file
+whose reader was dropped before its end (``take``, an interrupted epoch) goes when the cache
+is over its budget and ``KEEP_FETCHED`` newer files have been fetched. The folder is private,
+removed at exit, and after a kill by the next cache made on this machine.
 """
 
 import atexit
@@ -24,21 +27,52 @@ import threading
 from typing import Dict, Iterator
 
 from tfkfp.components.common.platform import object_store, scratch
+from tfkfp.components.common.platform.progress import log
 
 PREFIX = "tfkfp-fetch-"
-KEEP_FETCHED = 16  # a file not released after this many newer fetches is dropped anyway
+# Over the budget, a file not released after this many newer fetches is taken for one whose
+# reader was dropped, and removed: far more than a reader holds at once (FILES_PER_READ x 8).
+KEEP_FETCHED = 64
+BUDGET_ENV = "TFKFP_FETCH_CACHE_MB"
+DEFAULT_BUDGET_MB = 512
+# Files a parallel interleave holds at once, per file it reads (those it opens ahead),
+# measured with tf.data on 2 cores: 16 shards held at cycle_length 8, 6 at 2, 12 at 4.
+FILES_PER_READ = 3
+
+
+def files_at_once(files, wanted: int) -> int:
+    """How many of these object-store files a reader may read at once (its cycle_length),
+    at most ``wanted``: what the budget holds of the biggest, with those opened ahead."""
+    import concurrent.futures
+
+    with concurrent.futures.ThreadPoolExecutor(8) as pool:
+        biggest = max(pool.map(object_store.size, files), default=1)
+    return max(1, min(wanted, budget_from_env() // (FILES_PER_READ * max(biggest, 1))))
+
+
+def budget_from_env() -> int:
+    """The cache's budget in bytes: ``TFKFP_FETCH_CACHE_MB`` or 512 MB. One file is always
+    admitted, so a shard bigger than the budget is read too."""
+    value = os.environ.get(BUDGET_ENV, "")
+    try:
+        megabytes = float(value) if value else DEFAULT_BUDGET_MB
+    except ValueError as err:
+        raise ValueError(f"{BUDGET_ENV}={value!r} is not a number of megabytes") from err
+    return int(megabytes * (1 << 20))
 
 
 class FetchCache:
     """One private folder of fetched files; ``local(uri)`` returns a file's local path."""
 
-    def __init__(self, parent: str | None = None):
+    def __init__(self, parent: str | None = None, budget_bytes: int | None = None):
         parent = parent or tempfile.gettempdir()
+        self.budget_bytes = budget_bytes if budget_bytes is not None else budget_from_env()
         scratch.remove_abandoned(parent, PREFIX)
         self.folder = os.path.join(parent, scratch.owner_name(PREFIX))
         scratch.make_private_dir(self.folder)
         self._names = itertools.count()
         self._lock = threading.Lock()
+        self._warned = False
         self._held: Dict[str, int] = {}  # fetched, not yet released: path -> bytes
         self._numbers: Dict[str, int] = {}  # and its fetch number
         self.fetched_bytes = 0
@@ -52,13 +86,19 @@ class FetchCache:
         object_store.copy(uri, path)
         size = os.path.getsize(path)
         with self._lock:
-            self.fetched_bytes += size
+            if sum(self._held.values()) + size > self.budget_bytes:
+                for old, n in list(self._numbers.items()):  # readers dropped before the end
+                    if n <= number - KEEP_FETCHED:
+                        self._drop(old)
             self._held[path] = size
             self._numbers[path] = number
+            self.fetched_bytes += size
             self.peak_bytes = max(self.peak_bytes, sum(self._held.values()))
-            for old, n in list(self._numbers.items()):
-                if n <= number - KEEP_FETCHED:
-                    self._drop(old)
+            if self.peak_bytes > self.budget_bytes and not self._warned:
+                self._warned = True
+                log.warning("the fetch cache holds %d bytes, over its budget of %d (%s): "
+                            "the shards are bigger than the budget allows for the files "
+                            "read at once", self.peak_bytes, self.budget_bytes, BUDGET_ENV)
         return path
 
     def release(self, path: str) -> None:
