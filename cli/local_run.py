@@ -98,7 +98,7 @@ def _outputs_table(run: LocalRun) -> List[str]:
         wall = f"{task.name}, {task.seconds:.1f} s" if task else ""
         lines.append(f"| {name} | {_cell(run.descriptions.get(name, ''))} | "
                      f"{figures.key_figures({name: artifact})} | {wall} | "
-                     f"{getattr(artifact, 'path', artifact)} |")
+                     f"{where(artifact)} |")
     return lines
 
 
@@ -116,8 +116,17 @@ def _task_outputs_table(run: LocalRun) -> List[str]:
             path = getattr(value, "path", None)
             shown = figures.key_figures({name: value}) if path else ""
             lines.append(f"| {task.name} | {name} | {shown} | {task.seconds:.1f} s | "
-                         f"{_cell(str(path or value))} |")
+                         f"{_cell(str(where(value) if path else value))} |")
     return lines
+
+
+def where(artifact) -> str:
+    """Where a user finds an artifact: its path here, or its URI when it is on an object
+    store (whose path, /s3/... or /gcs/..., exists only inside the step)."""
+    uri = getattr(artifact, "uri", "") or ""
+    if "://" in uri and not uri.startswith("file://"):
+        return uri
+    return str(getattr(artifact, "path", artifact))
 
 
 def _cell(text: str) -> str:

@@ -12,11 +12,20 @@ executor input is rewritten to point at the copies; the task then runs in a priv
 namespace in which the pipeline root is an empty tmpfs with only the task's own folder
 mounted back. Tasks of a ParallelFor run at the same time, each in its own namespace.
 
+With ``store`` (an S3-compatible server's bucket and prefix), the harness also moves bytes
+as the KFP launcher of an open-source backend does: every artifact URI becomes an object in
+the store (``s3://BUCKET/PREFIX/<task>/<name>``), the task reads and writes it at the path
+KFP derives from that URI (``/s3/BUCKET/...``, a private folder mounted there), inputs are
+downloaded before the task and outputs uploaded after it, and the bytes of each direction
+are counted per task and per artifact type. Whatever a step writes to the store itself (a
+data root) is not counted: that is the traffic the launcher does not see.
+
 It needs ``unshare`` and the right to mount (root); ``isolation_available()`` says whether
 this machine has them.
 """
 
 import contextlib
+import dataclasses
 import json
 import os
 import shutil
@@ -27,13 +36,14 @@ from typing import Any, Dict, Iterator, List
 # Runs inside the new mount namespace: keep a view of the real root at $alias, hide the
 # root under an empty tmpfs, mount the task's own folder back, drop the view, run the task.
 _ISOLATE = """
-root=$1; alias=$2; task=$3; shift 3
+root=$1; alias=$2; task=$3; view=$4; shift 4
 mount --make-rprivate /
 mount --bind "$root" "$alias"
 mount -t tmpfs tmpfs "$root"
 mkdir -p "$task"
 mount --bind "$alias${task#"$root"}" "$task"
 umount "$alias"
+if [ -n "$view" ]; then mount --bind "$view" /s3; fi
 exec "$@"
 """
 
@@ -47,11 +57,26 @@ def isolation_available() -> bool:
     return probe.returncode == 0
 
 
-@contextlib.contextmanager
-def isolated_tasks() -> Iterator[List[Dict[str, Any]]]:
-    """Within the block, every SubprocessRunner task sees only copies of its own inputs.
+@dataclasses.dataclass(frozen=True)
+class Store:
+    """Where the launcher keeps artifacts: ``s3://bucket/prefix`` (the endpoint and keys are
+    the environment's, as the tasks see them)."""
 
-    Yields a list that gets one entry per task run: its task folder and the inputs copied.
+    bucket: str
+    prefix: str
+
+    def uri(self, key: str) -> str:
+        return f"s3://{self.bucket}/{self.prefix}/{key}"
+
+
+@contextlib.contextmanager
+def isolated_tasks(store: Store | None = None) -> Iterator[List[Dict[str, Any]]]:
+    """Within the block, every SubprocessRunner task sees only copies of its own inputs
+    (downloaded from ``store`` and uploaded to it, when given; see the module docstring).
+
+    Yields a list that gets one entry per task run: its task folder, the inputs copied and,
+    with a store, the bytes ``downloaded`` and ``uploaded`` by artifact type, and ``moved``:
+    (direction, artifact name, type, bytes) for each artifact.
     """
     from kfp.local import subprocess_task_handler
 
@@ -62,13 +87,16 @@ def isolated_tasks() -> Iterator[List[Dict[str, Any]]]:
     def run(self):
         root = os.path.abspath(self.pipeline_root)
         with tempfile.TemporaryDirectory(prefix="kfp-launcher-") as scratch:
-            command, record = _isolate(self.full_command, root, scratch)
+            command, record = _isolate(self.full_command, root, scratch, store)
             seen.append(record)
             saved, self.full_command = self.full_command, command
             try:
                 return original_run(self)
             finally:
                 self.full_command = saved
+                if store is not None:
+                    record["uploaded"] = _upload_outputs(record.pop("outputs"), scratch,
+                                                         record["moved"])
 
     handler.run = run
     try:
@@ -77,20 +105,99 @@ def isolated_tasks() -> Iterator[List[Dict[str, Any]]]:
         handler.run = original_run
 
 
-def _isolate(command: List[str], root: str, scratch: str):
+def _isolate(command: List[str], root: str, scratch: str, store: Store | None):
     at = command.index("--executor_input") + 1
     executor_input = json.loads(command[at])
-    copied = _copy_inputs(executor_input, os.path.join(scratch, "inputs"), root)
     task_root = os.path.dirname(executor_input["outputs"]["outputFile"])
     if os.path.commonpath([root, task_root]) != root:
         raise AssertionError(f"task folder {task_root} is outside the pipeline root {root}")
+    record: Dict[str, Any] = {"task_root": task_root}
+    view = ""
+    if store is None:
+        record["inputs"] = _copy_inputs(executor_input, os.path.join(scratch, "inputs"), root)
+    else:
+        view = os.path.join(scratch, "s3")
+        os.makedirs(view)
+        record["inputs"], record["downloaded"], record["moved"] = _download_inputs(
+            executor_input, view)
+        record["outputs"] = _store_outputs(executor_input, root, store)
+        os.makedirs("/s3", exist_ok=True)
     os.makedirs(task_root, exist_ok=True)
     alias = os.path.join(scratch, "root-view")
     os.makedirs(alias)
     command = [*command[:at], json.dumps(executor_input), *command[at + 1:]]
     wrapped = ["unshare", "-m", "sh", "-ec", _ISOLATE, "isolate", root, alias, task_root,
-               *command]
-    return wrapped, {"task_root": task_root, "inputs": copied}
+               view, *command]
+    return wrapped, record
+
+
+def _artifacts(executor_input: Dict[str, Any], side: str):
+    """(name, index, artifact entry) of every input or output artifact."""
+    for name, entry in executor_input.get(side, {}).get("artifacts", {}).items():
+        for i, artifact in enumerate(entry.get("artifacts", [])):
+            yield name, i, artifact
+
+
+def _kind(artifact: Dict[str, Any]) -> str:
+    return artifact.get("type", {}).get("schemaTitle", "system.Artifact").split(".")[-1]
+
+
+def _download_inputs(executor_input: Dict[str, Any], view: str):
+    """Download every input artifact in the store into view (mounted at /s3), as the
+    launcher does before the task; local inputs (an importer of a local path) are uploaded
+    first, as a user would have to. Returns the inputs and the bytes by artifact type."""
+    from tfkfp.components.common.platform import object_store
+
+    inputs, moved, each = {}, {}, []
+    for name, i, artifact in _artifacts(executor_input, "inputs"):
+        uri = artifact.get("uri", "")
+        if not uri.startswith("s3://"):
+            continue  # the suite's own local-runner URIs are rewritten by their producer
+        local = os.path.join(view, uri[len("s3://"):])
+        os.makedirs(os.path.dirname(local), exist_ok=True)
+        if object_store.exists(uri):  # a folder (key prefix) or one object
+            object_store.copy(uri, local)
+        size = _bytes(local)
+        moved[_kind(artifact)] = moved.get(_kind(artifact), 0) + size
+        each.append(("downloaded", name, _kind(artifact), size))
+        inputs[f"{name}[{i}]"] = uri
+    return inputs, moved, each
+
+
+def _store_outputs(executor_input: Dict[str, Any], root: str, store: Store):
+    """Point every output artifact at the store (its path becomes /s3/...); the list of
+    (uri, type) to upload after the task."""
+    outputs = []
+    for name, _, artifact in _artifacts(executor_input, "outputs"):
+        uri = artifact["uri"]
+        if uri.startswith("/"):
+            artifact["uri"] = uri = store.uri(os.path.relpath(uri, root))
+        outputs.append((uri, name, _kind(artifact)))
+    return outputs
+
+
+def _upload_outputs(outputs, scratch: str, each: List) -> Dict[str, int]:
+    """Upload what the task wrote at each output's /s3 path, as the launcher does after it;
+    the bytes by artifact type (and per artifact, appended to ``each``)."""
+    from tfkfp.components.common.platform import object_store
+
+    moved: Dict[str, int] = {}
+    for uri, name, kind in outputs:
+        local = os.path.join(scratch, "s3", uri[len("s3://"):])
+        if not os.path.exists(local):
+            continue  # a failed task, or an output it did not write
+        object_store.copy(local, uri)
+        size = _bytes(local)
+        moved[kind] = moved.get(kind, 0) + size
+        each.append(("uploaded", name, kind, size))
+    return moved
+
+
+def _bytes(path: str) -> int:
+    if os.path.isfile(path):
+        return os.path.getsize(path)
+    return sum(os.path.getsize(os.path.join(folder, f))
+               for folder, _, files in os.walk(path) for f in files)
 
 
 def _copy_inputs(executor_input: Dict[str, Any], into: str, root: str) -> Dict[str, str]:

@@ -199,6 +199,9 @@ def copy(src: str, dst: str) -> None:
         return fs.LocalFileSystem(), os.path.abspath(uri.removeprefix("file://"))
 
     (src_fs, src_path), (dst_fs, dst_path) = resolve(src), resolve(dst)
+    if not handles(dst):  # pyarrow makes the folders below the destination, not above it
+        folder = src_fs.get_file_info(src_path).type == fs.FileType.Directory
+        os.makedirs(dst_path if folder else os.path.dirname(dst_path), exist_ok=True)
     fs.copy_files(src_path, dst_path, source_filesystem=src_fs, destination_filesystem=dst_fs,
                   chunk_size=8 << 20, use_threads=True)
 

@@ -83,3 +83,11 @@ def test_wrong_keys_fail_with_the_stores_answer(s3, monkeypatch):
     monkeypatch.setenv("AWS_SECRET_ACCESS_KEY", "not-the-secret")
     with pytest.raises(OSError):
         uris.write_text_atomic(uris.join(s3, "x.txt"), "x")
+
+
+def test_a_folder_or_file_downloads_into_folders_not_there_yet(s3, tmp_path):
+    uris.write_text_atomic(uris.join(s3, "d", "sub", "f.txt"), "x")
+    object_store.copy(uris.join(s3, "d"), str(tmp_path / "a" / "b"))
+    assert (tmp_path / "a" / "b" / "sub" / "f.txt").read_text() == "x"
+    object_store.copy(uris.join(s3, "d", "sub", "f.txt"), str(tmp_path / "c" / "f.txt"))
+    assert (tmp_path / "c" / "f.txt").read_text() == "x"

@@ -1,0 +1,83 @@
+"""The pipelines as an open-source Kubeflow backend runs them on an S3-compatible artifact
+store (SeaweedFS on loopback): each task in its own mount namespace, its input artifacts
+downloaded from the store and its outputs uploaded, the bytes counted per task
+(tests/isolated_tasks.py). With shards in a data root the launcher moves a few kilobytes of
+Dataset however big the data; inside the artifact it moves the Dataset with every step."""
+
+import numpy as np
+import pytest
+from isolated_tasks import Store, isolated_tasks, isolation_available
+
+from tfkfp.cli.main import main
+from tfkfp.components.common.data.dataset import Manifest
+from tfkfp.components.common.platform import uris
+
+pytestmark = [pytest.mark.slow,
+              pytest.mark.skipif(not isolation_available(),
+                                 reason="needs unshare and the right to mount (root)")]
+
+
+def run_training(store: Store, root: str, sets: dict):
+    """``tfkfp run training`` as a user types it, each task as in its own pod."""
+    with isolated_tasks(store) as tasks:
+        code = main(["run", "training", "--pipeline-root", root,
+                     *[a for k, v in sets.items() for a in ("--set", f"{k}={v}")]])
+    assert code == 0
+    return tasks
+
+
+def moved(tasks, kind: str, direction: str) -> dict:
+    """Bytes of artifacts of ``kind`` moved in ``direction`` per task folder."""
+    return {t["task_root"].rsplit("/", 1)[-1]: t.get(direction, {}).get(kind, 0)
+            for t in tasks}
+
+
+@pytest.fixture
+def table_on_s3(s3):
+    """A 40,000-row table as two CSV files in the store (two file groups)."""
+    rng = np.random.default_rng(3)
+    header = ",".join([f"x{i}" for i in range(8)] + ["label"])
+    for name in ("a.csv", "b.csv"):
+        values = rng.normal(size=(20_000, 8)).round(4)
+        labels = (values[:, 0] + values[:, 1] > 0).astype(int)
+        lines = [",".join(map(str, row)) + f",{label}" for row, label in zip(values, labels)]
+        uris.write_text_atomic(uris.join(s3, "input", name), "\n".join([header, *lines]) + "\n")
+    return uris.join(s3, "input", "*.csv")
+
+
+def dataset_bytes(tasks) -> int:
+    """The shard bytes of the Dataset train read, from its manifest."""
+    (uri,) = {u for t in tasks if "/train/" in t["task_root"] + "/"
+              for name, u in t["inputs"].items() if name.startswith("dataset")}
+    manifest = Manifest.load(uri)
+    return sum(manifest.split(s)["bytes"] for s in manifest.splits)
+
+
+def launcher_bytes(tasks) -> int:
+    """What the launcher moved of the training Dataset: the shard steps' outputs, the
+    merged Dataset, and every step's download of them (not the predictions, also a
+    Dataset)."""
+    return sum(size for t in tasks for _, name, kind, size in t["moved"]
+               if kind == "Dataset" and name in ("dataset", "datasets"))
+
+
+def test_training_moves_a_manifest_not_the_dataset(s3, table_on_s3, tmp_path):
+    """Per task the launcher moves a Dataset's manifest and schema when its shards are in
+    the data root (the default where the step can write the store), and the whole Dataset
+    with every step that takes it when they are inside the artifact."""
+    bucket, prefix = s3[len("s3://"):].split("/", 1)
+    sets = {"input_uri": table_on_s3, "label": "label", "file_groups": 2, "epochs": 1,
+            "quantization": "dynamic"}
+    streamed = run_training(Store(bucket, prefix + "/auto"), str(tmp_path / "auto"), sets)
+    size = dataset_bytes(streamed)
+    for task in streamed:
+        for direction, name, _kind, moved in task["moved"]:
+            if name in ("dataset", "datasets"):
+                assert moved < 16_000, (task["task_root"], direction, name, moved)
+    assert launcher_bytes(streamed) <= 0.05 * size
+    copied = run_training(Store(bucket, prefix + "/inside"), str(tmp_path / "inside"),
+                          {**sets, "data_root": "inside"})
+    assert dataset_bytes(copied) == size  # the same shards, counted by the launcher now
+    print(f"Dataset {size:,} bytes of shards; the launcher moved {launcher_bytes(streamed):,} "
+          f"bytes of it with a data root, {launcher_bytes(copied):,} inside the artifact")
+    assert launcher_bytes(copied) >= 5 * size  # shard, merge, train, freeze, export, predict
