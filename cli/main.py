@@ -75,6 +75,7 @@ def _parser() -> argparse.ArgumentParser:
     _add_gpu_option(compile_)
     _add_image_option(compile_)
     _add_sizes_option(compile_)
+    _add_store_options(compile_)
 
     run = commands.add_parser("run", help="run a pipeline on this machine",
                               description="Run a pipeline on this machine with the KFP local "
@@ -123,6 +124,7 @@ def _parser() -> argparse.ArgumentParser:
     submit.add_argument("--no-cache", action="store_true",
                         help="run every step again rather than reuse cached results")
     _add_sizes_option(submit)
+    _add_store_options(submit)
     check.add_mounted_option(submit)
     check.add_parser(commands)
 
@@ -272,6 +274,29 @@ def _add_sizes_option(parser: argparse.ArgumentParser) -> None:
                         "the default) or kind (a laptop; within the kind overlay's LimitRange)")
 
 
+def _add_store_options(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument("--store-secret", default="", metavar="SECRET",
+                        help="give every step the keys of this Secret (keys accesskey and "
+                        "secretkey, as KFP's mlpipeline-minio-artifact) as AWS_ACCESS_KEY_ID "
+                        "and AWS_SECRET_ACCESS_KEY, so steps read s3:// and minio:// data and "
+                        "stream shards from the data root (docs/how-to/object-stores.md)")
+    parser.add_argument("--store-endpoint", default="", metavar="URL",
+                        help="with --store-secret: the store's URL as AWS_ENDPOINT_URL, e.g. "
+                        "http://minio-service.kubeflow:9000 (default: that for minio://, AWS "
+                        "for s3://)")
+
+
+def _store(args: argparse.Namespace):
+    """The store access of --store-secret/--store-endpoint, checked (None without them)."""
+    if args.store_endpoint and not args.store_secret:
+        raise ValueError("--store-endpoint needs --store-secret SECRET (the keys to use)")
+    if not args.store_secret:
+        return None
+    from tfkfp.pipelines.store_access import StoreAccess
+
+    return StoreAccess(args.store_secret, args.store_endpoint)
+
+
 def _gpu(args: argparse.Namespace):
     """The train step's GPU request from --gpus and --gpu-type (None for none)."""
     if not args.gpus:
@@ -284,7 +309,7 @@ def _gpu(args: argparse.Namespace):
 def _compile(args: argparse.Namespace) -> None:
     from tfkfp.pipelines import registry
 
-    gpu = _gpu(args)  # checked before anything is written
+    gpu, store = _gpu(args), _store(args)  # checked before anything is written
     if args.image:
         from tfkfp.pipelines.images import check_image
 
@@ -292,7 +317,7 @@ def _compile(args: argparse.Namespace) -> None:
     os.makedirs(args.out, exist_ok=True)
     for name in registry.names():
         print(registry.compile_pipeline(name, os.path.join(args.out, f"{name}.yaml"), gpu,
-                                        args.sizes, args.image))
+                                        args.sizes, args.image, store))
 
 
 def _run(args: argparse.Namespace) -> None:
@@ -310,11 +335,11 @@ def _submit(args: argparse.Namespace) -> None:
 
     parameters = registry.parse_parameters(args.name, args.parameters, runs_on="cluster",
                                            mounted=check.mounted_folders(args.mounted))
-    gpu = _gpu(args)
+    gpu, store = _gpu(args), _store(args)
     run_id = submit.submit(args.name, parameters, args.host, args.experiment,
                            args.service_account, gpu, args.sizes, image=args.image,
                            namespace=args.namespace, token=args.token,
-                           cache=not args.no_cache, token_file=args.token_file)
+                           cache=not args.no_cache, token_file=args.token_file, store=store)
     print(f"started run {run_id} of {args.name!r} on {args.host}")
 
 

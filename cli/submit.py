@@ -61,19 +61,19 @@ def _check_token_file(path: str, source: str) -> None:
 def submit(name: str, parameters: Dict[str, Any], host: str, experiment: str,
            service_account: str = "", gpu=None, sizes: str = "cluster", image: str = "",
            namespace: str = "", token: str = "", cache: bool = True,
-           token_file: str = "") -> str:
+           token_file: str = "", store=None) -> str:
     """Compile, upload and start the pipeline; returns the run id. ``service_account`` is the
     one the steps run as (e.g. tfkfp-runner, whose RBAC lets train launch TFJobs); ``gpu``,
     ``sizes`` and ``image`` as in ``tfkfp compile``; ``namespace`` and a token (``token``,
     ``token_file`` or the environment: see ``authentication``) reach a multi-user
     installation (runs start in the profile namespace); ``cache`` False runs every step
-    again."""
+    again; ``store`` as in ``tfkfp compile --store-secret``."""
     import kfp
 
     auth = authentication(token, token_file)
     with tempfile.TemporaryDirectory(prefix="tfkfp-submit-") as folder:
         path = registry.compile_pipeline(name, os.path.join(folder, f"{name}.yaml"), gpu,
-                                         sizes, image)
+                                         sizes, image, store)
         try:
             client = kfp.Client(host=host, namespace=namespace or "kubeflow", **auth)
             run = client.create_run_from_pipeline_package(

@@ -35,22 +35,24 @@ def golden_path(name: str) -> str:
     return os.path.join(HERE, f"{name}.yaml")
 
 
-def for_cluster(name: str, gpu=None, sizes: str = "cluster") -> Callable:
+def for_cluster(name: str, gpu=None, sizes: str = "cluster", store=None) -> Callable:
     """The pipeline as it goes to a cluster: ``gpu`` (an accelerator.Gpu) puts training's
     train step on GPUs; pipelines without a train step are unchanged. ``sizes`` is the
-    profile of pipelines/resources.py the steps' pods are sized by (kind: a laptop)."""
-    from tfkfp.pipelines import resources
+    profile of pipelines/resources.py the steps' pods are sized by (kind: a laptop).
+    ``store`` (a store_access.StoreAccess) gives every step the object store's keys."""
+    from tfkfp.pipelines import resources, store_access
 
     pipeline = load(name)
     if gpu is not None and name == "training":
         from tfkfp.pipelines.training import make_training
 
         pipeline = make_training(gpu)
-    return pipeline if sizes == "cluster" else resources.sized(pipeline, sizes)
+    pipeline = pipeline if sizes == "cluster" else resources.sized(pipeline, sizes)
+    return pipeline if store is None else store_access.with_store_access(pipeline, store)
 
 
 def compile_pipeline(name: str, path: str, gpu=None, sizes: str = "cluster",
-                     image: str = "") -> str:
+                     image: str = "", store=None) -> str:
     """Compile to ``path``; with ``image`` (REGISTRY/NAME:TAG), its steps run that image."""
     from kfp import compiler
 
@@ -58,7 +60,7 @@ def compile_pipeline(name: str, path: str, gpu=None, sizes: str = "cluster",
 
     if image:
         images.check_image(image)  # before anything is written
-    compiler.Compiler().compile(for_cluster(name, gpu, sizes), path)
+    compiler.Compiler().compile(for_cluster(name, gpu, sizes, store), path)
     return images.retarget(path, image) if image else path
 
 

@@ -6,13 +6,16 @@
 #      GitHub refs, and waits for them;
 #   3. builds the suite's CPU image (scripts/build-image.sh) and `kind load`s it;
 #   4. applies manifests/overlays/kind and waits for the image check Job;
-#   5. compiles every pipeline for a laptop (`tfkfp compile --sizes kind`), port-forwards the KFP
-#      API, and starts a run of `training` (`tfkfp submit --sizes kind`) when INPUT_URI names
-#      data the cluster can read (gs://...).
+#   5. compiles every pipeline for a laptop (`tfkfp compile --sizes kind`, every step given the
+#      cluster's object-store keys with --store-secret), port-forwards the KFP API, and starts
+#      a run of `training` (`tfkfp submit --sizes kind`) when INPUT_URI names data: a local
+#      file is first uploaded to the cluster's own store (minio://mlpipeline/tfkfp-input/),
+#      which the steps then read and where they keep the shards (data_root=auto).
 # Needs: docker, kind (v0.27 or newer), kubectl (1.28 or newer), and tfkfp installed in the
 # active Python environment (pip install -e .). Rerunning it is safe.
 #   scripts/kind-up.sh                                   # cluster, KFP, operator, image
-#   INPUT_URI=gs://bucket/digits.csv [LABEL=label] scripts/kind-up.sh  # ... and a training run
+#   INPUT_URI=tfkfp-demo/data/digits.csv [LABEL=label] scripts/kind-up.sh  # ... and a run
+#   INPUT_URI=minio://mlpipeline/tables/data.csv scripts/kind-up.sh  # data already in the store
 # Remove everything with: kind delete cluster --name tfkfp
 set -euo pipefail
 ROOT=$(cd "$(dirname "$0")/.." && pwd)
@@ -66,7 +69,8 @@ kubectl -n kubeflow wait --for condition=Complete --timeout=10m job/tfkfp-image-
 kubectl -n kubeflow logs job/tfkfp-image-check
 
 say "compile the pipelines into $OUT"
-tfkfp compile --out "$OUT" --sizes kind  # steps sized to the kind LimitRange
+STORE=(--store-secret mlpipeline-minio-artifact)  # KFP's own keys for its artifact store
+tfkfp compile --out "$OUT" --sizes kind "${STORE[@]}"  # steps sized to the kind LimitRange
 
 if [[ -z $INPUT_URI ]]; then
   say "done: set INPUT_URI to data the cluster can read to start a training run"
@@ -83,7 +87,22 @@ for _ in $(seq 1 60); do
   curl -fsS "http://localhost:$KFP_PORT/apis/v2beta1/healthz" >/dev/null 2>&1 && break
   sleep 1
 done
-tfkfp submit training --sizes kind --host "http://localhost:$KFP_PORT" \
+if [[ -f $INPUT_URI ]]; then  # a local file: into the cluster's store, as the steps read it
+  say "upload $INPUT_URI to the cluster's object store"
+  kubectl -n kubeflow port-forward svc/minio-service 9000:9000 >/dev/null 2>&1 &
+  STORE_FORWARD=$!
+  secret() { kubectl -n kubeflow get secret mlpipeline-minio-artifact -o "jsonpath={.data.$1}" |
+    base64 -d; }
+  TARGET="minio://mlpipeline/tfkfp-input/$(basename "$INPUT_URI")"
+  sleep 3
+  AWS_ENDPOINT_URL=http://localhost:9000 AWS_ACCESS_KEY_ID=$(secret accesskey) \
+    AWS_SECRET_ACCESS_KEY=$(secret secretkey) python -c "import sys
+from tfkfp.components.common.platform import uris
+uris.link_or_copy(sys.argv[1], sys.argv[2])" "$INPUT_URI" "$TARGET"
+  kill "$STORE_FORWARD" 2>/dev/null || true
+  INPUT_URI=$TARGET
+fi
+tfkfp submit training --sizes kind "${STORE[@]}" --host "http://localhost:$KFP_PORT" \
   --set "input_uri=$INPUT_URI" --set "label=$LABEL" --set epochs=2
 echo "follow it: kubectl -n kubeflow port-forward svc/ml-pipeline-ui $KFP_PORT:80, then" \
   "http://localhost:$KFP_PORT"

@@ -266,3 +266,47 @@ def test_the_ci_page_s_commands_compile_and_check_the_pipelines(rendered, tmp_pa
         args = [a for word in words[1:] for a in (sorted(glob.glob(word)) or [word])]
         assert main(args) == 0, capsys.readouterr()
     assert capsys.readouterr().out.strip().splitlines()[-1].startswith("OK: 4 pipeline(s)")
+
+
+def test_pipelines_compiled_with_the_stores_secret_give_every_step_its_keys(
+        rendered, tmp_path, capsys):
+    """`--store-secret` puts KFP's artifact-store keys into every step's environment (KFP's
+    secretAsEnv, optional), the endpoint too; the overlays still admit every step."""
+    import yaml
+
+    assert main(["compile", "--sizes", "kind", "--store-secret", "mlpipeline-minio-artifact",
+                 "--store-endpoint", "http://minio-service.kubeflow:9000",
+                 "--out", str(tmp_path)]) == 0
+    capsys.readouterr()
+    for path in sorted(tmp_path.glob("*.yaml")):
+        spec, platform = yaml.safe_load_all(path.read_text())
+        containers = {label for label, e in spec["deploymentSpec"]["executors"].items()
+                      if "container" in e}
+        executors = platform["platforms"]["kubernetes"]["deploymentSpec"]["executors"]
+        assert set(executors) == containers, path.name
+        for label in containers:
+            (secret,) = executors[label]["secretAsEnv"]
+            assert secret == {"secretName": "mlpipeline-minio-artifact", "optional": True,
+                              "keyToEnv": [
+                                  {"secretKey": "accesskey", "envVar": "AWS_ACCESS_KEY_ID"},
+                                  {"secretKey": "secretkey",
+                                   "envVar": "AWS_SECRET_ACCESS_KEY"}]}
+            env = spec["deploymentSpec"]["executors"][label]["container"]["env"]
+            assert {"name": "AWS_ENDPOINT_URL",
+                    "value": "http://minio-service.kubeflow:9000"} in env
+    code, lines = check(*sorted(str(p) for p in tmp_path.glob("*.yaml")), "--overlay",
+                        str(rendered["kind"]), *RUN_DATA, capsys=capsys)
+    assert (code, lines[0][:3]) == (0, "OK:"), lines
+
+
+@pytest.mark.parametrize("args, message", [
+    (["--store-secret", "Not_A_Name"], "store secret 'Not_A_Name' is not a Kubernetes Secret"),
+    (["--store-endpoint", "http://minio:9000"], "--store-endpoint needs --store-secret"),
+    (["--store-secret", "s", "--store-endpoint", "minio:9000"],
+     "store endpoint 'minio:9000' is not a URL"),
+])
+def test_a_store_setting_no_pod_could_use_is_refused_before_compiling(args, message,
+                                                                      tmp_path, capsys):
+    assert main(["compile", *args, "--out", str(tmp_path / "out")]) == 1
+    assert message in capsys.readouterr().err
+    assert not (tmp_path / "out").exists()
