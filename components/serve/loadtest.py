@@ -128,7 +128,8 @@ def instances(dataset: str, rows: int, split: str = "eval") -> List[Dict[str, An
     from tfkfp.components.common.data.reader import make_dataset
 
     out: List[Dict[str, Any]] = []
-    for features, keys in make_dataset(dataset, mode="predict", split=split, batch_size=256):
+    for features, keys in make_dataset(dataset, mode="predict", split=split, batch_size=256,
+                                       max_rows=rows):
         columns = {**{k: v.numpy() for k, v in features.items()},
                    **{k: v.numpy() for k, v in keys.items()}}
         count = len(next(iter(columns.values())))

@@ -196,7 +196,10 @@ def _input_wait(model, strategy, config: TrainConfig, schema: Schema, global_bat
             step(iterator)
         return time.perf_counter() - start
 
-    streamed, held = seconds(dataset), seconds(dataset.take(1).cache().repeat())
+    # one batch held in memory: sampled (from an object store only its records are read)
+    one = make_dataset(config.dataset, schema, mode="train", batch_size=global_batch,
+                       shuffle_buffer=config.shuffle_buffer, max_rows=global_batch)
+    streamed, held = seconds(dataset), seconds(one.take(1).cache().repeat())
     for variable, value in zip(model.non_trainable_variables, frozen):
         variable.assign(value)
     return max(0.0, 1.0 - held / streamed)

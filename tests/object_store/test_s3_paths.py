@@ -165,3 +165,47 @@ def test_small_shards_read_many_at_once_without_losing_one(s3, table_csv, monkey
         dataset, mode="train", batch_size=16, shuffle=True, seed=3))
     assert rows == Manifest.load(dataset).records("train")
     assert fetch_cache.shared().held_bytes() == 0
+
+
+@pytest.mark.parametrize("layout, compression", [("packed", "gzip"), ("blocks", "none")])
+def test_a_sample_reads_the_first_records_not_the_shards(s3, table_csv, tmp_path, layout,
+                                                         compression):
+    """Calibration, a model's build and a label sample take a few hundred rows: from a
+    store only those records are read, streamed, with TFRecord's checks."""
+    path, _ = table_csv
+    dataset = uris.join(s3, "sampled")
+    shard_tfrecords(path, dataset, label="animal", keys=["id"], num_shards=3, layout=layout,
+                    block_rows=16, compression=compression)
+    local = str(tmp_path / "local")
+    shard_tfrecords(path, local, label="animal", keys=["id"], num_shards=3, layout=layout,
+                    block_rows=16, compression=compression)
+    cache = fetch_cache.shared()
+    before = cache.fetched_bytes
+
+    def first_ids(data, **reading):
+        ids = []
+        for _, keys in make_dataset(data, mode="predict", split="train", batch_size=10,
+                                    shuffle=False, **reading):
+            ids += keys["id"].numpy().tolist()
+        return ids
+
+    sampled = first_ids(dataset, max_rows=40)
+    assert 40 <= len(sampled) < 60  # whole records: a block holds 16 rows
+    assert sampled == first_ids(local, num_parallel_reads=1)[:len(sampled)]  # file order
+    assert cache.fetched_bytes == before  # no shard fetched whole
+
+
+def test_a_broken_record_in_a_sampled_shard_is_named(s3, table_csv, tmp_path):
+    from tfkfp.components.common.data.record_stream import RecordStreamError, head_records
+
+    path, _ = table_csv
+    local = str(tmp_path / "ds")
+    shard_tfrecords(path, local, label="animal", keys=["id"], num_shards=1)
+    shard = os.path.join(local, sorted(Manifest.load(local).listed())[-1])
+    data = bytearray(open(shard, "rb").read())
+    data[40] ^= 0xFF  # inside the first record's bytes
+    target = uris.join(s3, "broken.tfrecord")
+    with uris.open_file(target, "wb") as f:
+        f.write(bytes(data))
+    with pytest.raises(RecordStreamError, match="broken.tfrecord: record 0 fails its checksum"):
+        head_records([target], "", 5)

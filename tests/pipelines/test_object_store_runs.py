@@ -4,13 +4,17 @@ downloaded from the store and its outputs uploaded, the bytes counted per task
 (tests/isolated_tasks.py). With shards in a data root the launcher moves a few kilobytes of
 Dataset however big the data; inside the artifact it moves the Dataset with every step."""
 
+import glob
+import os
+import re
+
 import numpy as np
 import pytest
 from isolated_tasks import Store, isolated_tasks, isolation_available
 
 from tfkfp.cli.main import main
 from tfkfp.components.common.data.dataset import Manifest
-from tfkfp.components.common.platform import uris
+from tfkfp.components.common.platform import fetch_cache, uris
 
 pytestmark = [pytest.mark.slow,
               pytest.mark.skipif(not isolation_available(),
@@ -24,6 +28,17 @@ def run_training(store: Store, root: str, sets: dict):
                      *[a for k, v in sets.items() for a in ("--set", f"{k}={v}")]])
     assert code == 0
     return tasks
+
+
+def fetched(root: str) -> dict:
+    """Bytes each task fetched whole from the store, from the line its log ends with."""
+    found = {}
+    for log in glob.glob(os.path.join(root, "*", "logs", "*.log")):
+        for line in open(log, encoding="utf-8", errors="replace"):
+            if fetch_cache.SUMMARY in line:
+                task = os.path.basename(log)[:-len(".log")]
+                found[task] = int(re.search(r"file\(s\), (\d+) bytes", line).group(1))
+    return found
 
 
 def moved(tasks, kind: str, direction: str) -> dict:
@@ -75,6 +90,9 @@ def test_training_moves_a_manifest_not_the_dataset(s3, table_on_s3, tmp_path):
             if name in ("dataset", "datasets"):
                 assert moved < 16_000, (task["task_root"], direction, name, moved)
     assert launcher_bytes(streamed) <= 0.05 * size
+    reads = fetched(str(tmp_path / "auto"))
+    assert reads["train"] >= size * 0.85  # train reads the train split, once an epoch
+    print("streamed whole from the store, per step:", reads)
     copied = run_training(Store(bucket, prefix + "/inside"), str(tmp_path / "inside"),
                           {**sets, "data_root": "inside"})
     assert dataset_bytes(copied) == size  # the same shards, counted by the launcher now

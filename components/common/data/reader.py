@@ -50,6 +50,7 @@ def make_dataset(
     seed: int | None = None,
     input_context=None,
     auto_shard_policy: str = "auto",
+    max_rows: int = 0,
 ):
     """A batched ``tf.data.Dataset`` over a sharded Dataset.
 
@@ -69,6 +70,8 @@ def make_dataset(
             files and uses the per-replica batch size.
         auto_shard_policy: ``auto``, ``file``, ``data`` or ``off`` for distribution
             strategies that shard the dataset themselves.
+        max_rows: at most about this many rows (0: all), for a caller that samples: from an
+            object store only the first records are read, not whole shards.
 
     Labels with a vocabulary come out as class indices (int64); images as float32 in [0, 1]
     with the schema's image_shape.
@@ -89,6 +92,8 @@ def make_dataset(
                           f"mode='predict', not mode={mode!r}")
     split = split or ("train" if mode == "train" else "eval")
     files, compression = split_files(dataset, split)
+    if max_rows and fetched(files):
+        files, compression = _head_file(files, compression, schema, max_rows), ""
     shuffle = mode == "train" if shuffle is None else shuffle
     deterministic = not shuffle if deterministic is None else deterministic
     if input_context is not None:
@@ -190,6 +195,22 @@ def _file_dataset(files, shuffle: bool, seed, input_context, num_parallel_reads)
     if shuffle:
         ds = ds.shuffle(len(files), seed=seed, reshuffle_each_iteration=True)
     return ds, share, cycle
+
+
+def _head_file(files: List[str], compression: str, schema: Schema, rows: int) -> List[str]:
+    """A local TFRecord file of the first records holding ``rows`` rows, streamed from the
+    store (see common.data.record_stream)."""
+    import tensorflow as tf
+
+    from tfkfp.components.common.data.record_stream import head_records
+
+    per_record = schema.block_rows if schema.record_layout.multi_row else 1
+    records = head_records(files, compression, -(-rows // per_record))
+    path = fetch_cache.shared().scratch_file("head.tfrecord")
+    with tf.io.TFRecordWriter(path) as writer:
+        for record in records:
+            writer.write(record)
+    return [path]
 
 
 def fetched(files: List[str]) -> bool:

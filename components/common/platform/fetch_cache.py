@@ -22,6 +22,7 @@ import contextlib
 import itertools
 import os
 import shutil
+import sys
 import tempfile
 import threading
 from typing import Dict, Iterator
@@ -34,6 +35,7 @@ PREFIX = "tfkfp-fetch-"
 # reader was dropped, and removed: far more than a reader holds at once (FILES_PER_READ x 8).
 KEEP_FETCHED = 64
 BUDGET_ENV = "TFKFP_FETCH_CACHE_MB"
+SUMMARY = "fetched from the object store:"  # the line a step's log ends with
 DEFAULT_BUDGET_MB = 512
 # Files a parallel interleave holds at once, per file it reads (those it opens ahead),
 # measured with tf.data on 2 cores: 16 shards held at cycle_length 8, 6 at 2, 12 at 4.
@@ -76,7 +78,9 @@ class FetchCache:
         self._held: Dict[str, int] = {}  # fetched, not yet released: path -> bytes
         self._numbers: Dict[str, int] = {}  # and its fetch number
         self.fetched_bytes = 0
+        self.fetched_files = 0
         self.peak_bytes = 0
+        self._closed = False
         atexit.register(self.close)
 
     def local(self, uri: str) -> str:
@@ -93,6 +97,7 @@ class FetchCache:
             self._held[path] = size
             self._numbers[path] = number
             self.fetched_bytes += size
+            self.fetched_files += 1
             self.peak_bytes = max(self.peak_bytes, sum(self._held.values()))
             if self.peak_bytes > self.budget_bytes and not self._warned:
                 self._warned = True
@@ -100,6 +105,11 @@ class FetchCache:
                             "the shards are bigger than the budget allows for the files "
                             "read at once", self.peak_bytes, self.budget_bytes, BUDGET_ENV)
         return path
+
+    def scratch_file(self, name: str) -> str:
+        """A private path in the cache's folder for a small file of the caller's (removed
+        with the folder)."""
+        return os.path.join(self.folder, f"{next(self._names):06d}-{name}")
 
     def release(self, path: str) -> None:
         """The reader is done with path: its bytes leave the disk (at once, or when the last
@@ -119,6 +129,11 @@ class FetchCache:
 
     def close(self) -> None:
         shutil.rmtree(self.folder, ignore_errors=True)
+        if self.fetched_bytes and not self._closed:  # the step's log says what it read
+            print(f"{SUMMARY} {self.fetched_files} shard file(s), {self.fetched_bytes} bytes; "
+                  f"at most {self.peak_bytes} bytes on local disk at once (budget "
+                  f"{self.budget_bytes})", file=sys.stderr, flush=True)
+        self._closed = True
 
 
 _shared: FetchCache | None = None

@@ -102,7 +102,7 @@ def load_examples(dataset: str, split: str, limit: int, names, purpose: str,
         if raw_label or (binding is not None and binding.reading.values):
             schema = schema.with_raw_label()  # a regressor is measured on the label's values
         ds = make_dataset(dataset, schema, mode="eval" if labelled else "predict", split=split,
-                          batch_size=min(limit, 512))
+                          batch_size=min(limit, 512), max_rows=limit)
     except SchemaError as err:
         raise QuantizeInputError(f"{purpose} data: {err}") from err
     parts, labels, count = {}, [], 0

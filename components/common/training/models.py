@@ -81,7 +81,7 @@ def compiled_model(config: TrainConfig, schema: Schema, strategy, task=None):
         model = build_model(config, schema, sample, task)
         if not model.built:  # a subclassed model from model_fn makes its weights when called
             features, _ = next(iter(make_dataset(config.dataset, schema, batch_size=2,
-                                                 shuffle=False)))
+                                                 shuffle=False, max_rows=2)))
             model(features)
         optimizer = {"adam": tf_keras.optimizers.Adam, "sgd": tf_keras.optimizers.SGD,
                      "rmsprop": tf_keras.optimizers.RMSprop}[config.optimizer](
@@ -190,7 +190,8 @@ def sample_labels(data: str, schema: Schema, rows: int = 10_000) -> np.ndarray:
 def _sample(data: str, schema: Schema, rows: int):
     from tfkfp.components.common.data.reader import make_dataset
 
-    batches = make_dataset(data, schema, mode="train", batch_size=1024, shuffle=False)
+    batches = make_dataset(data, schema, mode="train", batch_size=1024, shuffle=False,
+                           max_rows=rows)
     columns: Dict[str, list] = {c.name: [] for c in schema.features}
     labels, seen = [], 0
     for features, label in batches:

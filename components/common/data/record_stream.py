@@ -1,0 +1,63 @@
+"""The first records of TFRecord files on an object store, read as a stream.
+
+A step that samples a Dataset (calibration rows, the rows a model is built on, a label
+sample) needs a few hundred records; fetching whole shards for them (see
+``common.platform.fetch_cache``) would read the Dataset. Here the files are read in order
+through a buffered stream, record by record, only until enough rows are read, with TFRecord's
+framing and CRC32C checks (those TensorFlow's reader applies), gzip decompressed as read.
+"""
+
+import gzip
+import struct
+from typing import BinaryIO, Iterator, List, Sequence
+
+from tfkfp.components.common.platform import uris
+
+_MASK_DELTA = 0xA282EAD8
+
+
+class RecordStreamError(ValueError):
+    """A TFRecord file whose framing or checksums are broken, named with the record."""
+
+
+def head_records(files: Sequence[str], compression: str, records: int) -> List[bytes]:
+    """Up to ``records`` serialized records: the first of the first file, then the next."""
+    out: List[bytes] = []
+    for uri in files:
+        if len(out) >= records:
+            break
+        with uris.open_file(uri, "rb") as raw:
+            stream = gzip.GzipFile(fileobj=raw) if compression.upper() == "GZIP" else raw
+            for record in _records(stream, uri):
+                out.append(record)
+                if len(out) >= records:
+                    break
+    return out
+
+
+def _records(stream: BinaryIO, where: str) -> Iterator[bytes]:
+    index = 0
+    while True:
+        header = stream.read(12)
+        if not header:
+            return
+        if len(header) < 12:
+            raise RecordStreamError(f"{where}: record {index} is cut short in its header")
+        length, length_crc = struct.unpack("<QI", header)
+        if _masked_crc(header[:8]) != length_crc:
+            raise RecordStreamError(f"{where}: record {index} has a corrupt length")
+        body = stream.read(length + 4)
+        if len(body) < length + 4:
+            raise RecordStreamError(f"{where}: record {index} is cut short")
+        data, (data_crc,) = body[:length], struct.unpack("<I", body[length:])
+        if _masked_crc(data) != data_crc:
+            raise RecordStreamError(f"{where}: record {index} fails its checksum")
+        yield data
+        index += 1
+
+
+def _masked_crc(data: bytes) -> int:
+    import google_crc32c
+
+    crc = google_crc32c.value(data)
+    return (((crc >> 15) | (crc << 17)) + _MASK_DELTA) & 0xFFFFFFFF
