@@ -99,3 +99,30 @@ def test_training_moves_a_manifest_not_the_dataset(s3, table_on_s3, tmp_path):
     print(f"Dataset {size:,} bytes of shards; the launcher moved {launcher_bytes(streamed):,} "
           f"bytes of it with a data root, {launcher_bytes(copied):,} inside the artifact")
     assert launcher_bytes(copied) >= 5 * size  # shard, merge, train, freeze, export, predict
+
+
+def test_batch_prediction_from_the_store_twice(s3, demo_model, demo_dir, tmp_path):
+    """`batch_prediction` with an s3:// model and CSV, as on a cluster, run twice: the
+    model comes in through the launcher (an importer's download), the CSV's shards stay in
+    the data root, and the second run, cached or not, still finds every shard it lists."""
+    bucket, prefix = s3[len("s3://"):].split("/", 1)
+    uris.copy_tree(demo_model, uris.join(s3, "model"))
+    uris.link_or_copy(demo_dir.csv, uris.join(s3, "new", "digits.csv"))
+    sets = {"model_uri": uris.join(s3, "model"), "csv_uri": uris.join(s3, "new", "digits.csv"),
+            "keys": '["id"]', "file_groups": 2}
+    for attempt in range(2):
+        root = str(tmp_path / "root")
+        with isolated_tasks(Store(bucket, prefix + "/artifacts")) as tasks:
+            code = main(["run", "batch_prediction", "--pipeline-root", root,
+                         *[a for k, v in sets.items() for a in ("--set", f"{k}={v}")]])
+        assert code == 0, attempt
+        for task in tasks:
+            for _, name, kind, moved in task["moved"]:
+                if kind == "Dataset" and name == "dataset":
+                    assert moved < 16_000, (attempt, task["task_root"], moved)
+    model_bytes = sum(os.path.getsize(os.path.join(folder, f))
+                      for folder, _, files in os.walk(demo_model) for f in files)
+    predicting = [t for t in tasks if "/batch-predict" in t["task_root"]]
+    assert len(predicting) == 2  # each group's pod downloads the model it loads
+    for task in predicting:
+        assert [m for _, name, kind, m in task["moved"] if kind == "Model"] == [model_bytes]
