@@ -66,6 +66,10 @@ def _parser() -> argparse.ArgumentParser:
                        + f" (default {DEFAULT_LAYOUT})")
     shard.add_argument("--block-rows", type=int, default=DEFAULT_BLOCK_ROWS,
                        help="rows per record in the blocks layout (default 256)")
+    shard.add_argument("--shard-dir", default="", metavar="URI",
+                       help="keep the shards here (a path or s3://, minio://, gs:// URI) and "
+                       "only schema.json and manifest.json in DATASET, which lists them by "
+                       "URI (default: inside DATASET)")
 
     demo_data = commands.add_parser("demo-data", help="write the built-in demo data")
     demo_data.add_argument("directory")
@@ -233,7 +237,7 @@ def _shard(args: argparse.Namespace) -> None:
         shard_size_mb=args.shard_size_mb, num_shards=args.num_shards,
         min_shards=args.min_shards, input_format=args.input_format, threads=args.threads,
         missing=args.missing, layout=args.layout, block_rows=args.block_rows,
-        progress_stream=sys.stderr)
+        shard_dir=args.shard_dir, progress_stream=sys.stderr)
     print(result.markdown())
     print(f"Dataset written to {args.dataset}")
 

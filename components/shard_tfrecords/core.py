@@ -163,7 +163,11 @@ def shard_tfrecords(
         busy_started = time.monotonic()
         results = _encode_all(chunks, plan, threads, progress_stream)
         schema = _schema(laid_out, raw, results)
-        shards = writer.write_shards(results, spool_dir, staging, compression, shard_size_mb,
+        # on an object store a rename is a copy: shards go straight to their final, unique
+        # names there, published by the manifest alone (see publish)
+        direct = publish.writes_in_place(shard_dir)
+        shards = writer.write_shards(results, spool_dir, shard_dir if direct else staging,
+                                     compression, shard_size_mb,
                                      num_shards, min_shards, threads, progress_stream,
                                      generation)
         result = ShardResult(
@@ -178,7 +182,8 @@ def shard_tfrecords(
         for warning in result.warnings:
             log.warning("%s", warning)
         schema.save(staging)
-        publish.publish(staging, dataset_manifest(result, generation), shard_dir)
+        publish.publish(staging, dataset_manifest(result, generation), shard_dir,
+                        shards_in_place=direct)
     log.info("wrote %d records in %.1fs (%.0f records/s) to %s", result.total_records,
              result.seconds, result.records_per_second, dataset)
     return result

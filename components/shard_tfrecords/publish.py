@@ -5,7 +5,9 @@ At every instant the output directory holds the old complete Dataset or the new 
 
 1. the new shards are written in the staging folder under names the old manifest does not
    list (the generation goes up by one: ``data-00000-of-00004-g2.tfrecord``), then moved
-   into ``train/`` and ``eval/`` beside the old shards, which stay whole;
+   into ``train/`` and ``eval/`` beside the old shards, which stay whole (on an S3-compatible
+   store, where an object appears only once written whole and a rename is a copy, they are
+   written there directly under those new names: ``writes_in_place``);
 2. schema.json is replaced, where it changed (the manifest records its SHA-256, so a reader
    finds a kill between this step and the next, instead of mixing the two);
 3. manifest.json is moved over the old one in one rename: the commit (an object written
@@ -24,7 +26,7 @@ from typing import Dict, Set
 
 from tfkfp.components.common.data.dataset import MANIFEST_FILE, SPLITS, Manifest
 from tfkfp.components.common.data.schema import SCHEMA_FILE
-from tfkfp.components.common.platform import scratch, uris
+from tfkfp.components.common.platform import object_store, scratch, uris
 from tfkfp.components.common.platform.progress import log
 
 STAGING_PREFIX = ".tfkfp-staging-"  # in the output directory
@@ -56,10 +58,18 @@ def next_generation(output_dir: str) -> int:
         return 1
 
 
-def publish(staging: str, manifest: Manifest, shard_dir: str = "") -> None:
+def writes_in_place(shard_dir: str) -> bool:
+    """Whether shards are written straight to their final names in shard_dir (an object
+    store, where an object appears whole when written and a rename is a copy): safe, since
+    their names are new in each generation and readers trust only what a manifest lists."""
+    return object_store.handles(shard_dir)
+
+
+def publish(staging: str, manifest: Manifest, shard_dir: str = "",
+            shards_in_place: bool = False) -> None:
     """Move the Dataset staged in ``staging`` (shards, schema.json) into ``manifest.data``
-    (the shards into ``shard_dir`` when they are kept elsewhere), whose manifest it then
-    replaces; see the module docstring."""
+    (the shards into ``shard_dir`` when they are kept elsewhere; not at all when they were
+    written there in place), whose manifest it then replaces; see the module docstring."""
     output_dir = manifest.data
     shard_dir = shard_dir or output_dir
     moved = 0
@@ -67,7 +77,8 @@ def publish(staging: str, manifest: Manifest, shard_dir: str = "") -> None:
         uris.makedirs(uris.join(shard_dir, split))
         for shard in body["shards"]:
             name = _name_in(shard_dir, shard["file"])
-            uris.rename(uris.join(staging, name), uris.join(shard_dir, name))
+            if not shards_in_place:
+                uris.rename(uris.join(staging, name), uris.join(shard_dir, name))
             moved += 1
             if moved == 1:
                 scratch.pause_point("publishing")

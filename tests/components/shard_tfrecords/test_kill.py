@@ -43,12 +43,12 @@ def setup(tmp_path, monkeypatch):
     return out, table(tmp_path / "new.csv", range(1000, 1900)), temp
 
 
-def run_until(point, source, out, temp, sig=signal.SIGKILL):
+def run_until(point, source, out, temp, sig=signal.SIGKILL, extra=()):
     """`tfkfp shard` in a child process, stopped at ``point`` and sent ``sig``."""
     env = {**os.environ, "TFKFP_TEST_PAUSE_AT": point, "TMPDIR": str(temp)}
     child = subprocess.Popen(
         [sys.executable, "-m", "tfkfp.cli.main", "shard", source, out, "--label",
-         "animal", "--keys", "id", "--num-shards", "2"],
+         "animal", "--keys", "id", "--num-shards", "2", *extra],
         env=env, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True)
     watchdog = threading.Timer(180, child.kill)
     watchdog.start()
@@ -120,3 +120,25 @@ def test_a_kill_between_a_changed_schema_and_its_manifest_is_refused_not_mixed(s
         make_dataset(out, mode="predict")
     shard_tfrecords(source, out, label="animal", keys=["id"], num_shards=2)
     assert ids_of(out) == list(range(1000, 1900)) and leftovers(out, temp) == ([], [])
+
+
+@pytest.mark.parametrize("point", ["writing", "publishing", "committing"])
+def test_shards_on_an_object_store_survive_a_kill_the_same_way(point, setup, s3):
+    """Shards written straight to their final names on an S3-compatible store (no rename
+    there): a killed run leaves the old Dataset whole and readable; the next run's commit
+    removes the shards the killed one wrote."""
+    from tfkfp.components.common.platform import uris
+
+    out, new, temp = setup
+    shards = uris.join(s3, "shards")
+    old = table(os.path.join(os.path.dirname(out), "old2.csv"), range(600))
+    shard_tfrecords(old, out, label="animal", keys=["id"], num_shards=3, shard_dir=shards)
+    before = Manifest.load(out).listed()
+    assert run_until(point, new, out, temp, extra=["--shard-dir", shards]) != 0
+    assert Manifest.load(out).listed() == before and ids_of(out) == list(range(600))
+    shard_tfrecords(new, out, label="animal", keys=["id"], num_shards=2, shard_dir=shards)
+    listed = Manifest.load(out).listed()
+    on_store = {f"{shards}/{split}/{n}" for split in ("train", "eval")
+                for n in uris.listdir(uris.join(shards, split))}
+    assert on_store == listed  # nothing the killed run wrote is left
+    assert ids_of(out) == list(range(1000, 1900))
