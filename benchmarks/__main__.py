@@ -12,6 +12,7 @@ from benchmarks import (
     bottleneck,
     data,
     edge,
+    edge_table,
     endpoint,
     prediction,
     quantization,
@@ -22,7 +23,7 @@ from benchmarks import (
 from benchmarks.harness import load_average, print_records
 
 SCENARIOS = ["sharding", "reading", "training", "quantization", "prediction", "bottleneck",
-             "edge", "endpoint"]
+             "edge", "edge_table", "endpoint"]
 
 
 def main(argv=None) -> int:
@@ -55,6 +56,8 @@ def main(argv=None) -> int:
             records += bottleneck.run(csv_path, work, args.quick)
         if args.only in (None, "edge"):
             records += edge.run(work, args.quick)
+        if args.only in (None, "edge_table"):
+            records += edge_table.run(work)
         if args.only in (None, "endpoint"):
             records += endpoint.run(csv_path, work, repeats)
     print_records(records)

@@ -11,6 +11,7 @@ from tfkfp.components.common.platform import uris
 from tfkfp.components.common.tflite import feeding as tflite_feeding
 from tfkfp.components.common.tflite import litert
 from tfkfp.components.common.tflite.feeding import Feeding
+from tfkfp.components.common.tflite.packing import Packing
 from tfkfp.components.common.tflite.parity import Reading
 
 TFKFP_OUTPUTS = {"probabilities": "per-class probability, in labels.txt order",
@@ -31,30 +32,25 @@ def labels_for(model_dir: str, schema: Schema, reading: Reading) -> List[str]:
 
 def signature_json(content: bytes, signature: str, schema: Schema, labels: List[str],
                    mode: str, feeding: Feeding | None = None, binding=None,
-                   task: str | None = None) -> Dict:
+                   task: str | None = None, packing: Packing | None = None) -> Dict:
     """Input and output names, shapes (-1: any), dtypes, quantization and normalisation, and
-    how each input is fed: strings, and the value of a gap (tflite_feeding.describe).
-    ``binding`` (common.tflite.binding): the column feeding each input, and the outputs'
-    reading; None for a tfkfp model fed by name. ``task``: the one train recorded in the
-    SavedModel (tfkfp_model.json), written on as it is; None for a model that records none
-    (any SavedModel): read from its outputs."""
+    how each input is fed: strings, and the value of a gap (tflite_feeding.describe); a
+    packed input's ``columns`` in order, and its gaps column by column. ``binding``
+    (common.tflite.binding): the column feeding each input, and the outputs' reading; None
+    for a tfkfp model fed by name. ``task``: the one train recorded in the SavedModel
+    (tfkfp_model.json), written on as it is; None for a model that records none (any
+    SavedModel): read from its outputs. ``packing``: the model's blocks
+    (common.tflite.packing); None or empty: one input per column."""
     interpreter = litert.load_interpreter(content, 1)
     runner = litert.signature_runner(interpreter, signature)
     details = litert.io_details(runner)
-    columns = {c.name: c for c in schema.features}
-    fed_by = binding.columns if binding is not None else {}
     feeding = feeding or Feeding({}, {}, {}, {})
+    blocks = {b.name: b for b in (packing.blocks if packing else ())}
     for name, entry in details["inputs"].items():
-        by_tensor = schema.column_of_tensor(name)
-        column = fed_by.get(name) or (by_tensor.name if by_tensor is not None else name)
-        entry["column"] = column  # the Dataset column (its own name) this input takes
-        entry["normalization"] = _normalization(columns.get(column))
-        if binding is not None and name in binding.resize:
-            entry["normalization"] += " (resized to the input's height and width)"
-        if binding is not None and name in binding.channels:
-            entry["normalization"] += (" (grey repeated into RGB)" if binding.channels[name] == 3
-                                       else " (RGB to grey by ITU-R 601 luma)")
-        entry.update(tflite_feeding.describe(name, entry, mode, feeding))
+        if name in blocks:
+            entry.update(_block_entry(blocks[name], entry, schema, mode, feeding, binding))
+        else:
+            entry.update(_column_entry(name, entry, schema, mode, feeding, binding))
     reading = binding.reading if binding is not None else Reading()
     task = task or ("regression" if reading.values else "classification" if reading.scores
                     else "other")
@@ -67,6 +63,49 @@ def signature_json(content: bytes, signature: str, schema: Schema, labels: List[
     if labels:
         out["labels"] = LABELS_FILE
     return out
+
+
+def _column_of(name: str, schema: Schema, binding) -> str:
+    """The Dataset column (its own name) a signature input takes."""
+    fed_by = binding.columns if binding is not None else {}
+    by_tensor = schema.column_of_tensor(name)
+    return fed_by.get(name) or (by_tensor.name if by_tensor is not None else name)
+
+
+def _feature(schema: Schema, name: str):
+    return next((c for c in schema.features if c.name == name), None)
+
+
+def _column_entry(name: str, entry: Dict, schema: Schema, mode: str, feeding: Feeding,
+                  binding) -> Dict:
+    """What signature.json says of an input that takes one column."""
+    column = _column_of(name, schema, binding)
+    normalization = _normalization(_feature(schema, column))
+    if binding is not None and name in binding.resize:
+        normalization += " (resized to the input's height and width)"
+    if binding is not None and name in binding.channels:
+        normalization += (" (grey repeated into RGB)" if binding.channels[name] == 3
+                          else " (RGB to grey by ITU-R 601 luma)")
+    return {"column": column, "normalization": normalization,
+            **tflite_feeding.describe(name, entry, mode, feeding)}
+
+
+def _block_entry(block, entry: Dict, schema: Schema, mode: str, feeding: Feeding,
+                 binding) -> Dict:
+    """What signature.json says of a packed input: its columns in order, and a gap's feed
+    and fill column by column (null: the model does not impute that column)."""
+    columns = [_column_of(n, schema, binding) for n in block.inputs]
+    gaps = [tflite_feeding.describe(n, entry, mode, feeding)["missing"] for n in block.inputs]
+    notes = list(dict.fromkeys(g["note"] for g in gaps))
+    return {"columns": columns,
+            "normalization": _normalization(_feature(schema, columns[0])),
+            "missing": {"feed": [_one(g["feed"]) for g in gaps],
+                        "fill": [_one(g.get("fill")) for g in gaps], "note": "; ".join(notes)}}
+
+
+def _one(value):
+    """A column's one value (a fill of shape [1] is that number)."""
+    return value[0] if isinstance(value, list) and len(value) == 1 else value
 
 
 def app_metadata(signature: Dict, labels: List[str]) -> Dict:

@@ -36,6 +36,7 @@ def export_tflite(
     max_rmse_increase: float = 0.05,
     integer_io: bool = False,
     select_tf_ops: bool = False,
+    input_layout: str = "packed",
 ):
     """Exports a deployable TFLite bundle, validated against the SavedModel in LiteRT.
 
@@ -44,7 +45,8 @@ def export_tflite(
         dataset: Sharded Dataset matching the model: validation examples come from its eval
             split (and int8 calibration examples from its train split).
         bundle: Output folder: model.tflite, labels.txt, signature.json (input and output
-            names, shapes, dtypes, quantization, normalisation), schema.json (the columns
+            names, shapes, dtypes, quantization, normalisation, a packed input's columns
+            in order), schema.json (the columns
             it was trained on) and validation.json; model.tflite also holds signature.json's
             facts and the class names as its tfkfp.app.json metadata, for an app.
         metrics: Output size, accuracy of both models, accuracy drop, top-1 agreement (a
@@ -78,6 +80,11 @@ def export_tflite(
             SavedModel's, relative (0.05: 5% higher); the step fails above it.
         integer_io: int8 only: make float inputs and outputs int8 as well.
         select_tf_ops: Allow TensorFlow (Flex) ops that have no TFLite builtin.
+        input_layout: packed: the model takes its scalar float columns as one float32
+            [batch, n] input and its whole-number columns as one int32 [batch, n] input
+            (strings and images stay inputs of their own), the column order in
+            signature.json; columns: one input per column. With tflite_model, the layout
+            freeze_quantize converted in.
     """
     import logging
 
@@ -93,7 +100,7 @@ def export_tflite(
                  calibration_examples=calibration_examples,
                  max_accuracy_drop=max_accuracy_drop, min_agreement=min_agreement,
                  max_rmse_increase=max_rmse_increase, integer_io=integer_io,
-                 select_tf_ops=select_tf_ops)
+                 select_tf_ops=select_tf_ops, input_layout=input_layout)
     bundle.metadata.update(result.metadata())
     for name, value in result.metrics().items():
         metrics.log_metric(name, value)

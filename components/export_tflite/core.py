@@ -33,8 +33,10 @@ from tfkfp.components.common.tflite import convert as tflite_convert
 from tfkfp.components.common.tflite import inputs as tflite_inputs
 from tfkfp.components.common.tflite import metadata as tflite_metadata
 from tfkfp.components.common.tflite import modes as tflite_modes
+from tfkfp.components.common.tflite import packing as tflite_packing
 from tfkfp.components.common.tflite import parity as tflite_parity
 from tfkfp.components.common.tflite import quantized
+from tfkfp.components.common.tflite.options import QuantizeInputError
 from tfkfp.components.common.tflite.parity import Figures, Gate
 from tfkfp.components.export_tflite import bundle
 from tfkfp.components.export_tflite.options import check_options
@@ -132,6 +134,7 @@ def export_tflite(
     input_mapping: str | Dict[str, str] | None = None,
     max_relative_error: float = 0.05,
     max_rmse_increase: float = 0.05,
+    input_layout: str = "packed",
 ) -> ExportResult:
     """Convert (or take), validate, gate and write the bundle; see the module docstring.
 
@@ -156,10 +159,15 @@ def export_tflite(
             class scores nor a regressor's value.
         max_rmse_increase: a regressor's largest accepted RMSE increase over the
             SavedModel's, relative (0.05: 5% higher).
+        input_layout: packed: the model takes its scalar float columns as one float32
+            [batch, n] input and its whole-number columns as one int32 [batch, n] input,
+            other inputs (strings, images) as their own, the column order in the bundle
+            (common.tflite.packing); columns: one input per column. With quantized_dir, the
+            layout freeze_quantize converted in, which this must name.
     """
     started = time.monotonic()
     tensorflow_threads()  # before TensorFlow's first op: pools sized to the CPU limit
-    check_options(quantization, quantized_dir, eval_examples, min_agreement)
+    check_options(quantization, quantized_dir, eval_examples, min_agreement, input_layout)
     mapping = tflite_binding.parse_mapping(input_mapping)
     loaded, fn, signature = tflite_inputs.load_model(model_dir, signature)  # loaded owns tables
     schema = tflite_inputs.dataset_schema(dataset)
@@ -168,23 +176,28 @@ def export_tflite(
     fills = prepared.feeding.fills
     mode = quantization
     if quantized_dir:
-        (content, mode), source = quantized.read(quantized_dir, signature), quantized_dir
+        content, mode, packing = _quantized(quantized_dir, signature, input_layout)
+        source = quantized_dir
     else:
-        with tflite_convert.convertible(model_dir, signature, fn, prepared) as converted:
+        packing = tflite_packing.for_binding(fn, binding, schema, input_layout)
+        with tflite_convert.convertible(model_dir, signature, fn, prepared, packing) as converted:
             content = _convert(model_dir, converted, dataset, signature, mode, binding,
-                               calibration_examples, integer_io, select_tf_ops, fills)
+                               calibration_examples, integer_io, select_tf_ops, fills, packing)
         source = "converted"
     labels = bundle.labels_for(model_dir, schema, binding.reading)
     model_schema = _model_schema(model_dir, schema)
     sig = bundle.signature_json(content, signature, model_schema, labels, mode,
-                                prepared.feeding, binding, savedmodel.recorded_task(model_dir))
+                                prepared.feeding, binding, savedmodel.recorded_task(model_dir),
+                                packing)
     # the file the app ships, its metadata inside, is the one the gate runs
     content = tflite_metadata.embed(content, bundle.app_metadata(sig, labels))
     examples = tflite_inputs.load_examples(dataset, eval_split, eval_examples, binding,
                                            "validation")
     reference = tflite_inputs.reference_outputs(fn, examples)
-    figures, outputs = tflite_parity.measure(mode, content, signature, examples, reference,
-                                             fills=fills, reading=binding.reading)
+    figures, outputs = tflite_parity.measure(mode, content, signature,
+                                             tflite_packing.pack_examples(packing, examples),
+                                             reference, fills=packing.fills(fills),
+                                             reading=binding.reading)
     tflite_parity.check(figures, Gate(max_accuracy_drop, max_relative_error, min_agreement,
                                       max_rmse_increase),
                         f"export gate ({figures.mode}) of model {model_dir}")
@@ -221,14 +234,26 @@ def _regression(examples, outputs: Dict, reading) -> Dict | None:
                                 outputs[reading.values].reshape(-1).astype("float64"))
 
 
+def _quantized(quantized_dir: str, signature: str, input_layout: str):
+    """(content, mode, packing) of freeze_quantize's folder, whose layout must be the one
+    asked for."""
+    content, mode, layout, packing = quantized.read(quantized_dir, signature)
+    if layout != input_layout:
+        raise QuantizeInputError(
+            f"quantized_dir {quantized_dir} holds a model converted with input_layout "
+            f"{layout!r}, not {input_layout!r}: pass input_layout={layout!r}, or run "
+            f"freeze_quantize with input_layout={input_layout!r}")
+    return content, mode, packing
+
+
 def _convert(model_dir, converted, dataset, signature, mode, binding, calibration_examples,
-             integer_io, select_tf_ops, fills) -> bytes:
+             integer_io, select_tf_ops, fills, packing) -> bytes:
     representative = None
     if tflite_modes.get(mode).calibrated:
         calibration = tflite_inputs.load_examples(dataset, "train", calibration_examples,
                                                   binding, "calibration")
-        representative = tflite_convert.representative_dataset(calibration.features, fills,
-                                                                calibration.batch)
+        representative = tflite_convert.representative_dataset(
+            packing.feed(calibration.features), packing.fills(fills), calibration.batch)
     return tflite_convert.convert(model_dir, signature, mode, representative,
                                   integer_io=integer_io, select_tf_ops=select_tf_ops,
-                                  source=converted)
+                                  source=converted, packed=bool(packing))

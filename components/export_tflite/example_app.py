@@ -2,8 +2,8 @@
 
 Everything the app needs is inside the model file, in its ``tfkfp.app.json`` metadata
 (common.tflite.metadata), read here with LiteRT's own flatbuffer reader: the signature to
-call, the column each input takes, its dtype and what to feed for a gap, and the class
-names. No tfkfp import, no file beside the model::
+call, the column each input takes (a packed input: its columns, in order), its dtype and
+what to feed for a gap, and the class names. No tfkfp import, no file beside the model::
 
     python example_app.py bundle/model.tflite '{"mean_radius": 14.2, "texture": null}'
 
@@ -25,21 +25,33 @@ def app_metadata(content: bytes) -> dict:
     return json.loads(bytes(model.buffers[entry.buffer].data))
 
 
-def feed(value, spec: dict) -> np.ndarray:
-    """One column's value as the one-row tensor its input takes: a gap (None) as the value
-    the metadata says to feed (already quantized for a quantized input), a value of a
-    quantized input quantized."""
-    gap = value is None
-    if gap:
-        value = spec["missing"]["feed"]
+def feed(row: dict, spec: dict) -> np.ndarray:
+    """The one-row tensor an input takes from a row (column -> value): a packed input (one
+    with "columns") its columns' values in that order, any other input its column's."""
+    if "columns" in spec:
+        values = [row.get(column) for column in spec["columns"]]
+        return values_of(values, spec["missing"]["feed"], spec)[None, :]
+    return values_of([row.get(spec["column"])], [spec["missing"]["feed"]], spec)
+
+
+def values_of(values: list, gap_feeds: list, spec: dict) -> np.ndarray:
+    """Values as the input's dtype: a gap (None) as what the metadata says to feed for it
+    (already quantized for a quantized input), a value of a quantized input quantized."""
     if spec["dtype"] == "string":
-        return np.array([str(value).encode()], dtype=object)
+        return np.array([str(g if v is None else v).encode()
+                         for v, g in zip(values, gap_feeds)], dtype=object)
     quantization = spec.get("quantization")
-    if quantization and spec["dtype"] != "float32" and not gap:
-        info = np.iinfo(spec["dtype"])  # a value beyond the calibrated range saturates
-        value = np.clip(np.round(float(value) / quantization["scale"]
-                                 + quantization["zero_point"]), info.min, info.max)
-    return np.array([value], dtype=np.float64).astype(spec["dtype"])
+    out = []
+    for value, gap in zip(values, gap_feeds):
+        if value is None:
+            out.append(gap)
+        elif quantization and spec["dtype"] != "float32":
+            info = np.iinfo(spec["dtype"])  # a value beyond the calibrated range saturates
+            out.append(np.clip(np.round(float(value) / quantization["scale"]
+                                        + quantization["zero_point"]), info.min, info.max))
+        else:
+            out.append(value)
+    return np.array(out, dtype=np.float64).astype(spec["dtype"])
 
 
 def read(outputs: dict, name: str, app: dict) -> np.ndarray:
@@ -57,8 +69,7 @@ def predict_one(model_path: str, row: dict) -> dict:
         content = f.read()
     app = app_metadata(content)
     runner = Interpreter(model_content=content).get_signature_runner(app["signature"])
-    outputs = runner(**{name: feed(row.get(spec["column"]), spec)
-                        for name, spec in app["inputs"].items()})
+    outputs = runner(**{name: feed(row, spec) for name, spec in app["inputs"].items()})
     if app["task"] == "regression":
         return {"value": float(read(outputs, "value", app)[0])}
     scores = read(outputs, "probabilities", app)

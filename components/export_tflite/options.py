@@ -2,15 +2,16 @@
 it before a run starts). It imports no NumPy or TensorFlow."""
 
 from tfkfp.components.common.tflite import modes as tflite_modes
-from tfkfp.components.common.tflite.options import QuantizeInputError
+from tfkfp.components.common.tflite.options import QuantizeInputError, check_input_layout
 
 AUTO = tflite_modes.AUTO  # here: the mode freeze_quantize chose, read from its quantized model
 
 
 def check_options(quantization: str, quantized_dir: str, eval_examples: int,
-                   min_agreement: float) -> None:
+                  min_agreement: float, input_layout: str = "packed") -> None:
     """Refuse what cannot work before any work; the pipelines call it before a run starts."""
     tflite_modes.check_mode(quantization)  # a mode, or auto (freeze_quantize's choice)
+    check_input_layout(input_layout)
     if quantization != AUTO and quantized_dir:
         raise QuantizeInputError(f"give either quantization {quantization!r} or quantized_dir "
                                  f"({quantized_dir}), not both: the quantized model already "

@@ -28,6 +28,7 @@ def freeze_quantize(
     latency_runs: int = 20,
     modes: list = [],  # noqa: B006 - KFP reads the default; it is never mutated
     sweep_seconds: float = 0.0,
+    input_layout: str = "packed",
 ):
     """Freezes a SavedModel into an inference graph and quantizes it to TFLite, measuring each mode.
 
@@ -68,6 +69,9 @@ def freeze_quantize(
             int16x8 kernels in LiteRT are slow reference ones).
         sweep_seconds: auto's time budget in seconds from its first conversion: a mode not
             started within it is skipped and named in the report; 0: no budget.
+        input_layout: packed: the model takes its scalar float columns as one float32
+            [batch, n] input and its whole-number columns as one int32 [batch, n] input
+            (strings and images stay inputs of their own); columns: one input per column.
     """
     import logging
 
@@ -82,7 +86,7 @@ def freeze_quantize(
                  calibration_examples=calibration_examples,
                  eval_examples=eval_examples, integer_io=integer_io, select_tf_ops=select_tf_ops,
                  timing=Timing(latency_batch_size, latency_runs), modes=modes,
-                 sweep_seconds=sweep_seconds)
+                 sweep_seconds=sweep_seconds, input_layout=input_layout)
     tflite_model.metadata.update(result.metadata())
     frozen_graph.metadata.update(result.frozen_metadata())
     for name, value in result.metrics().items():

@@ -32,6 +32,7 @@ from tfkfp.components.common.tflite import convert as tflite_convert
 from tfkfp.components.common.tflite import feeding as tflite_feeding
 from tfkfp.components.common.tflite import inputs as tflite_inputs
 from tfkfp.components.common.tflite import modes as tflite_modes
+from tfkfp.components.common.tflite import packing as tflite_packing
 from tfkfp.components.common.tflite import parity as tflite_parity
 from tfkfp.components.common.tflite import quantized
 from tfkfp.components.common.tflite.convert import ConversionError
@@ -68,6 +69,7 @@ def freeze_quantize(
     modes: Sequence[str] | None = None,
     max_rmse_increase: float = 0.05,
     sweep_seconds: float = 0.0,
+    input_layout: str = "packed",
 ) -> FreezeQuantizeResult:
     """Freeze, quantize and measure; see the module docstring.
 
@@ -103,14 +105,20 @@ def freeze_quantize(
         sweep_seconds: auto's time budget, counted from its first conversion: once a mode
             is measured, a mode not started within it is skipped and named in the report;
             0: no budget.
+        input_layout: packed: the model takes its scalar float columns as one float32
+            [batch, n] input and its whole-number columns as one int32 [batch, n] input,
+            other inputs (strings, images) as their own (common.tflite.packing); columns:
+            one input per column, as the signature takes them.
     """
     started = time.monotonic()
     tensorflow_threads()  # before TensorFlow's first op: pools sized to the CPU limit
-    check_options(quantization, calibration_examples, eval_examples, modes, sweep_seconds)
+    check_options(quantization, calibration_examples, eval_examples, modes, sweep_seconds,
+                  input_layout)
     mapping = tflite_binding.parse_mapping(input_mapping)
     loaded, fn, signature = tflite_inputs.load_model(model_dir, signature)
     schema = tflite_inputs.dataset_schema(dataset)
     binding = tflite_binding.bind(fn, signature, schema, f"dataset {dataset}", mapping)
+    packing = tflite_packing.for_binding(fn, binding, schema, input_layout)
     examples = tflite_inputs.load_examples(dataset, eval_split, eval_examples, binding,
                                            "evaluation")
     reference = tflite_inputs.reference_outputs(fn, examples)
@@ -125,8 +133,8 @@ def freeze_quantize(
     frozen_figures = tflite_parity.outputs_figures(frozen_out, reference, binding.reading, None)
     gate = Gate(max_accuracy_drop, max_relative_error, max_rmse_increase=max_rmse_increase)
     run = _Run(model_dir, signature, calibration, integer_io, select_tf_ops, examples,
-               reference, timing or Timing(), prepared.feeding.fills, binding.reading)
-    with tflite_convert.convertible(model_dir, signature, fn, prepared) as source:
+               reference, timing or Timing(), prepared.feeding.fills, binding.reading, packing)
+    with tflite_convert.convertible(model_dir, signature, fn, prepared, packing) as source:
         contents, figures, skipped = _measure_modes(run, source, sweep)
     chosen = _choose(figures, skipped, quantization, gate, model_dir)
     result = FreezeQuantizeResult(
@@ -139,7 +147,8 @@ def freeze_quantize(
     uris.publish_dir(frozen.files(), frozen_dir)
     options = {"integer_io": integer_io, "select_tf_ops": select_tf_ops,
                "fills": {k: tflite_feeding.to_json(v)
-                         for k, v in sorted(prepared.feeding.fills.items())}}
+                         for k, v in sorted(prepared.feeding.fills.items())},
+               **quantized.layout_json(input_layout, packing)}
     quantized.write(tflite_dir, contents[chosen.mode], {**result.metadata(), **options})
     log.info("chose %s: %s", chosen.mode, chosen.summary())
     return result
@@ -157,8 +166,9 @@ class _Run:
     examples: object  # tflite_inputs.Examples
     reference: Dict
     timing: Timing
-    fills: Dict
+    fills: Dict  # by signature input
     reading: Reading
+    packing: tflite_packing.Packing  # the converted model's blocks (none: columns)
 
 
 @dataclasses.dataclass(frozen=True)
@@ -223,14 +233,17 @@ def _reason(err: Exception) -> str:
 
 def _convert_and_measure(run: _Run, source: str, mode: str):
     started = time.monotonic()
+    packing, fills = run.packing, run.packing.fills(run.fills)
     representative = (tflite_convert.representative_dataset(
-        run.calibration.features, run.fills, run.calibration.batch)
+        packing.feed(run.calibration.features), fills, run.calibration.batch)
         if tflite_modes.MODES[mode].calibrated else None)
     content = tflite_convert.convert(run.model_dir, run.signature, mode, representative,
                                      integer_io=run.integer_io,
-                                     select_tf_ops=run.select_tf_ops, source=source)
-    figures = tflite_parity.compare(mode, content, run.signature, run.examples, run.reference,
-                                    run.timing, run.fills, run.reading)
+                                     select_tf_ops=run.select_tf_ops, source=source,
+                                     packed=bool(packing))
+    figures = tflite_parity.compare(mode, content, run.signature,
+                                    tflite_packing.pack_examples(packing, run.examples),
+                                    run.reference, run.timing, fills, run.reading)
     figures = dataclasses.replace(figures, seconds=time.monotonic() - started)
     log.info("%s: %s (%.1fs)", mode, figures.summary(), figures.seconds)
     return content, figures

@@ -23,8 +23,6 @@ from tfkfp.components.freeze_quantize import fold
 
 GRAPH_FILE = "frozen_graph.pb"
 SPEC_FILE = "frozen_graph.json"
-OPTIMIZERS = ("pruning", "debug_stripper", "constfold", "shape", "arithmetic", "dependency",
-              "constfold")
 
 
 @dataclasses.dataclass(frozen=True)
@@ -69,7 +67,8 @@ def freeze(loaded, fn, frozen: tflite_graph.FrozenSignature | None = None) -> Fr
     inputs, outputs = frozen.inputs, frozen.outputs
     graph_def = tf.compat.v1.graph_util.remove_training_nodes(
         frozen.graph_def, protected_nodes=_node_names(outputs))
-    graph_def = _optimize(graph_def, list(inputs.values()) + list(outputs.values()))
+    graph_def = tflite_graph.optimize(graph_def,
+                                      list(inputs.values()) + list(outputs.values()))
     graph_def, _ = fold.fold_batch_norms(graph_def)
     graph_def = tflite_graph.embed_tables(graph_def, frozen.tables)
     tables = {t.handle.split(":")[0]: {"size": int(t.keys.size), "input": t.input}
@@ -81,26 +80,6 @@ def freeze(loaded, fn, frozen: tflite_graph.FrozenSignature | None = None) -> Fr
 
 def _node_names(tensors: Dict[str, str]):
     return [t.split(":")[0] for t in tensors.values()]
-
-
-def _optimize(graph_def, fetches):
-    from tensorflow.core.protobuf import config_pb2, meta_graph_pb2
-    from tensorflow.python.framework import importer, ops
-    from tensorflow.python.grappler import tf_optimizer
-    from tensorflow.python.training import saver
-
-    with ops.Graph().as_default() as g:
-        importer.import_graph_def(graph_def, name="")
-        meta_graph = saver.export_meta_graph(graph_def=g.as_graph_def(add_shapes=True),
-                                             graph=g)
-    fetch = meta_graph_pb2.CollectionDef()
-    fetch.node_list.value.extend(fetches)
-    meta_graph.collection_def["train_op"].CopyFrom(fetch)
-    config = config_pb2.ConfigProto()
-    rewrite = config.graph_options.rewrite_options
-    rewrite.optimizers.extend(OPTIMIZERS)
-    rewrite.min_graph_nodes = -1  # optimise even small graphs
-    return tf_optimizer.OptimizeGraph(config, meta_graph)
 
 
 def _histogram(nodes) -> Dict[str, int]:

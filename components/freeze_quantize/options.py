@@ -4,13 +4,15 @@ with it before a run starts). It imports no NumPy or TensorFlow."""
 from typing import Sequence
 
 from tfkfp.components.common.tflite import modes as tflite_modes
-from tfkfp.components.common.tflite.options import QuantizeInputError
+from tfkfp.components.common.tflite.options import QuantizeInputError, check_input_layout
 
 
 def check_options(quantization: str, calibration_examples: int, eval_examples: int,
-                  modes: Sequence[str] | None = None, sweep_seconds: float = 0.0) -> None:
+                  modes: Sequence[str] | None = None, sweep_seconds: float = 0.0,
+                  input_layout: str = "packed") -> None:
     """Refuse what cannot work before any work; the pipelines call it before a run starts."""
     tflite_modes.check_mode(quantization)  # a mode, or auto (sweep)
+    check_input_layout(input_layout)
     if tflite_modes.check_sweep(modes) and quantization != tflite_modes.AUTO:
         raise QuantizeInputError(f"modes {list(modes)} are what quantization 'auto' sweeps; "
                                  f"quantization {quantization!r} converts that one mode: "

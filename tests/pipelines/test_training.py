@@ -40,7 +40,10 @@ def test_training_pipeline_fans_out_sharding_and_ships_a_validated_tflite_model(
     signature = json.load(open(bundle / "signature.json"))
     inputs = signature["inputs"]  # how an app feeds strings and gaps to the bundle
     assert inputs["colour"]["missing"]["feed"] == "" and inputs["colour"]["lookup"]
-    assert inputs["x"]["missing"]["feed"] == "NaN" and len(inputs["x"]["missing"]["fill"]) == 1
+    floats = inputs["floats"]  # the packed layout: x in the bundle's one float block
+    at = floats["columns"].index("x")
+    assert floats["missing"]["feed"][at] == "NaN"
+    assert isinstance(floats["missing"]["fill"][at], float)
     merged = json.load(open(next(root.rglob("merge-datasets/dataset/manifest.json"))))
     assert len(merged["merged_from"]) == 2
     # self-contained: every shard train reads is inside the merge task's own output

@@ -251,9 +251,13 @@ def _load_tflite(path: str, labels_uri: str, threads: int) -> Predictor:
                               "SavedModel's raw-feature signature)")
     runner = interpreter.get_signature_runner(savedmodel.SIGNATURE_RAW)
     signature, schema = _bundle_signature(bundle), bundle.schema()
-    details = {_column_of(schema, t): d for t, d in runner.get_input_details().items()}
+    packed = _packed_inputs(path, signature, runner.get_input_details())
+    details = {_column_of(schema, t): d for t, d in runner.get_input_details().items()
+               if t not in packed}
     tensors = {column: _tensor_of(schema, column) for column in details}
     inputs = {name: _tflite_input(d) for name, d in details.items()}
+    for block in packed.values():
+        inputs.update((c, InputSpec(block.dtype, ())) for c in block.columns)
     outputs = runner.get_output_details()
     # the task export_tflite recorded in signature.json; a bundle without it (or a bare
     # .tflite file): what its output names suggest
@@ -267,13 +271,64 @@ def _load_tflite(path: str, labels_uri: str, threads: int) -> Predictor:
     fills = _bundle_fills(bundle, signature)
 
     def predict(features: Dict[str, np.ndarray]) -> np.ndarray:
-        out = runner(**{tensors[name]: _quantize(
-            fill_gaps(features[name], fills.get(tensors[name])), details[name])
-            for name in inputs})
-        return _dequantize(out[output_name], output)
+        feed = {tensors[name]: _quantize(fill_gaps(features[name], fills.get(tensors[name])),
+                                         details[name]) for name in details}
+        for block in packed.values():
+            feed[block.name] = _quantize(fill_gaps(block.matrix(features),
+                                                   fills.get(block.name)), block.detail)
+        return _dequantize(runner(**feed)[output_name], output)
 
-    return Predictor(TFLITE, path, inputs, labels, predict, schema,
-                     handle=interpreter, task=task, aliases=_aliases(tensors))
+    # a packed column is named by its tensor name too, as an input of its own is
+    named = {**tensors, **{c: _tensor_of(schema, c) for b in packed.values() for c in b.columns}}
+    return Predictor(TFLITE, path, inputs, labels, predict, schema, handle=interpreter,
+                     task=task, aliases=_aliases(named),
+                     blocks={b.dtype: b.columns for b in packed.values()})
+
+
+@dataclasses.dataclass(frozen=True)
+class _PackedInput:
+    """An input of a bundle in the packed layout: one [rows, n] matrix of scalar columns,
+    which a Predictor takes by column or as ``BLOCKS[dtype]``."""
+
+    name: str
+    dtype: str  # the columns' (float32 | int64), the Predictor's block key
+    columns: Tuple[str, ...]
+    detail: Dict  # the input's LiteRT details
+
+    def matrix(self, features: Dict) -> np.ndarray:
+        given = features.get(BLOCKS[self.dtype])
+        matrix = given if given is not None else np.stack(
+            [np.asarray(features[c]).reshape(-1) for c in self.columns], axis=1)
+        if np.dtype(self.detail["dtype"]) == np.int32 and matrix.size:
+            _check_int32(matrix, self)
+        return matrix
+
+
+def _check_int32(matrix: np.ndarray, block: _PackedInput) -> None:
+    info = np.iinfo(np.int32)
+    outside = (matrix < info.min) | (matrix > info.max)
+    if outside.any():
+        row, at = np.argwhere(outside)[0]
+        raise ModelInputError(f"row {row}, column {block.columns[at]!r}: {matrix[row, at]} "
+                              f"does not fit the bundle's int32 input {block.name!r} (int32 "
+                              f"holds {info.min} to {info.max}); export it with input_layout "
+                              "'columns' to feed it as int64")
+
+
+def _packed_inputs(path: str, signature: Dict | None, details: Dict) -> Dict[str, _PackedInput]:
+    """The packed inputs signature.json describes (an input with ``columns``), by name."""
+    out = {}
+    for name, entry in ((signature or {}).get("inputs") or {}).items():
+        if not isinstance(entry, dict) or "columns" not in entry:
+            continue
+        if name not in details:
+            raise ModelInputError(f"TFLite model {path}: {SIGNATURE_FILE} describes a packed "
+                                  f"input {name!r} the model does not have; it has "
+                                  f"{sorted(details)}")
+        dtype = "float32" if np.dtype(details[name]["dtype"]).kind == "f" or \
+            _scale(details[name])[0] else "int64"
+        out[name] = _PackedInput(name, dtype, tuple(entry["columns"]), details[name])
+    return out
 
 
 def _tensor_of(schema: Schema | None, column: str) -> str:

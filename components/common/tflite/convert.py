@@ -28,8 +28,10 @@ from tfkfp.components.common.data import missing
 from tfkfp.components.common.tflite import feeding as tflite_feeding
 from tfkfp.components.common.tflite import graph as tflite_graph
 from tfkfp.components.common.tflite import modes as tflite_modes
+from tfkfp.components.common.tflite import vectorise
 from tfkfp.components.common.tflite.feeding import Feeding
 from tfkfp.components.common.tflite.inputs import fixed_batches
+from tfkfp.components.common.tflite.packing import Packing
 
 
 class ConversionError(RuntimeError):
@@ -49,19 +51,26 @@ def prepare(fn) -> Prepared:
 
 
 @contextlib.contextmanager
-def convertible(model_dir: str, signature: str, fn, prepared: Prepared) -> Iterator[str]:
-    """The SavedModel directory to convert: model_dir, or the rewritten frozen graph saved in
-    a temporary directory for as long as the context lasts."""
-    if not prepared.frozen.needs_rebuild:
+def convertible(model_dir: str, signature: str, fn, prepared: Prepared,
+                packing: Packing | None = None) -> Iterator[str]:
+    """The SavedModel directory to convert: model_dir, or the rewritten frozen graph (with
+    ``packing``, taking its blocks: common.tflite.vectorise) saved in a temporary directory
+    for as long as the context lasts."""
+    if not prepared.frozen.needs_rebuild and not packing:
         yield model_dir
         return
+    frozen, specs = prepared.frozen, None
+    if packing:
+        frozen, specs = vectorise.packed_signature(frozen, packing,
+                                                   dict(fn.structured_input_signature[1]))
     with tempfile.TemporaryDirectory(prefix="tfkfp-tflite-") as tmp:
-        yield tflite_graph.write_convertible(prepared.frozen, signature, fn, tmp)
+        yield tflite_graph.write_convertible(frozen, signature, fn, tmp, specs)
 
 
 def convert(model_dir: str, signature: str, mode: str,
             representative: Callable[[], Iterator[Dict[str, np.ndarray]]] | None = None,
-            integer_io: bool = False, select_tf_ops: bool = False, source: str = "") -> bytes:
+            integer_io: bool = False, select_tf_ops: bool = False, source: str = "",
+            packed: bool = False) -> bytes:
     """Convert one signature of a SavedModel to a .tflite flatbuffer.
 
     Args:
@@ -73,6 +82,8 @@ def convert(model_dir: str, signature: str, mode: str,
         select_tf_ops: allow TensorFlow ops that have no TFLite builtin (Flex).
         source: the SavedModel actually read (see ``convertible``); default model_dir, which
             errors name either way.
+        packed: the source takes packed blocks (``convertible`` with a packing): int8 with
+            float inputs keeps the blocks' preprocessing in float (``_int8_keeping_float``).
     """
     import tensorflow as tf
 
@@ -91,9 +102,31 @@ def convert(model_dir: str, signature: str, mode: str,
         ops.append(tf.lite.OpsSet.SELECT_TF_OPS)
     converter.target_spec.supported_ops = ops
     try:
+        if packed and entry.integer_io and not integer_io:
+            return _int8_keeping_float(converter)
         return converter.convert()
     except Exception as err:  # the converter raises ConverterError and plain exceptions
         raise conversion_error(err, model_dir, signature, mode, select_tf_ops) from err
+
+
+def _int8_keeping_float(converter) -> bytes:
+    """int8 with the packed blocks' preprocessing (common.tflite.vectorise's nodes) left in
+    float. A block holds columns of very different ranges (e.g. areas in thousands beside
+    ratios in hundredths), and an int8 tensor has one scale: quantized as it comes in, most
+    columns would round to a few values. So the block is normalised in float and quantized
+    after, as the columns layout quantizes each column after its own normalisation. The
+    converter calibrates, then its own MLIR quantizer runs with those nodes denylisted (as
+    TensorFlow's QuantizationDebugger runs it); the multiplication of the normalisation is
+    kept out of the next layer's weights, where it would leave the layer's int8 input
+    unnormalised."""
+    from tensorflow.lite.python import convert as tf_lite_convert
+
+    converter._experimental_disable_fuse_mul_and_fc = True
+    converter._experimental_calibrate_only = True
+    calibrated = converter.convert()
+    return tf_lite_convert.mlir_quantize(
+        calibrated, disable_per_channel=converter._experimental_disable_per_channel,
+        denylisted_nodes=vectorise.float_nodes(calibrated))
 
 
 def unsupported_ops(message: str) -> List[str]:

@@ -9,6 +9,8 @@ convention), and ``write_convertible`` saves the graph with real ``StaticHashTab
 SavedModel the TFLite converter turns into its ``HASHTABLE`` builtins. Keras one-hot and
 multi-hot encodings are ``DenseBincount``, which has no TFLite builtin; ``tflite_rewrite``
 replaces them with builtins (a boolean ``OneHot`` reduced by ``Any``, or counted).
+``optimize`` runs Grappler on a frozen graph (freeze_quantize's frozen graph, and the packed
+layout's, common.tflite.vectorise).
 """
 
 import dataclasses
@@ -155,17 +157,19 @@ def _shared_name(table: Table) -> str:
     return f"tfkfp_table_{digest.hexdigest()[:20]}"
 
 
-def write_convertible(frozen: FrozenSignature, signature: str, fn, export_dir: str) -> str:
+def write_convertible(frozen: FrozenSignature, signature: str, fn, export_dir: str,
+                      specs: Dict | None = None) -> str:
     """Save the frozen graph as a SavedModel with one signature, its tables as real
     StaticHashTables (initialised by the SavedModel, which the converter turns into
-    HASHTABLE builtins run once)."""
+    HASHTABLE builtins run once). ``specs``: the signature's inputs (name -> TensorSpec),
+    those of ``fn`` by default."""
     import tensorflow as tf
 
     module = tf.Module()
     module.tables = [tf.lookup.StaticHashTable(
         tf.lookup.KeyValueTensorInitializer(t.keys, t.values), t.default) for t in frozen.tables]
     specs = {n: tf.TensorSpec(s.shape, s.dtype, name=n)
-             for n, s in fn.structured_input_signature[1].items()}
+             for n, s in (specs or fn.structured_input_signature[1]).items()}
     names = sorted(frozen.outputs)
 
     @tf.function(input_signature=[specs])
@@ -180,3 +184,29 @@ def write_convertible(frozen: FrozenSignature, signature: str, fn, export_dir: s
     tf.saved_model.save(module, export_dir,
                         signatures={signature: serve.get_concrete_function()})
     return export_dir
+
+
+OPTIMIZERS = ("pruning", "debug_stripper", "constfold", "shape", "arithmetic", "dependency",
+              "constfold")
+
+
+def optimize(graph_def, fetches: List[str]):
+    """Grappler on a frozen graph: constants folded, arithmetic simplified, what ``fetches``
+    (tensor names) do not need pruned."""
+    from tensorflow.core.protobuf import config_pb2, meta_graph_pb2
+    from tensorflow.python.framework import importer, ops
+    from tensorflow.python.grappler import tf_optimizer
+    from tensorflow.python.training import saver
+
+    with ops.Graph().as_default() as g:
+        importer.import_graph_def(graph_def, name="")
+        meta_graph = saver.export_meta_graph(graph_def=g.as_graph_def(add_shapes=True),
+                                             graph=g)
+    fetch = meta_graph_pb2.CollectionDef()
+    fetch.node_list.value.extend(fetches)
+    meta_graph.collection_def["train_op"].CopyFrom(fetch)
+    config = config_pb2.ConfigProto()
+    rewrite = config.graph_options.rewrite_options
+    rewrite.optimizers.extend(OPTIMIZERS)
+    rewrite.min_graph_nodes = -1  # optimise even small graphs
+    return tf_optimizer.OptimizeGraph(config, meta_graph)

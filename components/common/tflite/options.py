@@ -5,9 +5,22 @@ bad request before a run in the time a typo deserves."""
 import json
 from typing import Dict
 
+# how a bundle's model takes a tabular row (common.tflite.packing): one input per dtype block
+# of scalar numeric columns, or one input per column as the SavedModel's signature takes them
+PACKED, COLUMNS = "packed", "columns"
+INPUT_LAYOUTS = (PACKED, COLUMNS)
+
 
 class QuantizeInputError(ValueError):
     """Bad input or options: the message names the path, signature, column or value."""
+
+
+def check_input_layout(input_layout: str) -> None:
+    if input_layout not in INPUT_LAYOUTS:
+        raise QuantizeInputError(f"input_layout {input_layout!r} is not one of "
+                                 f"{', '.join(INPUT_LAYOUTS)} (packed: one [batch, n] input "
+                                 "per dtype of the numeric columns; columns: one input per "
+                                 "column)")
 
 
 def parse_mapping(input_mapping: str | Dict[str, str] | None) -> Dict[str, str]:

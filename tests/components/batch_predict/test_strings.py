@@ -68,5 +68,6 @@ def test_the_tflite_predictor_feeds_a_gap_as_the_fill(int8_bundle, string_table)
     x = np.where(np.isnan(rows["x"]), string_table.fill, rows["x"]).astype(np.float32)
     np.testing.assert_array_equal(predictor.predict(rows), predictor.predict(dict(rows, x=x)))
     signature = json.load(open(os.path.join(int8_bundle, "signature.json")))
-    assert signature["inputs"]["x"]["missing"]["feed"] == pytest.approx(string_table.fill,
-                                                                        abs=1e-6)
+    packed = signature["inputs"]["floats"]  # x, in the bundle's one float block
+    assert packed["columns"] == ["x"]
+    assert packed["missing"]["feed"] == [pytest.approx(string_table.fill, abs=1e-6)]

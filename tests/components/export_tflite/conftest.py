@@ -1,4 +1,5 @@
 import pytest
+from mixed_table import mixed_table  # noqa: F401  (a session fixture)
 from string_tables import string_table  # noqa: F401  (a session fixture)
 
 

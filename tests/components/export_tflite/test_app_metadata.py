@@ -52,8 +52,10 @@ def test_the_metadata_inside_the_model_is_read_back_by_litert(bundles):
     assert app["task"] == "classification" and app["signature"] == "serving_raw"
     assert app["inputs"] == signature["inputs"] and app["outputs"] == signature["outputs"]
     assert app["input_order"] == signature["input_order"]
-    assert sorted(app["input_order"]) == ["colour", "x"]
-    assert app["inputs"]["x"]["dtype"] == "int8" and "quantization" in app["inputs"]["x"]
+    assert sorted(app["input_order"]) == ["colour", "floats"]  # x packed, as one float block
+    floats = app["inputs"]["floats"]
+    assert floats["columns"] == ["x"] and floats["shape"] == [-1, 1]
+    assert floats["dtype"] == "int8" and "quantization" in floats
     assert app["inputs"]["colour"]["lookup"]["vocabulary"] == sorted(COLOURS)
     assert tflite_metadata.read(content) == app
 

@@ -25,10 +25,12 @@ def test_the_bundle_holds_what_an_app_needs(float16_bundle):
     assert open(os.path.join(out, "labels.txt")).read().split() == [str(i) for i in range(10)]
     sig = json.load(open(os.path.join(out, "signature.json")))
     assert sig["signature"] == "serving_raw" and sig["quantization"] == "float16"
-    assert sorted(sig["inputs"]) == sorted(f"pixel_{i}" for i in range(64))
-    assert sig["inputs"]["pixel_0"]["dtype"] == "int64"
-    assert sig["inputs"]["pixel_0"]["shape"] == [-1]
-    assert "raw values" in sig["inputs"]["pixel_0"]["normalization"]
+    # the packed layout: the 64 whole-number pixels in one int32 block, in the schema's order
+    assert sorted(sig["inputs"]) == ["ints"]
+    assert sig["inputs"]["ints"]["columns"] == [f"pixel_{i}" for i in range(64)]
+    assert sig["inputs"]["ints"]["dtype"] == "int32"
+    assert sig["inputs"]["ints"]["shape"] == [-1, 64]
+    assert "raw values" in sig["inputs"]["ints"]["normalization"]
     assert sig["outputs"]["probabilities"] == {"dtype": "float32", "shape": [-1, 10]}
     assert sig["outputs"]["classes"]["dtype"] == "string"
     validation = json.load(open(os.path.join(out, "validation.json")))
@@ -46,10 +48,17 @@ def test_float16_agrees_with_the_savedmodel_in_litert(float16_bundle, demo_model
     examples = tflite_inputs.load_examples(demo_dataset, "eval", 64, names, "test")
     runner = litert.signature_runner(litert.load_interpreter(
         os.path.join(float16_bundle.output_dir, "model.tflite")), "serving_raw")
-    got = litert.run(runner, examples.features, batch_size=16)
+    got = litert.run(runner, _packed(float16_bundle.output_dir, examples.features),
+                     batch_size=16)
     want = tflite_inputs.reference_outputs(fn, examples)
     np.testing.assert_array_equal(got["classes"], want["classes"])
     np.testing.assert_allclose(got["probabilities"], want["probabilities"], atol=5e-3)
+
+
+def _packed(bundle, features):
+    """The pixels as the bundle's one int32 block, in the order signature.json gives."""
+    columns = json.load(open(os.path.join(bundle, "signature.json")))["inputs"]["ints"]["columns"]
+    return {"ints": np.stack([features[c] for c in columns], axis=1).astype(np.int32)}
 
 
 def test_confusion_matrix_is_the_tflite_models_on_the_validation_examples(
@@ -61,7 +70,8 @@ def test_confusion_matrix_is_the_tflite_models_on_the_validation_examples(
                                            sorted(tflite_inputs.signature_inputs(fn)), "test")
     runner = litert.signature_runner(litert.load_interpreter(
         os.path.join(float16_bundle.output_dir, "model.tflite")), "serving_raw")
-    predicted = litert.run(runner, examples.features)["class_ids"]
+    predicted = litert.run(runner, _packed(float16_bundle.output_dir,
+                                           examples.features))["class_ids"]
     expected = np.zeros((10, 10), int)
     np.add.at(expected, (examples.labels.astype(int), predicted.astype(int)), 1)
     assert summary["matrix"] == expected.tolist()

@@ -28,27 +28,28 @@ def _signature(bundle):
 
 
 def app_predict(bundle, rows):
-    """What an app does with the bundle: signature.json's rules, then LiteRT."""
+    """What an app does with the bundle: signature.json's rules, then LiteRT. The float
+    column x comes packed: a [rows, 1] block whose gap feeds are listed column by column."""
     from ai_edge_litert.interpreter import Interpreter
 
     inputs = _signature(bundle)["inputs"]
     runner = Interpreter(model_path=os.path.join(bundle, "model.tflite")).get_signature_runner(
         "serving_raw")
     feed = {}
-    for name, values in rows.items():
-        spec = inputs[name]
+    for name, spec in inputs.items():
         if spec["dtype"] == "string":  # raw UTF-8, a gap is the empty string
-            feed[name] = np.array(values, dtype=object)
+            feed[name] = np.array(rows[spec["column"]], dtype=object)
             continue
-        gap = spec["missing"]["feed"]
+        values = np.stack([rows[c] for c in spec["columns"]], axis=1)
+        gap = np.array(spec["missing"]["feed"], dtype=object)
+        gap = np.where(gap == "NaN", np.nan, gap).astype(np.float64)
         q = spec.get("quantization")
         if q and spec["dtype"] == "int8":
             quantized = np.round(values / q["scale"] + q["zero_point"])
             filled = np.where(np.isnan(values), gap, quantized)
             feed[name] = np.clip(filled, -128, 127).astype(np.int8)
         else:
-            fill = np.nan if gap == "NaN" else gap
-            feed[name] = np.where(np.isnan(values), fill, values).astype(np.float32)
+            feed[name] = np.where(np.isnan(values), gap, values).astype(np.float32)
     out = runner(**feed)["probabilities"]
     q = _signature(bundle)["outputs"]["probabilities"].get("quantization")
     return (out.astype(np.float32) - q["zero_point"]) * q["scale"] if q else out
@@ -56,15 +57,16 @@ def app_predict(bundle, rows):
 
 def test_signature_json_says_how_strings_and_gaps_are_fed(int8_bundle, string_table):
     inputs = _signature(int8_bundle)["inputs"]
-    colour, x = inputs["colour"], inputs["x"]
+    colour, x = inputs["colour"], inputs["floats"]
+    assert x["columns"] == ["x"]
     assert colour["dtype"] == "string" and "UTF-8" in colour["encoding"]
     assert colour["lookup"]["vocabulary"] == sorted(COLOURS)  # commas, quotes, Unicode kept
     assert colour["lookup"]["out_of_vocabulary_index"] == 0
     assert colour["missing"]["feed"] == ""
     assert x["dtype"] == "int8"
-    assert x["missing"]["fill"] == pytest.approx(string_table.fill, abs=1e-6)
+    assert x["missing"]["fill"] == [pytest.approx(string_table.fill, abs=1e-6)]
     q = x["quantization"]
-    assert x["missing"]["feed"] == round(string_table.fill / q["scale"] + q["zero_point"])
+    assert x["missing"]["feed"] == [round(string_table.fill / q["scale"] + q["zero_point"])]
     validation = json.load(open(os.path.join(int8_bundle, "validation.json")))
     assert validation["agreement"] >= 0.98
 
@@ -83,7 +85,7 @@ def test_an_app_following_signature_json_matches_the_savedmodel_on_gaps(int8_bun
 def test_a_float_bundle_takes_nan_for_a_gap(string_table, tmp_path):
     out = str(tmp_path / "bundle")
     export_tflite(string_table.model, string_table.dataset, out, quantization="none")
-    assert _signature(out)["inputs"]["x"]["missing"]["feed"] == "NaN"
+    assert _signature(out)["inputs"]["floats"]["missing"]["feed"] == ["NaN"]
     rows = probe_rows()
     want = savedmodel_outputs(string_table.model, rows)
     np.testing.assert_allclose(app_predict(out, rows), want["probabilities"], atol=1e-5)

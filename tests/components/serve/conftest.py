@@ -1,6 +1,8 @@
-"""Fixtures of the serve tests: the string model (string_tables) and its TFLite bundle."""
+"""Fixtures of the serve tests: the string model (string_tables) and its TFLite bundle, and
+the mixed table (floats with gaps, whole numbers, a string) for packed bundles."""
 
 import pytest
+from mixed_table import mixed_table  # noqa: F401  (a session fixture)
 from string_tables import string_table  # noqa: F401  (a session fixture)
 
 
