@@ -41,6 +41,7 @@ def edge_export(
     select_tf_ops: bool = False,
     modes: list = [],  # noqa: B006 - KFP reads the default; it is never mutated
     sweep_seconds: float = 0.0,
+    input_layout: str = "packed",
 ) -> Outputs:
     """Freezes and quantizes a SavedModel, then exports a validated TFLite bundle.
 
@@ -69,6 +70,9 @@ def edge_export(
             time for the model's kind (all but int16x8 for a model with convolutions).
         sweep_seconds: auto's time budget in seconds: a mode not started within it is
             skipped and named in the report; 0: no budget.
+        input_layout: The bundle's inputs for a tabular model: packed (one float32 and one
+            int32 [batch, n] input in the schema's column order, what mobile apps feed) or
+            columns (one input per column).
 
     Returns:
         bundle: The TFLite bundle that passed the accuracy gate (model.tflite, labels.txt,
@@ -85,13 +89,13 @@ def edge_export(
                                 calibration_examples=calibration_examples,
                                 eval_examples=eval_examples, integer_io=integer_io,
                                 select_tf_ops=select_tf_ops, modes=modes,
-                                sweep_seconds=sweep_seconds)
+                                sweep_seconds=sweep_seconds, input_layout=input_layout)
     exported = export_tflite(model=model.output, dataset=data.output,
                              tflite_model=quantized.outputs["tflite_model"],
                              signature=signature, input_mapping=input_mapping,
                              max_relative_error=max_relative_error, eval_examples=eval_examples,
                              max_accuracy_drop=max_accuracy_drop, min_agreement=min_agreement,
-                             max_rmse_increase=max_rmse_increase)
+                             max_rmse_increase=max_rmse_increase, input_layout=input_layout)
     return Outputs(bundle=exported.outputs["bundle"])
 
 
@@ -107,6 +111,6 @@ def check_arguments(arguments: Dict[str, Any]) -> None:
     checks.check_step(freeze_quantize, parse_mapping, checks.pick(values, "input_mapping"))
     checks.check_step(freeze_quantize, check_quantize, checks.pick(
         values, "quantization", "calibration_examples", "eval_examples", "modes",
-        "sweep_seconds"))
+        "sweep_seconds", "input_layout"))
     checks.check_step(export_tflite, check_export, {
         "quantized_dir": checks.QUANTIZED, **checks.pick(values, "eval_examples", "min_agreement")})

@@ -87,6 +87,7 @@ def make_training(gpu: Gpu | None = None):
         gate_margin: float = 0.0,
         smoke_rows: int = 8,
         data_root: str = "auto",
+        input_layout: str = "packed",
     ) -> Outputs:
         """Trains a classifier or regressor on raw data; ships it as a validated TFLite model.
 
@@ -162,6 +163,9 @@ def make_training(gpu: Gpu | None = None):
                 pipeline root's object store when the steps can write there, else inside
                 it), inside, or a path or s3://, minio://, gs:// URI. Shards outside the
                 artifact are written once and streamed by each step; see shard_tfrecords.
+            input_layout: The TFLite bundle's inputs: packed (one float32 and one int32
+                [batch, n] input in the schema's column order, what mobile apps feed) or
+                columns (one input per column).
 
         Returns:
             model: The trained SavedModel (serving_default and serving_raw signatures);
@@ -201,11 +205,12 @@ def make_training(gpu: Gpu | None = None):
             trained.set_accelerator_type(gpu.type).set_accelerator_limit(gpu.count)
         quantized = freeze_quantize(model=trained.outputs["model"], dataset=dataset,
                                     quantization=quantization, max_accuracy_drop=max_accuracy_drop,
-                                    max_rmse_increase=max_rmse_increase)
+                                    max_rmse_increase=max_rmse_increase,
+                                    input_layout=input_layout)
         exported = export_tflite(model=trained.outputs["model"], dataset=dataset,
                                  tflite_model=quantized.outputs["tflite_model"],
                                  max_accuracy_drop=max_accuracy_drop, min_agreement=min_agreement,
-                                 max_rmse_increase=max_rmse_increase)
+                                 max_rmse_increase=max_rmse_increase, input_layout=input_layout)
         predicted = batch_predict(model=trained.outputs["model"], dataset=dataset, split="eval",
                                   keys=keys, output_format=output_format,
                                   max_error_fraction=max_error_fraction)
@@ -244,7 +249,8 @@ def check_arguments(arguments: Dict[str, Any]) -> None:
     checks.check_step(shard_tfrecords, check_shard,
                       checks.pick(values, "eval_fraction", "compression", "missing",
                                   "layout", "column_types", "input_format", "data_root"))
-    checks.check_step(freeze_quantize, check_quantize, checks.pick(values, "quantization"))
+    checks.check_step(freeze_quantize, check_quantize,
+                      checks.pick(values, "quantization", "input_layout"))
     checks.check_step(export_tflite, check_export, {"quantized_dir": checks.QUANTIZED,
                                                     "min_agreement": values["min_agreement"]})
     checks.check_step(batch_predict, check_predict,
