@@ -129,17 +129,19 @@ def test_a_dataset_with_shards_in_an_s3_data_root_is_two_small_files(s3, table_c
     assert len(ids) == first.records["train"]
 
 
-def test_the_fetch_cache_stays_in_its_budget_and_still_reads_every_row(s3, table_csv,
-                                                                      monkeypatch):
-    """The reader opens as many files at once as the budget holds: local disk is bounded by
-    the budget, not by the Dataset (here a tenth of it)."""
+@pytest.mark.parametrize("files_in_budget", [fetch_cache.FILES_PER_READ, 1])
+def test_the_fetch_cache_stays_in_its_budget_and_still_reads_every_row(
+        s3, table_csv, monkeypatch, files_in_budget):
+    """The reader opens as many files at once as the budget holds, and with room for one
+    file only reads them one after the other: local disk is bounded by the budget, not by
+    the Dataset (here a tenth of it or less)."""
     path, _ = table_csv
     dataset = uris.join(s3, "many")
     shard_tfrecords(path, dataset, label="animal", keys=["id"], num_shards=30)
     manifest = Manifest.load(dataset)
     sizes = manifest.shard_sizes("train")
     cache = fetch_cache.shared()
-    budget = fetch_cache.FILES_PER_READ * max(sizes) + 1  # one file read at a time
+    budget = files_in_budget * max(sizes) + 1
     monkeypatch.setenv("TFKFP_FETCH_CACHE_MB", str(budget / (1 << 20)))
     monkeypatch.setattr(cache, "peak_bytes", 0)
     for shuffle in (False, True):

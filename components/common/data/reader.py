@@ -107,8 +107,8 @@ def make_dataset(
     fetch = fetched(files)
     if shuffle:  # records must mix before batching; costs per-record tf.data overhead
         ds = ds.interleave(lambda f: file_records(f, compression, share, fetch),
-                           cycle_length=cycle,
-                           num_parallel_calls=tf.data.AUTOTUNE, deterministic=deterministic)
+                           cycle_length=max(cycle, 1), num_parallel_calls=_calls(cycle),
+                           deterministic=deterministic)
         ds = ds.cache(_cache_path(cache)) if cache else ds
         ds = ds.shuffle(shuffle_buffer, seed=seed, reshuffle_each_iteration=True)
         ds = ds.repeat() if repeat else ds
@@ -117,7 +117,7 @@ def make_dataset(
         ds = ds.interleave(
             lambda f: file_records(f, compression, share, fetch).batch(
                 batch_size, drop_remainder=drop_remainder),
-            cycle_length=cycle, num_parallel_calls=tf.data.AUTOTUNE,
+            cycle_length=max(cycle, 1), num_parallel_calls=_calls(cycle),
             deterministic=deterministic)
         ds = ds.cache(_cache_path(cache)) if cache else ds
         ds = ds.repeat() if repeat else ds
@@ -150,9 +150,9 @@ def _blocks_dataset(files, compression: str, schema: Schema, mode: str, batch_si
     ds, share, cycle = _file_dataset(files, shuffle, seed, input_context, num_parallel_reads)
     fetch = fetched(files)
     ds = ds.interleave(lambda f: file_records(f, compression, share, fetch),
-                       cycle_length=cycle,
+                       cycle_length=max(cycle, 1),
                        block_length=1 if shuffle else per_batch,
-                       num_parallel_calls=tf.data.AUTOTUNE, deterministic=deterministic)
+                       num_parallel_calls=_calls(cycle), deterministic=deterministic)
     ds = ds.cache(_cache_path(cache)) if cache else ds
     if shuffle:
         blocks = max(2, shuffle_buffer // schema.block_rows)
@@ -178,6 +178,14 @@ def _mixer(seed: int | None):
     return mix
 
 
+def _calls(cycle: int):
+    """Interleave's parallelism: tf.data's own, or none (cycle 0: files too big for the
+    fetch budget to open one ahead, so one is read, then the next fetched)."""
+    import tensorflow as tf
+
+    return tf.data.AUTOTUNE if cycle else None
+
+
 def _file_dataset(files, shuffle: bool, seed, input_context, num_parallel_reads):
     """The files this input pipeline reads (shuffled when shuffling), the share of records
     it keeps when there are too few files to go round, and how many files to read at once."""
@@ -185,7 +193,7 @@ def _file_dataset(files, shuffle: bool, seed, input_context, num_parallel_reads)
 
     cycle = num_parallel_reads or min(len(files), 8) or 1
     if fetched(files):  # fetched whole to local disk: as many at once as the budget holds
-        cycle = fetch_cache.files_at_once(files, cycle)
+        cycle = fetch_cache.files_at_once(files, cycle)  # 0: one by one, none read ahead
     pipelines = input_context.num_input_pipelines if input_context is not None else 1
     ds = tf.data.Dataset.from_tensor_slices(files)
     if pipelines > 1 and len(files) >= pipelines:

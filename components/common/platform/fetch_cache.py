@@ -9,8 +9,9 @@ with several connections and without the GIL.
 
 Local disk stays bounded: the folder holds the files being read plus those opened ahead, and
 the reader opens no more files at once than ``TFKFP_FETCH_CACHE_MB`` (512 MB) allows for its
-biggest shard (``files_at_once``), whatever the Dataset's size; one file is always read, so a
-shard bigger than the budget still is (the cache warns). A fetch never waits for room: tf.data
+biggest shard (``files_at_once``), whatever the Dataset's size; shards too big to read one
+with read-ahead are read one at a time, and a shard bigger than the budget still is (the
+cache warns). A fetch never waits for room: tf.data
 creates interleave inputs one at a time, so a waiting fetch would stall the reader. A file
 whose reader was dropped before its end (``take``, an interrupted epoch) goes when the cache
 is over its budget and ``KEEP_FETCHED`` newer files have been fetched. The folder is private,
@@ -44,12 +45,13 @@ FILES_PER_READ = 3
 
 def files_at_once(files, wanted: int) -> int:
     """How many of these object-store files a reader may read at once (its cycle_length),
-    at most ``wanted``: what the budget holds of the biggest, with those opened ahead."""
+    at most ``wanted``: what the budget holds of the biggest, with those opened ahead. 0:
+    not even one with read-ahead; read them one after the other, none opened ahead."""
     import concurrent.futures
 
     with concurrent.futures.ThreadPoolExecutor(8) as pool:
         biggest = max(pool.map(object_store.size, files), default=1)
-    return max(1, min(wanted, budget_from_env() // (FILES_PER_READ * max(biggest, 1))))
+    return min(wanted, budget_from_env() // (FILES_PER_READ * max(biggest, 1)))
 
 
 def budget_from_env() -> int:
