@@ -108,7 +108,7 @@ def make_dataset(
     if shuffle:  # records must mix before batching; costs per-record tf.data overhead
         ds = ds.interleave(lambda f: file_records(f, compression, share, fetch),
                            cycle_length=max(cycle, 1), num_parallel_calls=_calls(cycle),
-                           deterministic=deterministic)
+                           deterministic=deterministic if cycle else None)
         ds = ds.cache(_cache_path(cache)) if cache else ds
         ds = ds.shuffle(shuffle_buffer, seed=seed, reshuffle_each_iteration=True)
         ds = ds.repeat() if repeat else ds
@@ -118,7 +118,7 @@ def make_dataset(
             lambda f: file_records(f, compression, share, fetch).batch(
                 batch_size, drop_remainder=drop_remainder),
             cycle_length=max(cycle, 1), num_parallel_calls=_calls(cycle),
-            deterministic=deterministic)
+            deterministic=deterministic if cycle else None)
         ds = ds.cache(_cache_path(cache)) if cache else ds
         ds = ds.repeat() if repeat else ds
     ds = ds.map(_parser(schema, mode), num_parallel_calls=tf.data.AUTOTUNE,
@@ -152,7 +152,8 @@ def _blocks_dataset(files, compression: str, schema: Schema, mode: str, batch_si
     ds = ds.interleave(lambda f: file_records(f, compression, share, fetch),
                        cycle_length=max(cycle, 1),
                        block_length=1 if shuffle else per_batch,
-                       num_parallel_calls=_calls(cycle), deterministic=deterministic)
+                       num_parallel_calls=_calls(cycle),
+                       deterministic=deterministic if cycle else None)
     ds = ds.cache(_cache_path(cache)) if cache else ds
     if shuffle:
         blocks = max(2, shuffle_buffer // schema.block_rows)
@@ -180,7 +181,8 @@ def _mixer(seed: int | None):
 
 def _calls(cycle: int):
     """Interleave's parallelism: tf.data's own, or none (cycle 0: files too big for the
-    fetch budget to open one ahead, so one is read, then the next fetched)."""
+    fetch budget to open one ahead, so one is read, then the next fetched; then order is
+    deterministic anyway, and tf.data warns when told either way)."""
     import tensorflow as tf
 
     return tf.data.AUTOTUNE if cycle else None
