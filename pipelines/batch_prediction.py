@@ -112,11 +112,14 @@ def batch_prediction(
             fails it; 1: none does).
         endpoint_url: Empty: each step loads the model. Else the base URL of a server
             already serving it (tfkfp serve, a KServe InferenceService's
-            status.address.url): the rows go there in mini-batches and each prediction
-            names the endpoint and model_version that answered. model_uri still names the
-            model: its schema gives the columns sent, its classes the class ids.
-        endpoint_model: The model's name in the endpoint's URLs.
-        endpoint_protocol: v2 (Open Inference Protocol) or v1 (KServe v1 rows).
+            status.address.url), or a Vertex AI Endpoint's resource name or URL with
+            endpoint_protocol vertex: the rows go there in mini-batches and each
+            prediction names the endpoint and model_version that answered. model_uri
+            still names the model: its schema gives the columns sent, its classes the
+            class ids.
+        endpoint_model: The model's name in the endpoint's URLs (not used by vertex).
+        endpoint_protocol: v2 (Open Inference Protocol), v1 (KServe v1 rows) or vertex
+            (a Vertex AI Endpoint, called with the steps' Google credentials).
         endpoint_batch_rows: Rows per request.
         endpoint_concurrency: Requests in flight at once, per batch_predict task.
         endpoint_headers: Extra request headers (e.g. Host for an ingress); no credentials.

@@ -66,13 +66,17 @@ def batch_predict(
             failed and their errors files (0: any error fails it; 1: none does).
         endpoint_url: Empty: the model is loaded in the step. Else the base URL of a server
             already serving it (tfkfp serve, a KServe InferenceService's
-            status.address.url, or its ingress with a Host header): the rows are sent
-            there in mini-batches, several requests in flight, and each prediction row
-            also names the endpoint and model_version that answered. An endpoint that
-            does not answer is refused before any work.
-        endpoint_model: The model's name in the endpoint's URLs.
-        endpoint_protocol: v2 (Open Inference Protocol, columns; carries model_version)
-            or v1 (KServe v1 rows).
+            status.address.url, or its ingress with a Host header), or with
+            endpoint_protocol vertex a Vertex AI Endpoint's resource name
+            (projects/P/locations/L/endpoints/E) or URL: the rows are sent there in
+            mini-batches, several requests in flight, and each prediction row also names
+            the endpoint and model_version that answered. An endpoint that does not
+            answer is refused before any work.
+        endpoint_model: The model's name in the endpoint's URLs (not used by vertex).
+        endpoint_protocol: v2 (Open Inference Protocol, columns; carries model_version),
+            v1 (KServe v1 rows) or vertex (a Vertex AI Endpoint's :predict with v1 rows,
+            requests under its 1.5 MB limit, the step's Google credentials; the version
+            is the deployed model's).
         endpoint_batch_rows: Rows per request (at most the server's max_instances).
         endpoint_concurrency: Requests in flight at once.
         endpoint_headers: Extra request headers, e.g. {"Host": "m.ns.example.com"} for an

@@ -10,6 +10,9 @@ per sending thread, bounded retries with backoff, and three kinds of failure.
   narrows it down to the rows at fault.
 - ``EndpointError``: anything else (401, 403, 404, retries spent, an answer that is not
   JSON): the run fails naming the URL, since no row could be answered correctly.
+
+A bearer token comes from a file or a variable (``bearer_token``), or, for a Vertex AI
+Endpoint, from the step's Google credentials (``GoogleAuth``), refreshed when expired.
 """
 
 import http.client
@@ -20,7 +23,7 @@ import random
 import threading
 import time
 import urllib.parse
-from typing import Any, Callable, Dict, Tuple
+from typing import Any, Callable, Dict, Mapping, Tuple
 
 from tfkfp.components.batch_predict.errors import EndpointError, RowsRefused
 
@@ -53,18 +56,70 @@ def bearer_token(token_file: str, token_env: str) -> str:
     return ""
 
 
+GOOGLE_SCOPES = ("https://www.googleapis.com/auth/cloud-platform",)
+
+
+class GoogleAuth:
+    """The step's Google credentials as an Authorization header, refreshed whenever they
+    have expired (a run can outlive an access token); one refresh at a time."""
+
+    def __init__(self, credentials=None):
+        self.credentials = credentials if credentials is not None else google_credentials()
+        self.refreshes = 0
+        self._lock = threading.Lock()
+
+    def __call__(self) -> Dict[str, str]:
+        with self._lock:
+            if not self.credentials.valid:
+                self._refresh()
+            return {"Authorization": f"Bearer {self.credentials.token}"}
+
+    def _refresh(self) -> None:
+        import google.auth.exceptions
+        import google.auth.transport.requests
+
+        try:
+            self.credentials.refresh(google.auth.transport.requests.Request())
+        except google.auth.exceptions.RefreshError as err:
+            raise EndpointError(f"the step's Google credentials could not be refreshed: "
+                                f"{err}") from None
+        self.refreshes += 1
+
+
+def google_credentials():
+    """google.auth.default()'s credentials for Vertex AI; EndpointError when the extra that
+    brings google-auth is missing or the step has no Google credentials."""
+    try:
+        import google.auth
+        import google.auth.exceptions
+    except ImportError as err:
+        raise EndpointError(f"endpoint_protocol vertex needs the 'vertex' extra, which this "
+                            f"install leaves out (no {err.name or 'google.auth'}): pip "
+                            "install 'tfkfp[vertex]'") from None
+    try:
+        credentials, _ = google.auth.default(scopes=list(GOOGLE_SCOPES))
+    except google.auth.exceptions.DefaultCredentialsError as err:
+        raise EndpointError(f"endpoint_protocol vertex: the step has no Google credentials "
+                            f"({err}); run it with a service account (workload identity on "
+                            "GKE, Vertex AI's) or set GOOGLE_APPLICATION_CREDENTIALS") \
+            from None
+    return credentials
+
+
 class EndpointClient:
     """GET and POST JSON to one server, from any number of threads (each its own
-    keep-alive connection); counts requests and retries."""
+    keep-alive connection); counts requests and retries. ``auth`` gives headers sent with
+    every request, asked afresh each time (credentials that expire)."""
 
     def __init__(self, base_url: str, headers: Dict[str, str], retries: int,
-                 timeout_s: float, sleep: Callable[[float], None] = time.sleep):
+                 timeout_s: float, sleep: Callable[[float], None] = time.sleep,
+                 auth: Callable[[], Mapping[str, str]] | None = None):
         parts = urllib.parse.urlsplit(base_url)
         self.base_url = base_url.rstrip("/")
         self.prefix = parts.path.rstrip("/")  # an ingress may serve the model under a path
         self.host, self.port, self.https = parts.hostname, parts.port, parts.scheme == "https"
         self.headers = {"Content-Type": "application/json", **headers}
-        self.retries, self.timeout_s, self.sleep = retries, timeout_s, sleep
+        self.retries, self.timeout_s, self.sleep, self.auth = retries, timeout_s, sleep, auth
         self.requests = self.retried = 0
         self._count = threading.Lock()
         self._local = threading.local()
@@ -113,7 +168,8 @@ class EndpointClient:
         conn = self._connection()
         with self._count:
             self.requests += 1
-        conn.request(method, self.prefix + path, body=body, headers=self.headers)
+        headers = {**self.headers, **self.auth()} if self.auth else self.headers
+        conn.request(method, self.prefix + path, body=body, headers=headers)
         response = conn.getresponse()
         text = response.read()
         if response.will_close:
@@ -156,11 +212,15 @@ def _retry_after(headers) -> float | None:
 
 
 def _message(text: bytes) -> str:
-    """The server's error message: a JSON body's ``error`` or ``detail``, else its text."""
+    """The server's error message: a JSON body's ``error`` (its ``message`` where it is an
+    object) or ``detail``, else its text."""
     try:
         body = json.loads(text)
     except ValueError:
         return text.decode("utf-8", "replace")[:500]
     if isinstance(body, dict):
-        return str(body.get("error") or body.get("detail") or body)[:500]
+        error = body.get("error")
+        if isinstance(error, dict) and "message" in error:  # Google APIs: code, message
+            return str(error["message"])[:500]
+        return str(error or body.get("detail") or body)[:500]
     return str(body)[:500]

@@ -1,8 +1,10 @@
-"""The two serving protocols as batch_predict's endpoint mode speaks them, one table entry
-each: KServe v1 (rows ``{"instances": [{column: value}]}``) and the Open Inference Protocol
-v2 (one tensor per column). Each says its paths (common.model.routes), how a mini-batch is
-encoded, how an answer is read back into ``Answers`` and what its metadata says about the
-model's inputs and outputs.
+"""The serving protocols as batch_predict's endpoint mode speaks them, one table entry
+each: KServe v1 (rows ``{"instances": [{column: value}]}``), the Open Inference Protocol
+v2 (one tensor per column) and a Vertex AI Endpoint's ``:predict`` (v1's rows: deploy_model's
+vertex target serves ``tfkfp serve``'s v1 route behind it). Each says its base URL, its paths
+(common.model.routes), how large a request may be, how a mini-batch is encoded, how an
+answer is read back into ``Answers`` and what its metadata says about the model's inputs
+and outputs (or, for Vertex, whether a model is deployed).
 
 Values go as the data holds them: a gap in a float column (NaN) as ``null``, strings as
 UTF-8 text, multi-valued columns as nested lists (v1) or flat data with a shape (v2).
@@ -15,6 +17,7 @@ from typing import Any, Dict, List, Tuple
 import numpy as np
 
 from tfkfp.components.batch_predict.errors import EndpointError
+from tfkfp.components.batch_predict.options import vertex_base_url
 from tfkfp.components.common.model import routes
 from tfkfp.components.common.model.predictor import InputSpec
 
@@ -70,8 +73,19 @@ def _dumps(body: Dict) -> bytes:
     return json.dumps(body, separators=(",", ":"), allow_nan=False).encode()
 
 
+def _same(url: str) -> str:
+    return url
+
+
+def _ready(body: Any) -> str:
+    return ""  # answering 200 is being ready
+
+
 class V1:
     name = "v1"
+    base_url = staticmethod(_same)
+    max_request_bytes: int | None = None  # the server's own limit refuses (413)
+    not_ready = staticmethod(_ready)
     predict_path = staticmethod(routes.v1_predict)
     ready_path = staticmethod(routes.v1_model)
     metadata_path = staticmethod(routes.v1_metadata)
@@ -117,6 +131,9 @@ class V1:
 
 class V2:
     name = "v2"
+    base_url = staticmethod(_same)
+    max_request_bytes: int | None = None
+    not_ready = staticmethod(_ready)
     predict_path = staticmethod(routes.v2_infer)
     ready_path = staticmethod(routes.v2_model_ready)
     metadata_path = staticmethod(routes.v2_model)
@@ -163,7 +180,57 @@ class V2:
                       str(versions[-1]) if len(versions) == 1 else "")
 
 
-PROTOCOLS = {"v1": V1, "v2": V2}
+class Vertex(V1):
+    """A Vertex AI Endpoint: ``POST {endpoint}:predict`` with v1's instances, answered
+    ``{"predictions": [...], "deployedModelId", "model", "modelVersionId"}``; its metadata
+    is the Endpoint resource (``GET {endpoint}``), listing the models deployed on it."""
+
+    name = "vertex"
+    base_url = staticmethod(vertex_base_url)
+    max_request_bytes = 1_500_000  # Vertex AI's online prediction request limit, 1.5 MB
+
+    @staticmethod
+    def predict_path(model: str) -> str:
+        return ":predict"
+
+    @staticmethod
+    def ready_path(model: str) -> str:
+        return ""  # the Endpoint resource itself
+
+    metadata_path = ready_path
+
+    @staticmethod
+    def not_ready(body: Any) -> str:
+        deployed = body.get("deployedModels") if isinstance(body, dict) else None
+        return "" if deployed else ("no model is deployed on it (deploy one, e.g. "
+                                    "deploy_model with target vertex)")
+
+    @staticmethod
+    def decode(body: Any, rows: int) -> Answers:
+        answers = V1.decode(body, rows)
+        answers.version = answered_by(body)
+        return answers
+
+    @staticmethod
+    def served(metadata: Any) -> Served:
+        """The version when one model is deployed (each answer names its own anyway)."""
+        deployed = metadata.get("deployedModels") if isinstance(metadata, dict) else None
+        version = answered_by(deployed[0]) if isinstance(deployed, list) and \
+            len(deployed) == 1 and isinstance(deployed[0], dict) else ""
+        return Served(None, None, None, version)
+
+
+def answered_by(body: Dict) -> str:
+    """The model version a Vertex AI answer (or a deployed model) names:
+    ``MODEL@VERSION, deployedModelId ID``, the parts it carries."""
+    model, version = body.get("model", ""), body.get("modelVersionId", "")
+    deployed = body.get("deployedModelId") or body.get("id", "")
+    parts = [f"{model}@{version}" if model and version else model or version,
+             f"deployedModelId {deployed}" if deployed else ""]
+    return ", ".join(p for p in parts if p)
+
+
+PROTOCOLS = {"v1": V1, "v2": V2, "vertex": Vertex}
 
 
 def _v2_type(values: np.ndarray) -> str:

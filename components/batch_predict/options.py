@@ -2,6 +2,7 @@
 before a run starts). It imports no NumPy or TensorFlow."""
 
 import dataclasses
+import re
 from typing import Dict
 
 from tfkfp.components.batch_predict.errors import PredictInputError
@@ -23,7 +24,13 @@ def check_options(output_format: str, top_k: int, predict_batch_size: int,
         raise PredictInputError(f"predict_batch_size {predict_batch_size} is below 1")
 
 
-PROTOCOLS = ("v2", "v1")  # Open Inference Protocol (the default: columns, a model version)
+# Open Inference Protocol (the default: columns, a model version), KServe v1 rows, and a
+# Vertex AI Endpoint's :predict (v1 rows, Google credentials)
+PROTOCOLS = ("v2", "v1", "vertex")
+# A Vertex AI Endpoint: its resource name, or a URL ending in it after the API version
+VERTEX_ENDPOINT = re.compile(r"^(?:(?P<host>https?://[^/]+)/(?P<api>v1|v1beta1)/)?"
+                             r"(?P<name>projects/[^/]+/locations/(?P<location>[^/]+)"
+                             r"/endpoints/[^/:]+)/?$")
 
 
 @dataclasses.dataclass(frozen=True)
@@ -32,9 +39,13 @@ class EndpointOptions:
 
     Attributes:
         url: the server's base URL (``http://host:port``; a KServe InferenceService's
-            ``status.address.url`` inside the cluster, its ingress from outside).
-        model: the model's name in the protocol's paths.
-        protocol: ``v2`` (Open Inference Protocol) or ``v1`` (KServe v1 rows).
+            ``status.address.url`` inside the cluster, its ingress from outside); with the
+            ``vertex`` protocol a Vertex AI Endpoint's resource name
+            (``projects/P/locations/L/endpoints/E``) or its ``https://L-aiplatform.
+            googleapis.com/v1/projects/P/locations/L/endpoints/E`` URL.
+        model: the model's name in the protocol's paths (not used by ``vertex``).
+        protocol: ``v2`` (Open Inference Protocol), ``v1`` (KServe v1 rows) or ``vertex``
+            (a Vertex AI Endpoint's ``:predict``, v1 rows, the step's Google credentials).
         batch_rows: rows per request.
         concurrency: requests in flight at once.
         headers: extra request headers (e.g. ``Host`` for an ingress); never a token.
@@ -57,9 +68,25 @@ class EndpointOptions:
     timeout_s: float = 120.0
 
 
+def vertex_base_url(endpoint_url: str) -> str:
+    """A Vertex AI Endpoint's URL (``:predict`` follows it) from its resource name (in its
+    location's regional API) or its URL; PredictInputError naming the forms taken."""
+    found = VERTEX_ENDPOINT.match(endpoint_url.strip())
+    if found is None:
+        raise PredictInputError(
+            f"endpoint_url {endpoint_url!r}: endpoint_protocol vertex takes a Vertex AI "
+            "Endpoint's resource name, projects/PROJECT/locations/REGION/endpoints/ID, or "
+            "its URL, https://REGION-aiplatform.googleapis.com/v1/projects/PROJECT/"
+            "locations/REGION/endpoints/ID")
+    host = found["host"] or f"https://{found['location']}-aiplatform.googleapis.com"
+    return f"{host}/{found['api'] or 'v1'}/{found['name']}"
+
+
 def check_endpoint(options: EndpointOptions) -> None:
     """Refuse endpoint options that cannot work, naming the option and the allowed values."""
-    if not options.url.startswith(("http://", "https://")):
+    if options.protocol == "vertex":
+        _check_vertex(options)
+    elif not options.url.startswith(("http://", "https://")):
         raise PredictInputError(f"endpoint_url {options.url!r}: expected an http:// or "
                                 "https:// base URL, e.g. http://my-model.ns.svc.cluster.local")
     if not options.model or "/" in options.model:
@@ -84,6 +111,15 @@ def check_endpoint(options: EndpointOptions) -> None:
     if options.token_file and options.token_env:
         raise PredictInputError("endpoint_token_file and endpoint_token_env both set: pass "
                                 "one source of the bearer token")
+
+
+def _check_vertex(options: EndpointOptions) -> None:
+    vertex_base_url(options.url)
+    if options.token_file or options.token_env:
+        raise PredictInputError(
+            "endpoint_token_file/endpoint_token_env with endpoint_protocol vertex: a Vertex "
+            "AI Endpoint is called with the step's Google credentials (workload identity, "
+            "the step's service account or GOOGLE_APPLICATION_CREDENTIALS); leave both empty")
 
 
 def endpoint_options(endpoint_url: str, endpoint_model: str = "model",

@@ -21,6 +21,7 @@ from tfkfp.components.serve import metrics
 from tfkfp.components.serve.batcher import Batcher
 from tfkfp.components.serve.errors import OverloadedError, RequestError
 from tfkfp.components.serve.heap import freeze_heap
+from tfkfp.components.serve.model_version import answered_version
 from tfkfp.components.serve.options import ServeOptions
 from tfkfp.components.serve.precomputed import Precomputed
 from tfkfp.components.serve.servable import Servable, load_servable
@@ -49,6 +50,7 @@ class TfkfpModel(Model):
         self.model_uri, self.options, self.threads = model_uri, options, threads
         self.on_failure = on_failure
         self.servable: Servable | None = None
+        self.version: str | None = None  # Open Inference Protocol answers' model_version
         self.batcher: Batcher | None = None
         self.failure: BaseException | None = None
         self._loader: threading.Thread | None = None
@@ -73,6 +75,7 @@ class TfkfpModel(Model):
             _size_tensorflow_threads(self.threads)
             servable = load_servable(self.model_uri, self.options, self.threads)
             servable.warm_up(self.options.max_batch_size)
+            self.version = answered_version(self.model_uri)
             freeze_heap()  # the model and TensorFlow, out of the collector's reach
             self.servable = servable
             self.batcher = Batcher(self._run, self.options.max_batch_size,
@@ -109,6 +112,7 @@ class TfkfpModel(Model):
             outputs = [InferOutput(name, shape, dtype, data) for name, dtype, shape, data
                        in self.servable.v2_outputs(ids, scores, names)]
             return InferResponse(payload.id or str(uuid.uuid4()), self.name, outputs,
+                                 model_version=self.version,
                                  use_binary_outputs=payload.use_binary_outputs,
                                  requested_outputs=payload.request_outputs)
         finally:

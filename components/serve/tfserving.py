@@ -106,11 +106,16 @@ def _rows_of_columns(inputs: Any, decoder) -> List[Any]:
     return [_row(dict(zip(names, values)), decoder) for values in zip(*inputs.values())]
 
 
-def served_version(model_uri: str) -> str:
-    """The version served: the number that ends the model's path (TF Serving's version
-    folder, ``.../model/7``), else 1."""
+def version_folder(model_uri: str) -> str | None:
+    """The number that ends the model's path (TF Serving's version folder, ``.../model/7``,
+    as deploy_model publishes versions); None when it ends otherwise."""
     last = model_uri.rstrip("/").rpartition("/")[2]
-    return str(int(last)) if last.isascii() and last.isdigit() and len(last) < 19 else "1"
+    return str(int(last)) if last.isascii() and last.isdigit() and len(last) < 19 else None
+
+
+def served_version(model_uri: str) -> str:
+    """The version served: the version folder's number, else 1."""
+    return version_folder(model_uri) or "1"
 
 
 def model_status(name: str, version: str, ready: bool) -> Dict:

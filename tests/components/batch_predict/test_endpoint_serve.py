@@ -71,6 +71,15 @@ def test_the_endpoint_answers_as_the_step_does(protocol, string_table, gap_table
     assert_same_answers(got, rows_by_id(str(tmp_path / "step")))
     assert {r["endpoint"] for r in got.values()} == {
         url + ("/v2/models/model/infer" if protocol == "v2" else "/v1/models/model:predict")}
+    # v2 answers carry the SavedModel's fingerprint; v1 has TF Serving's metadata version
+    assert {r["model_version"] for r in got.values()} == {
+        fingerprint(string_table.model) if protocol == "v2" else "1"}
+
+
+def fingerprint(model_dir: str) -> str:
+    import tensorflow as tf
+
+    return tf.saved_model.experimental.read_fingerprint(model_dir).singleprint()
 
 
 def start(model: str, port: int, log: str, env=None) -> Server:
