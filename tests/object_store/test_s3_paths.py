@@ -211,3 +211,25 @@ def test_a_broken_record_in_a_sampled_shard_is_named(s3, table_csv, tmp_path):
         f.write(bytes(data))
     with pytest.raises(RecordStreamError, match="broken.tfrecord: record 0 fails its checksum"):
         head_records([target], "", 5)
+
+
+def test_files_of_a_reader_dropped_before_its_end_go_when_the_next_one_starts(
+        s3, table_csv, monkeypatch):
+    """A repeating input abandoned when fit returns leaves its open-ahead files fetched;
+    the next reader removes those no handle has open any more."""
+    import gc
+
+    path, _ = table_csv
+    dataset = uris.join(s3, "dropped")
+    shard_tfrecords(path, dataset, label="animal", keys=["id"], num_shards=6)
+    cache = fetch_cache.shared()
+    held = cache.held_bytes()
+    iterator = iter(make_dataset(dataset, mode="train", batch_size=8, repeat=True))
+    next(iterator)
+    assert cache.held_bytes() > held
+    del iterator
+    gc.collect()
+    monkeypatch.setattr(fetch_cache, "ABANDONED_SECONDS", 0.0)
+    rows = sum(int(y.shape[0]) for _, y in make_dataset(dataset, mode="eval", batch_size=64))
+    assert rows == Manifest.load(dataset).records("eval")
+    assert cache.held_bytes() == held

@@ -13,9 +13,10 @@ biggest shard (``files_at_once``), whatever the Dataset's size; shards too big t
 with read-ahead are read one at a time, and a shard bigger than the budget still is (the
 cache warns). A fetch never waits for room: tf.data
 creates interleave inputs one at a time, so a waiting fetch would stall the reader. A file
-whose reader was dropped before its end (``take``, an interrupted epoch) goes when the cache
-is over its budget and ``KEEP_FETCHED`` newer files have been fetched. The folder is private,
-removed at exit, and after a kill by the next cache made on this machine.
+whose reader was dropped before its end (a repeating input when ``fit`` returns, ``take``)
+goes when a new reader starts or the cache is over its budget, once no handle has it open
+``ABANDONED_SECONDS`` after its fetch (or ``KEEP_FETCHED`` newer files were fetched). The
+folder is private, removed at exit, and after a kill by the next cache made on this machine.
 """
 
 import atexit
@@ -26,6 +27,7 @@ import shutil
 import sys
 import tempfile
 import threading
+import time
 from typing import Dict, Iterator
 
 from tfkfp.components.common.platform import object_store, scratch
@@ -35,6 +37,10 @@ PREFIX = "tfkfp-fetch-"
 # Over the budget, a file not released after this many newer fetches is taken for one whose
 # reader was dropped, and removed: far more than a reader holds at once (FILES_PER_READ x 8).
 KEEP_FETCHED = 64
+# A fetched file no handle of this process has open this long after its fetch belongs to a
+# reader that was dropped before its end (a repeating input when fit returns, a probe): a
+# reader opens its file as soon as it is fetched and keeps it open until it is read.
+ABANDONED_SECONDS = 30.0
 BUDGET_ENV = "TFKFP_FETCH_CACHE_MB"
 SUMMARY = "fetched from the object store:"  # the line a step's log ends with
 DEFAULT_BUDGET_MB = 512
@@ -49,6 +55,7 @@ def files_at_once(files, wanted: int) -> int:
     not even one with read-ahead; read them one after the other, none opened ahead."""
     import concurrent.futures
 
+    shared().drop_abandoned()  # what readers dropped before their end left behind
     with concurrent.futures.ThreadPoolExecutor(8) as pool:
         biggest = max(pool.map(object_store.size, files), default=1)
     return min(wanted, budget_from_env() // (FILES_PER_READ * max(biggest, 1)))
@@ -79,6 +86,7 @@ class FetchCache:
         self._warned = False
         self._held: Dict[str, int] = {}  # fetched, not yet released: path -> bytes
         self._numbers: Dict[str, int] = {}  # and its fetch number
+        self._fetched_at: Dict[str, float] = {}  # and when it was fetched (monotonic)
         self.fetched_bytes = 0
         self.fetched_files = 0
         self.peak_bytes = 0
@@ -93,11 +101,13 @@ class FetchCache:
         size = os.path.getsize(path)
         with self._lock:
             if sum(self._held.values()) + size > self.budget_bytes:
+                self._drop_abandoned()
                 for old, n in list(self._numbers.items()):  # readers dropped before the end
                     if n <= number - KEEP_FETCHED:
                         self._drop(old)
             self._held[path] = size
             self._numbers[path] = number
+            self._fetched_at[path] = time.monotonic()
             self.fetched_bytes += size
             self.fetched_files += 1
             self.peak_bytes = max(self.peak_bytes, sum(self._held.values()))
@@ -123,9 +133,24 @@ class FetchCache:
         with self._lock:
             return sum(self._held.values())
 
+    def drop_abandoned(self) -> None:
+        """Remove the files of readers dropped before their end (a new reader starts)."""
+        with self._lock:
+            self._drop_abandoned()
+
+    def _drop_abandoned(self) -> None:
+        open_now = _open_paths(self.folder)
+        if open_now is None:
+            return  # no /proc: the fetch-count rule alone
+        now = time.monotonic()
+        for path, at in list(self._fetched_at.items()):
+            if path not in open_now and now - at > ABANDONED_SECONDS:
+                self._drop(path)
+
     def _drop(self, path: str) -> None:
         self._held.pop(path, None)
         self._numbers.pop(path, None)
+        self._fetched_at.pop(path, None)
         with contextlib.suppress(FileNotFoundError):
             os.remove(path)
 
@@ -136,6 +161,23 @@ class FetchCache:
                   f"at most {self.peak_bytes} bytes on local disk at once (budget "
                   f"{self.budget_bytes})", file=sys.stderr, flush=True)
         self._closed = True
+
+
+def _open_paths(folder: str) -> set | None:
+    """Paths under folder that this process has open (None where /proc cannot say)."""
+    try:
+        fds = os.listdir("/proc/self/fd")
+    except OSError:
+        return None
+    found = set()
+    for fd in fds:
+        try:
+            target = os.readlink(f"/proc/self/fd/{fd}")
+        except OSError:
+            continue
+        if target.startswith(folder + os.sep):
+            found.add(target)
+    return found
 
 
 _shared: FetchCache | None = None
