@@ -49,7 +49,10 @@ def decide(f: Dict[str, Any]) -> Tuple[str, str]:
     wait = f"the step waits for input {f['input_wait_fraction']:.0%} of the time"
     close = ("; the two are within 25% of each other, so both sides' remedies help"
              if balanced(f) else "")
-    if fed < step:
+    # rates this close swing either way between runs on shared cores: then the step's own
+    # measured wait for input decides (waiting most of the time is being input-bound)
+    input_bound = f["input_wait_fraction"] >= 0.5 if balanced(f) else fed < step
+    if input_bound:
         return INPUT, (f"{wait}; input delivers {fed:,.0f} records/s, the model consumes "
                        f"{step:,.0f} records/s ({step / max(fed, 1e-9):.1f}x more)"
                        + _contention(f) + close)

@@ -76,7 +76,7 @@ def test_shared_cores_are_named_when_together_is_slower_than_either_alone():
 
 
 def test_a_close_call_says_so_and_adds_the_other_sides_remedies_after_its_own():
-    close = figures(input_records_per_second=9_000.0)
+    close = figures(input_records_per_second=9_000.0, input_wait_fraction=0.6)
     verdict, summary = decide(close)
     assert verdict == INPUT and "within 25% of each other" in summary
     knobs = [r.knob for r in remedies(INPUT, close)]
@@ -92,3 +92,16 @@ def test_slow_parsing_of_one_feature_per_column_ranks_the_packed_layout_first():
     assert "32 scalar number features one feature each" in ranked[0].why
     packed = [r.knob for r in remedies(INPUT, {**slow_parse, "layout": "packed"})]
     assert "shard_tfrecords layout='packed'" not in packed
+
+
+def test_rates_within_25_percent_are_decided_by_how_long_the_step_waits():
+    """Close rates swing either way between runs on shared cores (a GZIP table gave
+    compute-bound 3 times in 4 while its step waited for input 71-89% of the time)."""
+    seen = figures(input_records_per_second=126_516.0, compute_records_per_second=123_541.0,
+                   combined_records_per_second=13_599.0, input_wait_fraction=0.89)
+    verdict, summary = decide(seen)
+    assert verdict == INPUT and "waits for input 89% of the time" in summary
+    verdict, _ = decide({**seen, "input_wait_fraction": 0.1})
+    assert verdict == COMPUTE
+    verdict, _ = decide(figures(input_records_per_second=4_000.0, input_wait_fraction=0.1))
+    assert verdict == INPUT  # far apart, the rates decide
