@@ -113,7 +113,10 @@ def _tabular(inputs, columns: List[Column], sample: Dict[str, np.ndarray]):
             lookup = tf_keras.layers.StringLookup(
                 vocabulary=_top_strings(sample[col.name]), output_mode="one_hot",
                 name=f"{col.tensor}__lookup")
-            parts.append(tf_keras.layers.Flatten()(lookup(x)))
+            # one column per row: a rank-1 batch of one row would one-hot to [vocab], not
+            # [1, vocab] (a shard whose last batch holds one row failed the concatenation)
+            rows = tf_keras.layers.Reshape((1,), name=f"{col.tensor}__rows")(x)
+            parts.append(tf_keras.layers.Flatten()(lookup(rows)))
             continue
         x = tf_keras.layers.Flatten()(tf_keras.layers.Lambda(
             lambda t: tf.cast(t, tf.float32), name=f"{col.tensor}__float")(x))
