@@ -14,28 +14,29 @@ from benchmarks import (
     edge,
     edge_table,
     endpoint,
+    object_store,
     prediction,
     quantization,
     reading,
     sharding,
     training,
 )
-from benchmarks.harness import load_average, print_records
+from benchmarks.harness import load_average, parse_options, print_records
 
 SCENARIOS = ["sharding", "reading", "training", "quantization", "prediction", "bottleneck",
-             "edge", "edge_table", "endpoint"]
+             "edge", "edge_table", "endpoint", "object_store"]
+
+
+def parse_args(argv=None) -> argparse.Namespace:
+    """The command line, rows and repeats resolved (the docs' commands are checked with it)."""
+    return parse_options("python -m benchmarks", argv, "20k rows, 2 repeats", rows=200_000,
+                         kept="best is kept", json=True,
+                         more=lambda parser: parser.add_argument("--only", choices=SCENARIOS))
 
 
 def main(argv=None) -> int:
-    parser = argparse.ArgumentParser(prog="python -m benchmarks")
-    parser.add_argument("--quick", action="store_true", help="20k rows, 2 repeats")
-    parser.add_argument("--json", metavar="PATH", help="save the records as JSON")
-    parser.add_argument("--rows", type=int, help="table rows (default 200000, quick 20000)")
-    parser.add_argument("--repeats", type=int, help="runs per contender (best is kept)")
-    parser.add_argument("--only", choices=SCENARIOS)
-    args = parser.parse_args(argv)
-    rows = args.rows or (20_000 if args.quick else 200_000)
-    repeats = args.repeats or (2 if args.quick else 3)
+    args = parse_args(argv)
+    rows, repeats = args.rows, args.repeats
     print(f"table: {rows:,} rows x {data.FLOAT_COLUMNS} float columns; best of {repeats}; "
           f"{os.cpu_count()} cores; load average {load_average()}", flush=True)
     records = []
@@ -60,6 +61,8 @@ def main(argv=None) -> int:
             records += edge_table.run(work)
         if args.only in (None, "endpoint"):
             records += endpoint.run(csv_path, work, repeats)
+        if args.only in (None, "object_store"):
+            records += object_store.run(csv_path, work, repeats, args.quick)
     print_records(records)
     if args.json:
         with open(args.json, "w") as f:

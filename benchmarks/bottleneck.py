@@ -8,7 +8,6 @@ against the step alone (1 minus the input-wait share).
 ``python -m benchmarks.bottleneck [--quick]``
 """
 
-import argparse
 import os
 import tempfile
 from typing import List
@@ -16,7 +15,13 @@ from typing import List
 os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "2")
 
 from benchmarks import data
-from benchmarks.harness import Record, load_average, print_records
+from benchmarks.harness import (
+    QUICK_ROWS,
+    Record,
+    load_average,
+    parse_options,
+    print_records,
+)
 
 BATCHES = (64, 256)  # train's default, and the training benchmark's
 
@@ -61,10 +66,9 @@ def run(csv_path: str, work: str, quick: bool) -> List[Record]:
 
 
 def main(argv=None) -> int:
-    parser = argparse.ArgumentParser(prog="python -m benchmarks.bottleneck")
-    parser.add_argument("--quick", action="store_true", help="20k rows, 1 s per measurement")
-    args = parser.parse_args(argv)
-    rows = 20_000 if args.quick else 200_000
+    args = parse_options("python -m benchmarks.bottleneck", argv,
+                         "20k rows, 1 s per measurement")
+    rows = QUICK_ROWS if args.quick else 200_000
     print(f"{os.cpu_count()} cores; load average {load_average()}", flush=True)
     with tempfile.TemporaryDirectory(prefix="tfkfp-bench-") as work:
         records = run(data.write_table(work, rows), work, args.quick)

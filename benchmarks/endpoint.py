@@ -20,7 +20,6 @@ is timed apart, so the rest of the endpoint's cost per row (the server's decodin
 batching) can be read off the table.
 """
 
-import argparse
 import logging
 import os
 import statistics
@@ -32,7 +31,7 @@ from typing import Callable, Dict, List
 os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "2")
 
 from benchmarks import data
-from benchmarks.harness import Record, load_average, print_records
+from benchmarks.harness import Record, load_average, parse_options, print_records
 
 MINI_BATCHES = ((64, 4), (256, 1), (256, 4), (1024, 4))  # (rows per request, in flight)
 SINGLE_SAMPLE = 2000  # rows predicted one per request
@@ -140,13 +139,9 @@ def run(csv_path: str, work: str, repeats: int) -> List[Record]:
 
 
 def main(argv=None) -> int:
-    parser = argparse.ArgumentParser(prog="python -m benchmarks.endpoint")
-    parser.add_argument("--quick", action="store_true", help="20k rows, 2 repeats")
-    parser.add_argument("--rows", type=int, help="table rows (default 100000, quick 20000)")
-    parser.add_argument("--repeats", type=int, help="runs per contender (the median is kept)")
-    args = parser.parse_args(argv)
-    rows = args.rows or (20_000 if args.quick else 100_000)
-    repeats = args.repeats or (2 if args.quick else 3)
+    args = parse_options("python -m benchmarks.endpoint", argv, "20k rows, 2 repeats",
+                         rows=100_000, kept="the median is kept")
+    rows, repeats = args.rows, args.repeats
     print(f"table: {rows:,} rows x {data.FLOAT_COLUMNS} float columns; 32-256-256-10 MLP; "
           f"median of {repeats}; {os.cpu_count()} cores; load average {load_average()}",
           flush=True)

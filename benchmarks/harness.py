@@ -1,10 +1,15 @@
-"""Timing helpers shared by the scenarios: interleaved best-of-N runs, result records."""
+"""Helpers shared by the scenarios: their command line, interleaved best-of-N runs, result
+records."""
 
+import argparse
 import dataclasses
 import gc
 import os
 import time
-from typing import Callable, Dict, Iterator, List
+from typing import Callable, Dict, Iterator, List, Sequence
+
+QUICK_ROWS = 20_000  # a table's rows with --quick
+REPEATS, QUICK_REPEATS = 3, 2  # runs per contender, without and with --quick
 
 
 @dataclasses.dataclass
@@ -29,6 +34,33 @@ class Record:
         out = dataclasses.asdict(self)
         out.update(ratio=round(self.ratio, 3), met=self.met)
         return out
+
+
+def parse_options(prog: str, argv: Sequence[str] | None, quick_help: str, rows: int = 0,
+                  kept: str = "", json: bool = False,
+                  more: Callable[[argparse.ArgumentParser], None] | None = None
+                  ) -> argparse.Namespace:
+    """A benchmark's command line: --quick (``quick_help`` says what it shrinks); --rows when
+    ``rows`` sizes its table (QUICK_ROWS with --quick); --repeats when ``kept`` says which of
+    the runs per contender counts (REPEATS, QUICK_REPEATS with --quick); --json PATH when
+    ``json``; ``more`` adds the benchmark's own flags. rows and repeats come back resolved."""
+    parser = argparse.ArgumentParser(prog=prog)
+    parser.add_argument("--quick", action="store_true", help=quick_help)
+    if rows:
+        parser.add_argument("--rows", type=int,
+                            help=f"table rows (default {rows}, quick {QUICK_ROWS})")
+    if kept:
+        parser.add_argument("--repeats", type=int, help=f"runs per contender ({kept})")
+    if json:
+        parser.add_argument("--json", metavar="PATH", help="save the results as JSON")
+    if more is not None:
+        more(parser)
+    args = parser.parse_args(argv)
+    if rows:
+        args.rows = args.rows or (QUICK_ROWS if args.quick else rows)
+    if kept:
+        args.repeats = args.repeats or (QUICK_REPEATS if args.quick else REPEATS)
+    return args
 
 
 def load_average() -> float:

@@ -19,7 +19,6 @@ read+parse, the model and format+write, and the model's waits) is printed beside
 says which stage bounds the run.
 """
 
-import argparse
 import logging
 import os
 import sys
@@ -32,7 +31,13 @@ import numpy as np
 os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "2")
 
 from benchmarks import data
-from benchmarks.harness import Record, best_rates, load_average, print_records
+from benchmarks.harness import (
+    Record,
+    best_rates,
+    load_average,
+    parse_options,
+    print_records,
+)
 
 BATCH = 8192
 PREDICT_SAMPLE = 200  # rows for the per-example model.predict loop
@@ -196,13 +201,9 @@ def run(csv_path: str, work: str, repeats: int) -> List[Record]:
 
 
 def main(argv=None) -> int:
-    parser = argparse.ArgumentParser(prog="python -m benchmarks.prediction")
-    parser.add_argument("--quick", action="store_true", help="20k rows, 2 repeats")
-    parser.add_argument("--rows", type=int, help="table rows (default 200000, quick 20000)")
-    parser.add_argument("--repeats", type=int, help="runs per contender (best is kept)")
-    args = parser.parse_args(argv)
-    rows = args.rows or (20_000 if args.quick else 200_000)
-    repeats = args.repeats or (2 if args.quick else 3)
+    args = parse_options("python -m benchmarks.prediction", argv, "20k rows, 2 repeats",
+                         rows=200_000, kept="best is kept")
+    rows, repeats = args.rows, args.repeats
     print(f"table: {rows:,} rows x {data.FLOAT_COLUMNS} float columns; 32-256-256-10 MLP; "
           f"best of {repeats}; {os.cpu_count()} cores; load average {load_average()}",
           flush=True)

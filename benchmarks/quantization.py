@@ -10,7 +10,6 @@ races the float SavedModel in TensorFlow on the same batches (interleaved, best 
 ``python -m benchmarks.quantization [--quick] [--json PATH]``
 """
 
-import argparse
 import dataclasses
 import json
 import logging
@@ -21,7 +20,13 @@ from typing import Dict, List
 
 os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "2")
 
-from benchmarks.harness import Record, best_rates, load_average, print_records
+from benchmarks.harness import (
+    Record,
+    best_rates,
+    load_average,
+    parse_options,
+    print_records,
+)
 
 SIZE_TARGET = 0.27  # int8 size / float32 size, at most
 DROP_TARGET = 1.0  # accuracy drop of int8 vs the SavedModel in points, at most
@@ -187,12 +192,9 @@ def _convert_int8(model_dir: str, dataset: str, out: str) -> None:
 
 
 def main(argv=None) -> int:
-    parser = argparse.ArgumentParser(prog="python -m benchmarks.quantization")
-    parser.add_argument("--quick", action="store_true", help="fewer epochs, 2 repeats")
-    parser.add_argument("--repeats", type=int, help="runs per contender (best is kept)")
-    parser.add_argument("--json", metavar="PATH", help="save the records as JSON")
-    args = parser.parse_args(argv)
-    repeats = args.repeats or (2 if args.quick else 3)
+    args = parse_options("python -m benchmarks.quantization", argv, "fewer epochs, 2 repeats",
+                         kept="best is kept", json=True)
+    repeats = args.repeats
     print(f"quantization benchmark; best of {repeats}; {os.cpu_count()} cores; load average "
           f"{load_average()}", flush=True)
     with tempfile.TemporaryDirectory(prefix="tfkfp-bench-quant-") as work:

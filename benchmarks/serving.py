@@ -37,6 +37,7 @@ from typing import Callable, Dict, List
 
 import numpy as np
 
+from benchmarks.harness import parse_options
 from tfkfp.components.common.model import routes
 from tfkfp.components.serve.loadtest import run_level
 
@@ -195,14 +196,16 @@ def ratios(results: Dict[str, Dict[int, Dict[str, float]]]) -> List[str]:
     return lines
 
 
-def main(argv=None) -> int:
-    parser = argparse.ArgumentParser(prog="python -m benchmarks.serving")
-    parser.add_argument("--quick", action="store_true", help="1 run of 2 s per level")
+def _serving_options(parser: argparse.ArgumentParser) -> None:
+    """The serving benchmark's own flags: its runs, their length and requests."""
     parser.add_argument("--runs", type=int, help="runs per level (median kept; default 3)")
     parser.add_argument("--seconds", type=float, help="seconds per run (default 8)")
     parser.add_argument("--requests", type=int, default=100_000, help="requests per run")
-    parser.add_argument("--json", metavar="PATH")
-    args = parser.parse_args(argv)
+
+
+def main(argv=None) -> int:
+    args = parse_options("python -m benchmarks.serving", argv, "1 run of 2 s per level",
+                         json=True, more=_serving_options)
     runs = args.runs or (1 if args.quick else 3)
     seconds = args.seconds or (2.0 if args.quick else 8.0)
     print(f"{os.cpu_count()} cores; load average {os.getloadavg()[0]:.2f}", flush=True)

@@ -12,7 +12,6 @@
 ``python -m benchmarks.training [--quick]``
 """
 
-import argparse
 import os
 import tempfile
 import time
@@ -21,7 +20,13 @@ from typing import List
 os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "2")
 
 from benchmarks import data
-from benchmarks.harness import Record, load_average, print_records
+from benchmarks.harness import (
+    QUICK_ROWS,
+    Record,
+    load_average,
+    parse_options,
+    print_records,
+)
 
 BATCH = 256
 EPOCHS = 3
@@ -146,10 +151,8 @@ def _time_to_target(work: str, workers: int = 1) -> float:
 
 
 def main(argv=None) -> int:
-    parser = argparse.ArgumentParser(prog="python -m benchmarks.training")
-    parser.add_argument("--quick", action="store_true", help="20k rows, 2 epochs")
-    args = parser.parse_args(argv)
-    rows = 20_000 if args.quick else 200_000
+    args = parse_options("python -m benchmarks.training", argv, "20k rows, 2 epochs")
+    rows = QUICK_ROWS if args.quick else 200_000
     with tempfile.TemporaryDirectory(prefix="tfkfp-bench-") as work:
         records = run(data.write_table(work, rows), work, args.quick)
     print_records(records)

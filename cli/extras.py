@@ -8,7 +8,7 @@ traceback.
 
 import importlib.util
 import re
-from typing import Iterator
+from typing import Any, Iterator, Mapping
 
 # The import names of each extra's distributions (pyproject.toml's optional-dependencies).
 EXTRA_MODULES = {
@@ -24,6 +24,10 @@ COMMAND_EXTRAS = {"shard": "local", "demo-data": "local", "demo": "local", "run"
                   "loadtest": "local", "serve": "serve"}
 # Modules a command does without (tfkfp serve falls back to asyncio's event loop).
 OPTIONAL = ("uvloop",)
+# Pipeline parameter values whose task imports an extra beyond the command's own: the
+# vertex launcher, deploy_model's vertex target, batch_predict sending rows to Vertex AI.
+PARAMETER_EXTRAS = {("launcher", "vertex"): "vertex", ("deploy", "vertex"): "vertex",
+                    ("target", "vertex"): "vertex", ("endpoint_protocol", "vertex"): "vertex"}
 
 
 def require(command: str) -> None:
@@ -31,8 +35,19 @@ def require(command: str) -> None:
     installed, before the command starts: ``tfkfp run`` imports TensorFlow only in its tasks'
     processes, where a missing module would fail a task rather than name the extra."""
     extra = COMMAND_EXTRAS.get(command)
-    if extra is None:
-        return
+    if extra is not None:
+        _require_extra(extra)
+
+
+def require_for_parameters(values: Mapping[str, Any]) -> None:
+    """As ``require``, for the extras a pipeline's parameter values need (``launcher=vertex``:
+    the vertex extra): a local run's task would otherwise fail on the import mid-run."""
+    for (name, value), extra in PARAMETER_EXTRAS.items():
+        if values.get(name) == value:
+            _require_extra(extra)
+
+
+def _require_extra(extra: str) -> None:
     for included in (*INCLUDES.get(extra, ()), extra):
         for module in EXTRA_MODULES[included]:
             if module not in OPTIONAL and _absent(module):

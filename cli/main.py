@@ -326,9 +326,11 @@ def _compile(args: argparse.Namespace) -> None:
 
 def _run(args: argparse.Namespace) -> None:
     from tfkfp.cli import local_run
-    from tfkfp.pipelines import registry
+    from tfkfp.pipelines import checks, registry
 
     parameters = registry.parse_parameters(args.name, args.parameters, runs_on="local")
+    # a value whose task imports an extra (launcher=vertex) is refused before the first task
+    extras.require_for_parameters(checks.with_defaults(registry.load(args.name), parameters))
     run = local_run.run_local(args.name, parameters, args.pipeline_root, args.verbose)
     print("\n".join(local_run.summary_lines(run)))
 

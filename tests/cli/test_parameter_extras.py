@@ -1,0 +1,67 @@
+"""A parameter value whose task needs an extra this install leaves out (``launcher=vertex``:
+google-cloud-aiplatform) ends `tfkfp run` before its first task with the one line naming the
+extra, as a command without its own extra does, rather than failing inside the task."""
+
+import pytest
+
+from tfkfp.cli import extras
+from tfkfp.cli.main import main
+from tfkfp.pipelines import registry
+
+VERTEX_LINE = ("tfkfp run needs the 'vertex' extra, which this install leaves out (no "
+               "google.cloud.aiplatform): pip install 'tfkfp[vertex]'")
+
+
+@pytest.fixture
+def started(monkeypatch):
+    """The pipelines a command started: none, if refused before the run."""
+    from tfkfp.cli import local_run
+
+    runs = []
+    monkeypatch.setattr(local_run, "run_pipeline", lambda *a, **k: runs.append(a))
+    return runs
+
+
+@pytest.fixture
+def without_vertex(monkeypatch):
+    """This install as if without the vertex extra: its modules cannot be found."""
+    installed = extras._absent
+    monkeypatch.setattr(extras, "_absent", lambda package: package.startswith(
+        "google.cloud.aiplatform") or installed(package))
+
+
+@pytest.mark.parametrize("name, sets", [
+    ("training", ["input_uri=gs://b/data.csv", "label=label", "launcher=vertex"]),
+    ("training", ["input_uri=gs://b/data.csv", "label=label", "deploy=vertex"]),
+    ("serving", ["model_uri=gs://b/model", "dataset_uri=gs://b/dataset", "target=vertex"]),
+    ("batch_prediction", ["model_uri=gs://b/model", "csv_uri=gs://b/new.csv",
+                          "endpoint_protocol=vertex",
+                          "endpoint_url=projects/p/locations/europe-west4/endpoints/1"]),
+])
+def test_a_value_needing_the_vertex_extra_is_refused_before_the_run_in_one_line(
+        name, sets, without_vertex, started, tmp_path, capsys):
+    args = ["run", name, "--local", "--pipeline-root", str(tmp_path / "root")]
+    assert main(args + [a for s in sets for a in ("--set", s)]) == 1
+    err = capsys.readouterr().err
+    assert err.strip().splitlines() == [VERTEX_LINE], err
+    assert not started and not (tmp_path / "root").exists()
+
+
+def test_a_run_that_needs_no_vertex_starts_without_the_vertex_extra(without_vertex, started,
+                                                                     tmp_path, monkeypatch):
+    from tfkfp.cli import local_run
+
+    monkeypatch.setattr(local_run, "summary_lines", lambda run: [])
+    assert main(["run", "training", "--pipeline-root", str(tmp_path / "root"), "--set",
+                 "input_uri=gs://b/data.csv", "--set", "label=label"]) == 0
+    assert len(started) == 1
+
+
+def test_every_value_that_needs_an_extra_is_one_a_pipeline_takes():
+    """A renamed parameter would silently stop the check: each entry names an input of a
+    pipeline and an extra of the table."""
+    inputs = {key for name in registry.names()
+              for key in registry.load(name).component_spec.inputs or {}}
+    for (parameter, _), extra in extras.PARAMETER_EXTRAS.items():
+        assert parameter in inputs, f"no pipeline takes {parameter!r}"
+        assert extra in extras.EXTRA_MODULES, extra
