@@ -29,7 +29,7 @@ REGISTRY = "needs a container registry to push to"
 SERVER = "needs a model server at the URL it names"
 CI_PAGE = ("run as written by tests/cli/test_check.py::"
            "test_the_ci_page_s_commands_compile_and_check_the_pipelines")
-BENCHMARK = "runs every benchmark scenario: tens of minutes on 2 cores (tests/benchmarks)"
+BENCHMARK = "runs every benchmark scenario: tens of minutes on 2 cores (tests/benchmark_scenarios)"
 EXCUSED = {
     "scripts/build-image.sh cpu": "needs a Docker engine (tests/images builds the image)",
     "scripts/build-image.sh gpu": "needs a Docker engine and the CUDA base image",
