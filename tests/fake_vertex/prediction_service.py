@@ -13,12 +13,13 @@ The predictions come from ``answer(instances) -> [prediction, ...]`` (the test's
 Every request's Authorization header and size are recorded. No network beyond loopback."""
 
 import collections
-import contextlib
 import http.server
 import itertools
 import json
 import threading
 from typing import Callable, Dict, List, Tuple
+
+from threaded_server import answering
 
 LIMIT_BYTES = 1_500_000  # "the payload limit size (currently, 1.5MB)"
 ENDPOINT = "projects/tfkfp-test/locations/europe-west4/endpoints/4242"
@@ -106,14 +107,6 @@ class _Handler(http.server.BaseHTTPRequestHandler):
         self.wfile.write(data)
 
 
-@contextlib.contextmanager
 def serving(answer: Callable[[List[Dict]], List], **kwargs):
     """A FakePredictionService answering on loopback for the block's length."""
-    server = FakePredictionService(answer, **kwargs)
-    thread = threading.Thread(target=server.serve_forever, daemon=True)
-    thread.start()
-    try:
-        yield server
-    finally:
-        server.shutdown()
-        server.server_close()
+    return answering(FakePredictionService(answer, **kwargs))

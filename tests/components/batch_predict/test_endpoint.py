@@ -4,7 +4,6 @@ lost or doubled, a refused row becomes an error row, the bearer token and extra 
 sent, and an unreachable endpoint is refused before any output exists."""
 
 import collections
-import contextlib
 import http.server
 import json
 import os
@@ -13,6 +12,7 @@ import threading
 import numpy as np
 import pytest
 from serve_process import free_port
+from threaded_server import answering
 
 from tfkfp.components.batch_predict.core import batch_predict
 from tfkfp.components.batch_predict.errors import PredictInputError
@@ -91,16 +91,8 @@ class _Handler(http.server.BaseHTTPRequestHandler):
         self.wfile.write(data)
 
 
-@contextlib.contextmanager
 def serving(predictor, **kwargs):
-    server = FakeServer(predictor, **kwargs)
-    thread = threading.Thread(target=server.serve_forever, daemon=True)
-    thread.start()
-    try:
-        yield server
-    finally:
-        server.shutdown()
-        server.server_close()
+    return answering(FakeServer(predictor, **kwargs))
 
 
 def options(url: str, **kwargs) -> EndpointOptions:

@@ -12,15 +12,21 @@ from tfkfp.components.merge_datasets.core import merge_datasets
 from tfkfp.components.shard_tfrecords.core import shard_tfrecords
 
 
-@pytest.fixture
-def two_groups(tmp_path):
-    """One table in two files whose label sets differ, sharded as two file groups."""
+def one_table_in_two_files(tmp_path):
+    """a.csv and b.csv, one table whose label sets differ between the files."""
     folder = tmp_path / "input"
     folder.mkdir()
     write_csv(folder / "a.csv", ["id", "x", "animal"], [[i, i * 0.5, ["cat", "dog"][i % 2]]
                                                         for i in range(300)])
     write_csv(folder / "b.csv", ["id", "x", "animal"], [[i, i * 0.5, ["dog", "emu"][i % 2]]
                                                         for i in range(300, 500)])
+    return folder
+
+
+@pytest.fixture
+def two_groups(tmp_path):
+    """One table in two files whose label sets differ, sharded as two file groups."""
+    folder = one_table_in_two_files(tmp_path)
     parts = []
     for group in range(2):
         out = str(tmp_path / f"part{group}")
@@ -94,12 +100,7 @@ def test_a_damaged_shard_is_named_by_every_reader(two_groups, tmp_path):
 def test_parts_kept_in_a_data_root_are_listed_by_uri_not_copied(tmp_path):
     """Shards in a data root stay where the shard tasks wrote them: the merged Dataset is a
     manifest and a schema, and reads without the parts' own (small) folders."""
-    folder = tmp_path / "input"
-    folder.mkdir()
-    write_csv(folder / "a.csv", ["id", "x", "animal"], [[i, i * 0.5, ["cat", "dog"][i % 2]]
-                                                        for i in range(300)])
-    write_csv(folder / "b.csv", ["id", "x", "animal"], [[i, i * 0.5, ["dog", "emu"][i % 2]]
-                                                        for i in range(300, 500)])
+    folder = one_table_in_two_files(tmp_path)
     parts = []
     for group in range(2):
         parts.append(str(tmp_path / f"part{group}"))
