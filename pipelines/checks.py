@@ -19,6 +19,7 @@ import inspect
 import os
 from typing import Any, Callable, Dict, List, Mapping, Sequence
 
+from tfkfp.components.common.data import data_root
 from tfkfp.components.common.platform import uris
 
 # What the pipelines pass export_tflite in place of a quantization: freeze_quantize's chosen model.
@@ -28,6 +29,8 @@ QUANTIZED = "freeze_quantize's tflite_model"
 READ_URIS = ("input_uri", "csv_uri", "dataset_uri", "model_uri", "precompute_dataset_uri",
              "warm_start_model_uri", "serving_model_uri")
 WRITE_URIS = ("checkpoint_dir", "precomputed_uri")
+# A parameter that is a word or a place a step writes (data_root's "auto" and "inside").
+PLACE_OR_WORD = {"data_root": ("", data_root.AUTO, data_root.INSIDE)}
 # Parameter values whose step talks to the Kubernetes API (deploy_model, train's launchers).
 KUBERNETES_VALUES = {"deploy": ("kserve",), "target": ("kserve",),
                      "launcher": ("tfjob", "trainjob")}
@@ -108,7 +111,7 @@ def check_cluster_run(values: Mapping[str, Any], mounted: Sequence[str] = ()) ->
     machine, which no step's pod can read or write, unless it is under one of ``mounted``
     (folders every step's pod mounts at the same path), and a scheme no step reads."""
     check_schemes(values)
-    for name in (*READ_URIS, *WRITE_URIS):
+    for name in (*READ_URIS, *WRITE_URIS, *written_places(values)):
         path = values.get(name) or ""
         if path and not uris.is_remote(path) and not _under(path, mounted):
             raise ValueError(
@@ -116,6 +119,12 @@ def check_cluster_run(values: Mapping[str, Any], mounted: Sequence[str] = ()) ->
                 "reach: upload it and pass its gs:// or s3:// URI (e.g. gcloud storage cp, "
                 "aws s3 cp), or, if every step's pod mounts that folder at the same path, "
                 f"say so with --mounted {_top_folder(path)}")
+
+
+def written_places(values: Mapping[str, Any]) -> List[str]:
+    """The parameters of PLACE_OR_WORD whose value here is a place, not one of the words."""
+    return [name for name, words in PLACE_OR_WORD.items()
+            if str(values.get(name) or "") not in words]
 
 
 def kubernetes_settings(values: Mapping[str, Any]) -> List[tuple]:

@@ -20,6 +20,18 @@ downloaded before the task and outputs uploaded after it, and the bytes of each 
 are counted per task and per artifact type. Whatever a step writes to the store itself (a
 data root) is not counted: that is the traffic the launcher does not see.
 
+Two more behaviours of a backend, for tests that need them:
+
+- ``kill={task: point}``: the task's first attempt runs until it reaches the named pause
+  point (``TFKFP_TEST_PAUSE_AT``) and is killed there like a preempted pod; then, as a
+  task with ``set_retry`` is, it runs again in a new "pod" with the same executor input (so
+  the same output URIs). A failed attempt's outputs are not uploaded, as the launcher does.
+- ``cache``: a dict kept by the caller across runs, as the backend's cache database is. A
+  task whose command, input parameters and input artifact URIs match an earlier successful
+  run does not run: its earlier executor output (the earlier run's artifact URIs) is
+  handed to the next tasks, as a KFP cache hit is. Tasks named in ``uncached`` always run
+  (``set_caching_options(False)``, which kfp.local does not report to the handler).
+
 It needs ``unshare`` and the right to mount (root); ``isolation_available()`` says whether
 this machine has them.
 """
@@ -30,8 +42,9 @@ import json
 import os
 import shutil
 import subprocess
+import sys
 import tempfile
-from typing import Any, Dict, Iterator, List
+from typing import Any, Dict, Iterator, List, Tuple
 
 # Runs inside the new mount namespace: keep a view of the real root at $alias, hide the
 # root under an empty tmpfs, mount the task's own folder back, drop the view, run the task.
@@ -45,6 +58,23 @@ mount --bind "$alias${task#"$root"}" "$task"
 umount "$alias"
 if [ -n "$view" ]; then mount --bind "$view" /s3; fi
 exec "$@"
+"""
+
+# Runs the task with a pause point set and kills its whole process group once the task says
+# it paused there, as a node losing the pod would; exits 137 (SIGKILL) like a killed pod.
+_KILL_AT_PAUSE = """
+import os, signal, subprocess, sys
+point, command = sys.argv[1], sys.argv[2:]
+env = dict(os.environ, TFKFP_TEST_PAUSE_AT=point)
+child = subprocess.Popen(command, env=env, stderr=subprocess.PIPE, text=True,
+                         start_new_session=True)
+for line in child.stderr:
+    sys.stderr.write(line)
+    if line.strip() == "tfkfp: paused at " + point:
+        os.killpg(child.pid, signal.SIGKILL)
+        child.wait()
+        sys.exit(137)
+sys.exit(child.wait())
 """
 
 
@@ -70,33 +100,43 @@ class Store:
 
 
 @contextlib.contextmanager
-def isolated_tasks(store: Store | None = None) -> Iterator[List[Dict[str, Any]]]:
+def isolated_tasks(store: Store | None = None, *, kill: Dict[str, str] | None = None,
+                   cache: Dict[str, str] | None = None,
+                   uncached: Tuple[str, ...] = ()) -> Iterator[List[Dict[str, Any]]]:
     """Within the block, every SubprocessRunner task sees only copies of its own inputs
-    (downloaded from ``store`` and uploaded to it, when given; see the module docstring).
+    (downloaded from ``store`` and uploaded to it, when given; ``kill`` and ``cache`` as in
+    the module docstring).
 
     Yields a list that gets one entry per task run: its task folder, the inputs copied and,
     with a store, the bytes ``downloaded`` and ``uploaded`` by artifact type, and ``moved``:
-    (direction, artifact name, type, bytes) for each artifact.
+    (direction, artifact name, type, bytes) for each artifact; ``attempts`` (one status per
+    attempt: ``killed``, ``failed``, ``succeeded``) or ``cached`` for a cache hit.
     """
     from kfp.local import subprocess_task_handler
 
     handler = subprocess_task_handler.SubprocessTaskHandler
     original_run = handler.run
     seen: List[Dict[str, Any]] = []
+    to_kill = dict(kill or {})
 
     def run(self):
         root = os.path.abspath(self.pipeline_root)
-        with tempfile.TemporaryDirectory(prefix="kfp-launcher-") as scratch:
-            command, record = _isolate(self.full_command, root, scratch, store)
-            seen.append(record)
-            saved, self.full_command = self.full_command, command
-            try:
-                return original_run(self)
-            finally:
-                self.full_command = saved
-                if store is not None:
-                    record["uploaded"] = _upload_outputs(record.pop("outputs"), scratch,
-                                                         record["moved"])
+        key = _cache_key(self.full_command)
+        hit = _cached(self.full_command, key, cache, uncached)
+        if hit is not None:
+            seen.append(hit)
+            return _status(True)
+        point = _take_kill_point(to_kill, self.full_command)
+        record = {"attempts": []}
+        seen.append(record)
+        while True:
+            status = _attempt(self, original_run, root, store, record, point)
+            if point is None or record["attempts"][-1] != "killed":
+                break
+            point = None  # the retry runs whole, as set_retry's next pod does
+        if cache is not None and record["attempts"][-1] == "succeeded":
+            cache[key] = _executor_output(self.full_command)
+        return status
 
     handler.run = run
     try:
@@ -105,7 +145,85 @@ def isolated_tasks(store: Store | None = None) -> Iterator[List[Dict[str, Any]]]
         handler.run = original_run
 
 
-def _isolate(command: List[str], root: str, scratch: str, store: Store | None):
+def _attempt(handler, original_run, root: str, store: Store | None, record: Dict[str, Any],
+             point: str | None):
+    """One pod's worth of a task: inputs in, the command (killed at ``point`` if given),
+    outputs up when it succeeded."""
+    with tempfile.TemporaryDirectory(prefix="kfp-launcher-") as scratch:
+        command, details = _isolate(handler.full_command, root, scratch, store, point)
+        moved = details.pop("moved", [])  # every attempt's downloads count, as they cost
+        record.update(details)
+        record.setdefault("moved", []).extend(moved)
+        saved, handler.full_command = handler.full_command, command
+        try:
+            status = original_run(handler)
+        finally:
+            handler.full_command = saved
+        succeeded = status == _status(True)
+        record["attempts"].append("succeeded" if succeeded else
+                                  "killed" if point is not None else "failed")
+        if store is not None:
+            outputs = record.pop("outputs")
+            record["uploaded"] = _upload_outputs(outputs, scratch, record["moved"]) \
+                if succeeded else {}  # the launcher uploads nothing of a failed attempt
+        return status
+
+
+def _status(succeeded: bool):
+    from kfp.local import status
+
+    return status.Status.SUCCESS if succeeded else status.Status.FAILURE
+
+
+def _task_name(command: List[str]) -> str:
+    executor_input = json.loads(command[command.index("--executor_input") + 1])
+    return os.path.basename(os.path.dirname(executor_input["outputs"]["outputFile"]))
+
+
+def _take_kill_point(to_kill: Dict[str, str], command: List[str]) -> str | None:
+    """The pause point to kill this task at, once per named task (the first that runs)."""
+    name = _task_name(command)
+    for task in list(to_kill):
+        if name.startswith(task):
+            return to_kill.pop(task)
+    return None
+
+
+def _cache_key(command: List[str]) -> str:
+    """What a backend's cache key holds: the component's command, the input parameter
+    values and the input artifacts (their URIs here); not the run's output locations."""
+    at = command.index("--executor_input") + 1
+    inputs = json.loads(command[at]).get("inputs", {})
+    artifacts = {name: [a.get("uri") for a in entry.get("artifacts", [])]
+                 for name, entry in inputs.get("artifacts", {}).items()}
+    return json.dumps([command[:at - 1], command[at + 1:], inputs.get("parameterValues", {}),
+                       artifacts], sort_keys=True)
+
+
+def _cached(command: List[str], key: str, cache: Dict[str, str] | None,
+            uncached: Tuple[str, ...]) -> Dict[str, Any] | None:
+    """On a cache hit, write the earlier executor output where this run's task reads it and
+    return the task's record; else None."""
+    name = _task_name(command)
+    if cache is None or key not in cache or name.startswith(uncached):
+        return None
+    executor_input = json.loads(command[command.index("--executor_input") + 1])
+    output_file = executor_input["outputs"]["outputFile"]
+    os.makedirs(os.path.dirname(output_file), exist_ok=True)
+    with open(output_file, "w", encoding="utf-8") as f:
+        f.write(cache[key])
+    return {"task_root": os.path.dirname(output_file), "cached": True, "moved": [],
+            "inputs": {}}
+
+
+def _executor_output(command: List[str]) -> str:
+    executor_input = json.loads(command[command.index("--executor_input") + 1])
+    with open(executor_input["outputs"]["outputFile"], encoding="utf-8") as f:
+        return f.read()
+
+
+def _isolate(command: List[str], root: str, scratch: str, store: Store | None,
+             kill_at: str | None = None):
     at = command.index("--executor_input") + 1
     executor_input = json.loads(command[at])
     task_root = os.path.dirname(executor_input["outputs"]["outputFile"])
@@ -126,6 +244,8 @@ def _isolate(command: List[str], root: str, scratch: str, store: Store | None):
     alias = os.path.join(scratch, "root-view")
     os.makedirs(alias)
     command = [*command[:at], json.dumps(executor_input), *command[at + 1:]]
+    if kill_at is not None:
+        command = [sys.executable, "-c", _KILL_AT_PAUSE, kill_at, *command]
     wrapped = ["unshare", "-m", "sh", "-ec", _ISOLATE, "isolate", root, alias, task_root,
                view, *command]
     return wrapped, record

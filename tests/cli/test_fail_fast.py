@@ -122,7 +122,8 @@ def test_a_kubeconfig_or_a_pod_s_service_account_is_enough(no_cluster, monkeypat
 
 
 @pytest.mark.parametrize("parameter", ["input_uri=data.csv", "checkpoint_dir=/tmp/ckpt",
-                                       "warm_start_model_uri=runs/model"])
+                                       "warm_start_model_uri=runs/model",
+                                       "data_root=/srv/shards"])
 def test_submit_refuses_a_local_path_no_pod_can_read(parameter, tmp_path, capsys,
                                                      nothing_starts):
     name, _, path = parameter.partition("=")
@@ -135,6 +136,14 @@ def test_submit_refuses_a_local_path_no_pod_can_read(parameter, tmp_path, capsys
         "URI (e.g. gcloud storage cp, aws s3 cp), or, if every step's pod mounts that folder "
         "at the same path, say so with --mounted ")
     assert not nothing_starts
+
+
+@pytest.mark.parametrize("value", ["auto", "inside", "s3://b/shards", "gs://b/shards"])
+def test_submit_takes_data_root_words_and_store_uris(value, nothing_starts):
+    sets = {"input_uri": "gs://b/data.csv", "label": "label", "data_root": value}
+    assert main(["submit", "training", "--host", "http://127.0.0.1:9",
+                 *[a for k, v in sets.items() for a in ("--set", f"{k}={v}")]]) == 0
+    assert len(nothing_starts) == 1
 
 
 def test_submit_takes_a_path_under_a_mounted_folder(tmp_path, capsys, nothing_starts):

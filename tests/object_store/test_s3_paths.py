@@ -233,3 +233,22 @@ def test_files_of_a_reader_dropped_before_its_end_go_when_the_next_one_starts(
     rows = sum(int(y.shape[0]) for _, y in make_dataset(dataset, mode="eval", batch_size=64))
     assert rows == Manifest.load(dataset).records("eval")
     assert cache.held_bytes() == held
+
+
+def test_parameter_server_training_on_s3_shards_is_refused_naming_what_works(
+        s3, table_csv, tmp_path):
+    """parameter_server's workers run the input pipeline in their own processes, where the
+    fetch cache (a tf.py_function of the process that built the dataset) cannot run."""
+    from tfkfp.components.common.training.config import TrainConfig, TrainConfigError
+    from tfkfp.components.common.training.request import check_request
+
+    path, _ = table_csv
+    data = str(tmp_path / "ds")
+    shard_tfrecords(path, data, label="animal", keys=["id"], num_shards=2,
+                    shard_dir=uris.join(s3, "data-root"))
+    with pytest.raises(TrainConfigError, match=r"strategy 'parameter_server' .* cannot fetch "
+                       r"shards from s3:// \(s3://.*data_root=inside or a gs:// data root"):
+        check_request(TrainConfig(dataset=data, model_dir=str(tmp_path / "m"),
+                                  strategy="parameter_server"))
+    check_request(TrainConfig(dataset=data, model_dir=str(tmp_path / "m"),
+                              strategy="multi_worker_mirrored"))

@@ -126,3 +126,56 @@ def test_batch_prediction_from_the_store_twice(s3, demo_model, demo_dir, tmp_pat
     assert len(predicting) == 2  # each group's pod downloads the model it loads
     for task in predicting:
         assert [m for _, name, kind, m in task["moved"] if kind == "Model"] == [model_bytes]
+
+
+def shards_on_store(dataset_uri: str) -> set:
+    """Every object under a Dataset's data-root folder (``<artifact URI>-shards``)."""
+    folder = dataset_uri + "-shards"
+    return {uris.join(folder, split, name) for split in uris.listdir(folder)
+            for name in uris.listdir(uris.join(folder, split))}
+
+
+def task_named(tasks, name: str) -> list:
+    return [t for t in tasks if os.path.basename(t["task_root"]).startswith(name)]
+
+
+def test_a_killed_shard_task_is_retried_whole_and_a_cached_run_reads_its_shards(
+        s3, table_on_s3, tmp_path):
+    """A shard task killed midway (one split's shards already on the store) runs again in
+    a new pod with the same output URIs, as set_retry does: its data-root folder ends with
+    exactly the shards its manifest lists, and the launcher uploaded nothing of the killed
+    attempt. A second run with the cache on (another epoch count) reuses the shard and
+    merge steps' artifacts, and train, run anew, reads the first run's shards in place."""
+    bucket, prefix = s3[len("s3://"):].split("/", 1)
+    store, cache, root = Store(bucket, prefix + "/cached"), {}, str(tmp_path / "root")
+    sets = {"input_uri": table_on_s3, "label": "label", "file_groups": 2, "epochs": 1,
+            "quantization": "dynamic", "batch_size": 256}
+    with isolated_tasks(store, kill={"shard-tfrecords": "writing"}, cache=cache,
+                        uncached=("fingerprint-input",)) as first:
+        assert main(["run", "training", "--pipeline-root", root,
+                     *[a for k, v in sets.items() for a in ("--set", f"{k}={v}")]]) == 0
+    shard_tasks = task_named(first, "shard-tfrecords")
+    assert sorted(t["attempts"] for t in shard_tasks) == [["killed", "succeeded"],
+                                                          ["succeeded"]]
+    produced = {}
+    for task in shard_tasks:
+        uploads = [m for m in task["moved"] if m[0] == "uploaded"]
+        assert [m[1] for m in uploads].count("dataset") == 1  # the retry's, not the kill's
+        dataset = store.uri(os.path.relpath(task["task_root"], root) + "/dataset")
+        assert shards_on_store(dataset) == Manifest.load(dataset).listed()
+        produced[dataset] = Manifest.load(dataset).listed()
+
+    with isolated_tasks(store, cache=cache, uncached=("fingerprint-input",)) as second:
+        assert main(["run", "training", "--pipeline-root", root,
+                     *[a for k, v in {**sets, "epochs": 2}.items()
+                       for a in ("--set", f"{k}={v}")]]) == 0
+    ran = {os.path.basename(t["task_root"]) for t in second if not t.get("cached")}
+    assert all(t.get("cached") for t in task_named(second, "shard-tfrecords"))
+    assert all(t.get("cached") for t in task_named(second, "merge-datasets"))
+    (train,) = task_named(second, "train")
+    assert train["attempts"] == ["succeeded"]
+    assert any(name.startswith("fingerprint-input") for name in ran)
+    (read,) = [u for name, u in train["inputs"].items() if name.startswith("dataset")]
+    (merged,) = task_named(first, "merge-datasets")
+    assert read == store.uri(os.path.relpath(merged["task_root"], root) + "/dataset")
+    assert Manifest.load(read).listed() <= set().union(*produced.values())

@@ -53,6 +53,7 @@ def check_request(config: TrainConfig, splits: Sequence[str] = SPLITS,
     schema = Schema.load(config.dataset)
     task = _check_schema(config, schema, consequence)
     _check_splits(config.dataset, manifest, splits)
+    _check_remote_readers(config, manifest)
     if config.warm_start:
         _check_warm_start(config, schema, task)
     return schema, task
@@ -72,6 +73,22 @@ def _check_schema(config: TrainConfig, schema: Schema, consequence: str) -> str:
     if not schema.features:
         raise SchemaError(f"{config.dataset}: the schema has no feature columns")
     return task
+
+
+def _check_remote_readers(config: TrainConfig, manifest: Manifest) -> None:
+    """Shards TensorFlow cannot read itself (s3://, minio://) come through the fetch cache,
+    a tf.py_function: it runs only in the process that built the dataset, and
+    parameter_server's workers run the dataset in their own processes."""
+    if config.strategy != "parameter_server":
+        return
+    fetched = sorted(f for split in manifest.splits
+                     for f in manifest.shard_files(split, check=False) if not uris.tf_reads(f))
+    if fetched:
+        raise TrainConfigError(
+            f"{config.dataset}: strategy 'parameter_server' runs the input pipeline on its "
+            f"workers, which cannot fetch shards from {fetched[0].split('://')[0]}:// "
+            f"({fetched[0]} and {len(fetched) - 1} more); shard with data_root=inside or a "
+            "gs:// data root, or train with multi_worker_mirrored")
 
 
 def _check_splits(data: str, manifest: Manifest, splits: Sequence[str]) -> None:
