@@ -118,14 +118,16 @@ def _tabular(inputs, columns: List[Column], sample: Dict[str, np.ndarray]):
             rows = tf_keras.layers.Reshape((1,), name=f"{col.tensor}__rows")(x)
             parts.append(tf_keras.layers.Flatten()(lookup(rows)))
             continue
-        x = tf_keras.layers.Flatten()(tf_keras.layers.Lambda(
-            lambda t: tf.cast(t, tf.float32), name=f"{col.tensor}__float")(x))
+        # Preprocessing stays in float32 under a mixed precision policy (bfloat16 keeps 8
+        # bits of a raw value); the first Dense layer casts to the compute dtype.
+        x = tf_keras.layers.Flatten(dtype="float32")(tf_keras.layers.Lambda(
+            lambda t: tf.cast(t, tf.float32), name=f"{col.tensor}__float", dtype="float32")(x))
         if col.encoding != "image":
             mean, variance = gap_free_moments(sample[col.name])
             if col.dtype == "float32":  # only floats carry gaps (common.data.missing)
                 x = _imputed(x, mean.astype(np.float32), col.tensor)
             x = tf_keras.layers.Normalization(mean=mean, variance=variance + 1e-6,
-                                              name=f"{col.tensor}__norm")(x)
+                                              name=f"{col.tensor}__norm", dtype="float32")(x)
         parts.append(x)
     return parts[0] if len(parts) == 1 else tf_keras.layers.Concatenate()(parts)
 
@@ -150,7 +152,7 @@ def _imputed(x, fill: np.ndarray, tensor: str):
     import tf_keras
 
     return tf_keras.layers.Lambda(lambda t: tf.where(tf.not_equal(t, t), fill, t),
-                                  name=f"{tensor}__impute")(x)
+                                  name=f"{tensor}__impute", dtype="float32")(x)
 
 
 def _top_strings(values: np.ndarray) -> List[str]:
