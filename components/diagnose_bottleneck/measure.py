@@ -93,16 +93,17 @@ def pipeline_rate(dataset, seconds: float, fill_batches: int = 0,
 
 
 def step_rate(train_function: Callable, iterator, global_batch: int, seconds: float,
-              warmup: int = 1) -> Rate:
-    """Records/s through ``train_function`` (one optimizer step per call)."""
+              warmup: int = 1, steps_per_call: int = 1) -> Rate:
+    """Records/s through ``train_function``, which runs ``steps_per_call`` optimizer steps
+    per call (a model compiled with ``steps_per_execution`` loops inside its function)."""
     logs = _warm(lambda: train_function(iterator), warmup, seconds)
     _sync(logs)
-    start, steps = time.perf_counter(), 0
-    while steps < MIN_STEPS or time.perf_counter() - start < seconds:
+    start, calls = time.perf_counter(), 0
+    while calls < MIN_STEPS or time.perf_counter() - start < seconds:
         logs = train_function(iterator)
-        steps += 1
+        calls += 1
     _sync(logs)
-    return Rate(steps * global_batch, time.perf_counter() - start)
+    return Rate(calls * steps_per_call * global_batch, time.perf_counter() - start)
 
 
 def skip(iterator, batches: int, seconds: float) -> bool:

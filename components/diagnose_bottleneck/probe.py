@@ -127,15 +127,17 @@ def memory_figures(footprint: memory.Footprint, figures: Dict[str, Any], config:
 def step_figures(model, strategy, config: TrainConfig, schema: Schema,
                  figures: Dict[str, Any], seconds: float) -> Dict[str, Any]:
     """The step on batches held in memory, then fed by the real pipeline."""
-    global_batch = figures["global_batch_size"]
-    train_function = model.make_train_function()
+    global_batch, per_call = figures["global_batch_size"], config.steps_per_execution
+    train_function = model.make_train_function()  # per_call steps a call, as train runs it
     held = measure.step_rate(train_function, _held(strategy, config, schema, global_batch),
-                             global_batch, seconds, warmup=HELD_BATCHES)
+                             global_batch, seconds, warmup=HELD_BATCHES,
+                             steps_per_call=per_call)
     iterator = _streamed(strategy, config, schema, global_batch)
     if config.cache:
         measure.skip(iterator, math.ceil(figures["train_records"] / global_batch),
                      CACHE_FILL * seconds)
-    both = measure.step_rate(train_function, iterator, global_batch, seconds)
+    both = measure.step_rate(train_function, iterator, global_batch, seconds,
+                             steps_per_call=per_call)
     out = {"compute_records_per_second": held.records_per_second,
            "combined_records_per_second": both.records_per_second,
            "step_ms": 1000 * held.seconds * global_batch / max(held.records, 1),
@@ -147,7 +149,7 @@ def step_figures(model, strategy, config: TrainConfig, schema: Schema,
             held.records_per_second:
         larger = global_batch * LARGER_BATCH
         rate = measure.step_rate(train_function, _held(strategy, config, schema, larger),
-                                 larger, seconds, warmup=HELD_BATCHES)
+                                 larger, seconds, warmup=HELD_BATCHES, steps_per_call=per_call)
         out["larger_batch_size"] = config.batch_size * LARGER_BATCH
         out["larger_batch_records_per_second"] = rate.records_per_second
     return out
