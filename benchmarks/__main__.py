@@ -12,6 +12,7 @@ from benchmarks import (
     bottleneck,
     data,
     edge,
+    edge_quantizer,
     edge_table,
     endpoint,
     object_store,
@@ -24,7 +25,8 @@ from benchmarks import (
 from benchmarks.harness import load_average, parse_options, print_records
 
 SCENARIOS = ["sharding", "reading", "training", "quantization", "prediction", "bottleneck",
-             "edge", "edge_table", "endpoint", "object_store"]
+             "edge", "edge_table", "edge_quantizer", "endpoint",
+             "object_store"]
 
 
 def parse_args(argv=None) -> argparse.Namespace:
@@ -59,6 +61,8 @@ def main(argv=None) -> int:
             records += edge.run(work, args.quick)
         if args.only in (None, "edge_table"):
             records += edge_table.run(work)
+        if args.only in (None, "edge_quantizer"):
+            records += edge_quantizer.run(work, repeats)
         if args.only in (None, "endpoint"):
             records += endpoint.run(csv_path, work, repeats)
         if args.only in (None, "object_store"):

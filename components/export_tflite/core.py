@@ -16,7 +16,10 @@ names, ``signature.json``, ``validation.json``) is only written when it passes. 
 says how each input is fed: string inputs as raw UTF-8 (the model holds its vocabulary), and
 what to feed for a gap (common.tflite.feeding). The same facts, with the class names, are
 inside ``model.tflite`` as its ``tfkfp.app.json`` metadata (common.tflite.metadata), and the
-gate runs that file, the one the app ships.
+gate runs that file, the one the app ships, through both of LiteRT's APIs: the classic
+``Interpreter`` and the ``CompiledModel`` API (common.tflite.compiled; a model with string
+or int64 inputs, which its buffers cannot hold, by the Interpreter alone), each held to the
+same gate; the report says which runtime checked what.
 """
 
 import dataclasses
@@ -29,6 +32,7 @@ from tfkfp.components.common.model.bundle import Bundle
 from tfkfp.components.common.platform import uris
 from tfkfp.components.common.platform.cpus import tensorflow_threads
 from tfkfp.components.common.tflite import binding as tflite_binding
+from tfkfp.components.common.tflite import compiled as tflite_compiled
 from tfkfp.components.common.tflite import convert as tflite_convert
 from tfkfp.components.common.tflite import inputs as tflite_inputs
 from tfkfp.components.common.tflite import metadata as tflite_metadata
@@ -36,8 +40,9 @@ from tfkfp.components.common.tflite import modes as tflite_modes
 from tfkfp.components.common.tflite import packing as tflite_packing
 from tfkfp.components.common.tflite import parity as tflite_parity
 from tfkfp.components.common.tflite import quantized
+from tfkfp.components.common.tflite.compiled import CompiledCheck
 from tfkfp.components.common.tflite.options import QuantizeInputError
-from tfkfp.components.common.tflite.parity import Figures, Gate
+from tfkfp.components.common.tflite.parity import Figures, Gate, QualityGateError
 from tfkfp.components.export_tflite import bundle
 from tfkfp.components.export_tflite.options import check_options
 
@@ -58,9 +63,11 @@ class ExportResult:
     classification: Dict | None = None  # the TFLite model's confusion matrix (and ROC curve)
     max_rmse_increase: float = 0.05
     regression: Dict | None = None  # a regressor's predicted and actual values (TFLite)
+    compiled: CompiledCheck = CompiledCheck(skipped="not run")  # CompiledModel's share
 
     def metadata(self) -> Dict:
         return {"mode": self.mode, "source": self.source, **self.figures.to_dict(),
+                "compiled_model": self.compiled.to_dict(),
                 "inputs": sorted(self.signature["inputs"]),
                 "outputs": sorted(self.signature["outputs"]),
                 "gate": {"max_accuracy_drop": self.max_accuracy_drop,
@@ -97,6 +104,7 @@ class ExportResult:
                                     "where the outputs are neither class scores nor a "
                                     "regressor's value)"),
                  ("max / mean abs difference", f"{f.max_abs_diff:.2e} / {f.mean_abs_diff:.2e}"),
+                 ("runtimes", self.compiled.summary().replace("|", "/")),
                  ("inputs", _names(self.signature["inputs"]))]
         lines = ["## export_tflite: gate passed", "", "| | |", "|---|---|"]
         lines += [f"| {k} | {v} |" for k, v in rows]
@@ -194,21 +202,36 @@ def export_tflite(
     examples = tflite_inputs.load_examples(dataset, eval_split, eval_examples, binding,
                                            "validation")
     reference = tflite_inputs.reference_outputs(fn, examples)
-    figures, outputs = tflite_parity.measure(mode, content, signature,
-                                             tflite_packing.pack_examples(packing, examples),
-                                             reference, fills=packing.fills(fills),
-                                             reading=binding.reading)
-    tflite_parity.check(figures, Gate(max_accuracy_drop, max_relative_error, min_agreement,
-                                      max_rmse_increase),
-                        f"export gate ({figures.mode}) of model {model_dir}")
+    figures, outputs, compiled = _gate(
+        mode, content, signature, tflite_packing.pack_examples(packing, examples), reference,
+        packing.fills(fills), binding.reading,
+        Gate(max_accuracy_drop, max_relative_error, min_agreement, max_rmse_increase),
+        f"export gate ({mode}) of model {model_dir}")
     result = ExportResult(output_dir, mode, source, figures, sig, max_accuracy_drop,
                           min_agreement, time.monotonic() - started, max_relative_error,
                           _classification(examples, outputs, binding.reading, labels),
-                          max_rmse_increase, _regression(examples, outputs, binding.reading))
+                          max_rmse_increase, _regression(examples, outputs, binding.reading),
+                          compiled)
     validation = {**result.metadata(), "seconds": round(result.seconds, 2)}
     Bundle.write(output_dir, content, sig, validation, labels, model_schema)
     log.info("exported %s (%s): %s", output_dir, mode, figures.summary())
     return result
+
+
+def _gate(mode: str, content: bytes, signature: str, examples, reference: Dict, fills: Dict,
+          reading, gate: Gate, what: str):
+    """(figures, outputs, CompiledCheck): the model measured in LiteRT's Interpreter, then
+    through its CompiledModel API, each held to the gate."""
+    figures, outputs = tflite_parity.measure(mode, content, signature, examples,
+                                             reference, fills=fills, reading=reading)
+    tflite_parity.check(figures, gate, what)
+    compiled = tflite_compiled.check(content, signature, examples, reference, outputs, fills,
+                                     reading)
+    refused = tflite_compiled.failures(compiled, gate)
+    if refused:
+        raise QualityGateError(f"{what}: {'; '.join(refused)} ({compiled.figures.summary()})")
+    log.info("runtimes: %s", compiled.summary())
+    return figures, outputs, compiled
 
 
 def _model_schema(model_dir: str, dataset_schema):

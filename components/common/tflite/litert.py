@@ -89,13 +89,13 @@ def run(runner, inputs: Dict[str, np.ndarray], batch_size: int = 256,
     out_details = runner.get_output_details()
     parts: Dict[str, List[np.ndarray]] = {}
     for rows, real in fixed_batches(inputs, batch_size, fixed_batch):
-        batch = {k: _to_input(v, in_details[k], (fills or {}).get(k)) for k, v in rows.items()}
+        batch = {k: feed_value(v, in_details[k], (fills or {}).get(k)) for k, v in rows.items()}
         for name, value in runner(**batch).items():
-            parts.setdefault(name, []).append(_from_output(value, out_details[name])[:real])
+            parts.setdefault(name, []).append(output_value(value, out_details[name])[:real])
     return {name: np.concatenate(values) for name, values in parts.items()}
 
 
-def _to_input(values: np.ndarray, details: Dict, fill: np.ndarray | None = None) -> np.ndarray:
+def feed_value(values: np.ndarray, details: Dict, fill: np.ndarray | None = None) -> np.ndarray:
     """values as the input tensor takes them: gaps filled, quantized if it is quantized."""
     values = fill_gaps(values, fill)
     dtype = np.dtype(details["dtype"])
@@ -106,7 +106,7 @@ def _to_input(values: np.ndarray, details: Dict, fill: np.ndarray | None = None)
     return np.ascontiguousarray(values.astype(dtype, copy=False))
 
 
-def _from_output(values: np.ndarray, details: Dict) -> np.ndarray:
+def output_value(values: np.ndarray, details: Dict) -> np.ndarray:
     scale, zero_point = details["quantization"]
     if scale and values.dtype.kind in "iu":
         return ((values.astype(np.float32) - zero_point) * scale).astype(np.float32)
@@ -117,7 +117,7 @@ def latency(runner, inputs: Dict[str, np.ndarray], batch_size: int, runs: int,
             fills: Dict[str, np.ndarray] | None = None) -> float:
     """Median seconds per call of the signature on the first batch_size examples."""
     details = runner.get_input_details()
-    batch = {k: _to_input(v[:batch_size], details[k], (fills or {}).get(k))
+    batch = {k: feed_value(v[:batch_size], details[k], (fills or {}).get(k))
              for k, v in inputs.items()}
     runner(**batch)  # warm-up: allocation, delegate preparation
     times = []

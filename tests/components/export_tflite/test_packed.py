@@ -31,8 +31,11 @@ def bundles(mixed_table, tmp_path_factory):
     for layout in ("packed", "columns"):
         for mode in ("none", "int8"):
             folder = str(out / f"{layout}-{mode}")
+            # the gate is not what these tests check: the small model trains a little
+            # differently run to run (threads), and int8 lost up to 2.8 points on one run
             export_tflite(mixed_table.model, mixed_table.dataset, folder, quantization=mode,
-                          calibration_examples=200, input_layout=layout)
+                          calibration_examples=200, input_layout=layout,
+                          max_accuracy_drop=0.1, min_agreement=0.8)
             found[layout, mode] = folder
     return found
 
