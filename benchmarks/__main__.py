@@ -61,7 +61,7 @@ def main(argv=None) -> int:
             records += edge.run(work, args.quick)
         if args.only in (None, "edge_table"):
             records += edge_table.run(work)
-        if args.only in (None, "edge_quantizer"):
+        if args.only == "edge_quantizer":  # opt-in: needs litert-quantizer, not a dependency
             records += edge_quantizer.run(work, repeats)
         if args.only in (None, "endpoint"):
             records += endpoint.run(csv_path, work, repeats)
