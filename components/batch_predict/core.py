@@ -31,7 +31,7 @@ import concurrent.futures
 import dataclasses
 import json
 import time
-from typing import Dict, List, Sequence
+from typing import Dict, List, Sequence, Tuple
 
 import numpy as np
 
@@ -48,6 +48,7 @@ from tfkfp.components.batch_predict.records import Chunk, ErrorRow, prefetch, sp
 from tfkfp.components.batch_predict.stages import StageClock
 from tfkfp.components.batch_predict.tfrecords import missing_records
 from tfkfp.components.common.data.dataset import select_group
+from tfkfp.components.common.data.schema import Column
 from tfkfp.components.common.model.predictor import Predictor, load_predictor
 from tfkfp.components.common.model.ranking import check_outputs, check_top_k, top_k_of
 from tfkfp.components.common.platform import uris
@@ -180,7 +181,8 @@ def batch_predict(
     chosen = select_group(range(len(plan.files)), file_group, file_groups, what="shard",
                           error=PredictInputError, allow_empty=True)
     sources.check_shards(plan, chosen)
-    read = _reader(plan, [plan.files[i] for i in chosen], features, key_columns, predict_batch_size)
+    read = _reader(plan, [plan.files[i] for i in chosen], features, key_columns,
+                   predict_batch_size, {} if remote else _parsed_blocks(predictor, features))
     uris.makedirs(output_dir)
     total = sum(plan.expected[i] for i in chosen) if None not in plan.expected else None
     progress = Progress("predicting", total=total, stream=progress_stream)
@@ -213,25 +215,50 @@ def batch_predict(
     return result
 
 
-def _reader(plan: sources.InputPlan, files: List[str], features, key_columns, batch_size: int):
-    """``read(path) -> Iterator[Chunk]`` for the plan's format (text headers checked now)."""
+def _parsed_blocks(predictor: Predictor, features: List[Column]) -> Dict[str, Tuple[str, ...]]:
+    """The model's blocks of inputs whose columns are all scalar columns of the block's
+    dtype parsed here: TFRecords hand each over as one matrix (the others: by column)."""
+    def scalars(dtype: str):
+        return {c.name for c in features if c.dtype == dtype and not c.shape
+                and not c.encoding}
+
+    return {dtype: names for dtype, names in predictor.blocks.items()
+            if set(names) <= scalars(dtype)}
+
+
+def _reader(plan: sources.InputPlan, files: List[str], features, key_columns, batch_size: int,
+            blocks: Dict[str, Tuple[str, ...]]):
+    """``read(paths) -> Iterator[(position, Chunk | None)]`` for the plan's format: each
+    file's chunks, then None, file after file (text headers checked now); TFRecords give
+    each of ``blocks`` as one matrix."""
     if plan.fmt == "tfrecord":
         from tfkfp.components.batch_predict.tfrecords import (
             first_record_rows,
             make_parser,
-            read_tfrecords,
+            read_shards,
             records_per_batch,
         )
 
-        # "both": a pattern read with the model's schema may hold either layout
-        parse = make_parser(features, key_columns, plan.schema, accept="both")
+        # "both": a pattern read with the model's schema may hold either layout, and its
+        # first record says how many rows a record holds
+        parse = make_parser(features, key_columns, plan.schema,
+                            accept="schema" if plan.layout_known else "both", blocks=blocks)
         counted = first_record_rows(files, plan.compression, parse) \
-            if plan.schema.record_layout.multi_row else 0
+            if plan.schema.record_layout.multi_row and not plan.layout_known else 0
         per_batch = records_per_batch(batch_size, plan.schema, counted)
-        return lambda path: read_tfrecords(path, plan.compression, parse, per_batch)
+        rows_per_record = counted or plan.schema.block_rows or 1
+        return lambda paths: read_shards(paths, plan.compression, parse, per_batch,
+                                         rows_per_record)
     for path in files:
         text.check_columns(path, plan.fmt, features + key_columns)
-    return lambda path: text.read_text(path, plan.fmt, features, key_columns, batch_size)
+
+    def read(paths: List[str]):
+        for position, path in enumerate(paths):
+            yield from ((position, chunk) for chunk in
+                        text.read_text(path, plan.fmt, features, key_columns, batch_size))
+            yield position, None
+
+    return read
 
 
 class _Task:
@@ -252,10 +279,8 @@ class _Task:
         clock = self.clock
 
         def stream():
-            for index in chosen:
-                yield from ((index, chunk)
-                            for chunk in clock.timed_iter("read", read(plan.files[index])))
-                yield index, None
+            for position, chunk in clock.timed_iter("read", read([plan.files[i] for i in chosen])):
+                yield chosen[position], chunk
 
         shards: Dict[int, _Shard] = {}
         try:

@@ -41,6 +41,9 @@ class InputPlan:
     expected: Tuple[int | None, ...]  # records per file where a manifest says
     sizes: Tuple[int | None, ...] = ()  # bytes per file where a manifest says
     manifest: str = ""  # the manifest.json that lists the files, if one does
+    # the files are a Dataset's shards read with its own schema, so the schema says their
+    # record layout; a model's, a given schema or one copied beside other files may not
+    layout_known: bool = False
 
 
 def resolve_input(data_uri: str, split: str = "all", schema_uri: str = "",
@@ -52,7 +55,7 @@ def resolve_input(data_uri: str, split: str = "all", schema_uri: str = "",
         return _dataset_dir(data_uri, split, schema_uri)
     files = _files(data_uri)
     fmt = input_format if input_format != "auto" else _format_of(files)
-    schema = _schema(schema_uri, model_schema, data_uri, fmt)
+    schema, beside = _schema(schema_uri, model_schema, data_uri, fmt)
     if fmt == "tfrecord":
         try:
             compression = tf_compression(compression_of_files(files, data_uri))
@@ -61,7 +64,7 @@ def resolve_input(data_uri: str, split: str = "all", schema_uri: str = "",
         # shards of a Dataset named by a pattern: checked by its manifest, as the folder is
         listed = _as_input_error(listing_of, files, not schema_uri)
         return InputPlan(fmt, tuple(files), compression, schema, listed.records, listed.sizes,
-                         listed.manifest)
+                         listed.manifest, layout_known=beside and bool(listed.manifest))
     return InputPlan(fmt, tuple(files), "", schema, (None,) * len(files))
 
 
@@ -78,7 +81,8 @@ def _dataset_dir(data_uri: str, split: str, schema_uri: str) -> InputPlan:
         _as_input_error(manifest.check_schema)
     schema = Schema.load(schema_uri or data_uri)
     return InputPlan("tfrecord", tuple(files), tf_compression(manifest.compression), schema,
-                     tuple(expected), tuple(sizes), uris.join(data_uri, MANIFEST_FILE))
+                     tuple(expected), tuple(sizes), uris.join(data_uri, MANIFEST_FILE),
+                     layout_known=not schema_uri)
 
 
 def check_shards(plan: InputPlan, chosen: Sequence[int]) -> None:
@@ -122,16 +126,18 @@ def _format_of(files: Sequence[str]) -> str:
     return found.pop()
 
 
-def _schema(schema_uri: str, model_schema: Schema | None, data_uri: str, fmt: str) -> Schema:
+def _schema(schema_uri: str, model_schema: Schema | None, data_uri: str, fmt: str
+            ) -> Tuple[Schema, bool]:
+    """The data's schema, and whether it was found beside the TFRecord files."""
     if schema_uri:
-        return Schema.load(schema_uri)
+        return Schema.load(schema_uri), False
     if fmt == "tfrecord":
         head = data_uri.rstrip("/").rpartition("/")[0] if not uris.isdir(data_uri) else data_uri
         for folder in (head, head.rpartition("/")[0]):
             if folder and uris.exists(uris.join(folder, SCHEMA_FILE)):
-                return Schema.load(folder)
+                return Schema.load(folder), True
     if model_schema is not None:
-        return model_schema
+        return model_schema, False
     raise PredictInputError(f"no schema for {data_uri}: pass schema_uri (a schema.json), or use "
                             "a model that carries its schema")
 

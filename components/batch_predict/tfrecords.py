@@ -18,10 +18,24 @@ not parse is one error naming that block.
 A shard listed in a manifest yields as many inputs as the manifest lists: each listed record
 it did not yield (cut on a record boundary, or unread after a corruption) is an error row
 naming the shard and both counts (``missing_records``).
+
+A task's shards are read without starting a tf.data pipeline per shard (``read_shards``):
+a start costs some 10-15 ms of Python (tracing, iterator setup), as much as reading and
+parsing a 12,000-row shard of blocks, and holds the first batch back.
+
+- Local, uncompressed shards of records holding ``FRAMED_ROWS`` rows or more (blocks) are
+  framed here (``common.data.record_stream``: TensorFlow's framing and CRC32C checks), a
+  few records a batch; at the first broken frame TensorFlow's reader takes over from that
+  record, so a corrupt shard is reported as the tf.data path reports it.
+- Other local shards go through one pipeline for all of them. Its batches never span two
+  shards and carry their shard's position. After a read error the shard it broke in (the
+  one being read, or one after it) is found by reading on one shard at a time, and the
+  pipeline starts again after it.
+- Object-store shards are fetched one at a time (``fetch_cache``), each read on its own.
 """
 
 import re
-from typing import Iterator, List
+from typing import Dict, Iterator, List, Sequence, Tuple
 
 import numpy as np
 
@@ -34,31 +48,56 @@ from tfkfp.components.batch_predict.records import (
 )
 from tfkfp.components.common.data.parsing import rows_parser
 from tfkfp.components.common.data.reader import decode_column
+from tfkfp.components.common.data.record_stream import RecordStreamError, read_records
 from tfkfp.components.common.data.schema import Column, Schema
-from tfkfp.components.common.platform import fetch_cache
+from tfkfp.components.common.model.predictor import BLOCKS
+from tfkfp.components.common.platform import fetch_cache, object_store, uris
 from tfkfp.components.common.platform.progress import log
 
 _AT = re.compile(r"record at (\d+)")
+# records holding this many rows or more are framed in Python: a few a batch
+FRAMED_ROWS = 64
+# a parsed block's name in the graph ('__': no column can have it, common.data.schema)
+_BLOCK_NAMES = {dtype: f"block__{dtype}" for dtype in BLOCKS}
+_BLOCK_KEYS = {name: BLOCKS[dtype] for dtype, name in _BLOCK_NAMES.items()}
 _FRAME = 16  # length (8) + length CRC (4) + data CRC (4) around every TFRecord
 
 
 def make_parser(features: List[Column], keys: List[Column], schema: Schema | None = None,
-                accept: str = "schema"):
+                accept: str = "schema", blocks: Dict[str, Sequence[str]] | None = None):
     """A compiled ``serialized[B] -> (features, keys, rows[B])`` for the feature and key
     columns, in the record layout of ``schema`` (the data's; None: one feature per column),
-    with the rows each record holds."""
+    with the rows each record holds. The scalar columns ``blocks`` names for a dtype come as
+    one ``[rows, n]`` matrix, in that order (a chunk holds it under the Predictor's
+    ``BLOCKS[dtype]``), which the model takes as it is: one array to hand over instead of
+    one per column, split and stacked again."""
     import tensorflow as tf
 
     columns = features + [k for k in keys if k.name not in {c.name for c in features}]
     parse_columns = rows_parser(schema or Schema(tuple(columns)), columns, accept)
+    blocks = blocks or {}
+    _check_blocks(features, blocks)
+    stacked = {n for names in blocks.values() for n in names}
+    alone = [c for c in features if c.name not in stacked]
 
     @tf.function(input_signature=[tf.TensorSpec([None], tf.string)])
     def parse(serialized):
         parsed, rows = parse_columns(serialized)
-        return ({c.name: decode_column(c, parsed[c.name]) for c in features},
-                {k.name: parsed[k.name] for k in keys}, rows)
+        out = {c.name: decode_column(c, parsed[c.name]) for c in alone}
+        out.update((_BLOCK_NAMES[dtype], tf.stack([parsed[n] for n in names], axis=1))
+                   for dtype, names in blocks.items())
+        return out, {k.name: parsed[k.name] for k in keys}, rows
 
     return parse
+
+
+def _check_blocks(features: List[Column], blocks: Dict[str, Sequence[str]]) -> None:
+    for dtype, names in blocks.items():
+        scalars = {c.name for c in features
+                   if c.dtype == dtype and not c.shape and not c.encoding}
+        if dtype not in _BLOCK_NAMES or not set(names) <= scalars:
+            raise ValueError(f"a {dtype} block of {list(names)}: blocks hold scalar "
+                             f"{' or '.join(_BLOCK_NAMES)} features being parsed, of its dtype")
 
 
 def records_per_batch(batch_size: int, schema: Schema | None, first_record_rows: int = 0
@@ -86,6 +125,116 @@ def first_record_rows(files: List[str], compression: str, parse) -> int:
     return 0
 
 
+def read_shards(paths: Sequence[str], compression: str, parse, batch_size: int,
+                rows_per_record: int = 1) -> Iterator[Tuple[int, Chunk | None]]:
+    """``(position, chunk)`` for each parsed chunk of each shard in ``paths``, in order, and
+    ``(position, None)`` once a shard is done (see the module docstring); ``batch_size``
+    records a chunk, each holding about ``rows_per_record`` rows."""
+    if any(object_store.handles(path) for path in paths):
+        yield from _each_shard(paths, lambda path: read_tfrecords(path, compression, parse,
+                                                                  batch_size))
+        return
+    if not compression and rows_per_record >= FRAMED_ROWS and \
+            not any(uris.is_remote(path) for path in paths):
+        yield from _each_shard(paths, lambda path: _read_framed(path, parse, batch_size))
+        return
+    start = 0
+    while start < len(paths):
+        start = yield from _read_from(paths, start, compression, parse, batch_size)
+
+
+def _each_shard(paths: Sequence[str], read) -> Iterator[Tuple[int, Chunk | None]]:
+    for position, path in enumerate(paths):
+        yield from ((position, chunk) for chunk in read(path))
+        yield position, None
+
+
+def _read_framed(path: str, parse, batch_size: int) -> Iterator[Chunk]:
+    """Parsed chunks of a local, uncompressed shard framed here; from a broken frame on, the
+    records as TensorFlow's reader reads them, and where it fails."""
+    import tensorflow as tf
+
+    done, offset = 0, 0
+    records = _file_records(path)
+    while True:
+        batch, broken = _take(records, batch_size)
+        if batch:
+            chunk, done, offset = _parsed(path, parse, tf.constant(batch), done, offset, "")
+            yield chunk
+        if broken:
+            yield from _after_corruption(path, "", parse, done, offset, None, path)
+            return
+        if len(batch) < batch_size:
+            return
+
+
+def _file_records(path: str) -> Iterator[bytes]:
+    with open(uris.local_path(path), "rb") as stream:
+        yield from read_records(stream, path)
+
+
+def _take(records: Iterator[bytes], count: int) -> Tuple[List[bytes], bool]:
+    """Up to ``count`` records, and whether a broken frame stopped them, or the file (gone
+    since it was listed: TensorFlow's reader then says so, as it did)."""
+    batch: List[bytes] = []
+    try:
+        for record in records:
+            batch.append(record)
+            if len(batch) == count:
+                break
+    except (RecordStreamError, OSError):
+        return batch, True
+    return batch, False
+
+
+def _read_from(paths: Sequence[str], start: int, compression: str, parse, batch_size: int):
+    """Read ``paths[start:]`` through one pipeline, up to the end or the first read error;
+    returns the position to read on from."""
+    import tensorflow as tf
+
+    def batches(position, path):
+        records = tf.data.TFRecordDataset(path, compression_type=compression,
+                                          buffer_size=1 << 20)
+        return records.batch(batch_size).map(lambda serialized: (position, serialized))
+
+    positions = tf.range(start, len(paths), dtype=tf.int64)
+    shards = tf.data.Dataset.from_tensor_slices((positions, list(paths[start:])))
+    pipeline = iter(shards.flat_map(batches).prefetch(2))
+    current, done, offset = start, 0, 0
+    while True:
+        try:
+            position, serialized = next(pipeline)
+        except StopIteration:
+            yield from ((p, None) for p in range(current, len(paths)))
+            return len(paths)
+        except tf.errors.OpError:  # in this shard after ``done``, or in one after it
+            path = paths[current]
+            yield from ((current, chunk) for chunk in
+                        _after_corruption(path, compression, parse, done, offset, None, path))
+            yield current, None
+            return current + 1
+        if int(position) != current:  # the shards before it are done (or were empty)
+            yield from ((p, None) for p in range(current, int(position)))
+            current, done, offset = int(position), 0, 0
+        chunk, done, offset = _parsed(paths[current], parse, serialized, done, offset,
+                                      compression)
+        yield current, chunk
+
+
+def _parsed(path: str, parse, serialized, done: int, offset: int, compression: str):
+    """The batch's chunk, and the records and bytes of the shard read after it."""
+    lengths = _lengths(serialized)
+    offsets = offset + np.concatenate([[0], np.cumsum(lengths + _FRAME)[:-1]])
+    chunk = parse_chunk(path, parse, serialized, done, offsets if not compression else None)
+    return chunk, done + len(lengths), offset + int(lengths.sum()) + _FRAME * len(lengths)
+
+
+def _lengths(serialized) -> np.ndarray:
+    import tensorflow as tf
+
+    return tf.strings.length(serialized).numpy().astype(np.int64)
+
+
 def read_tfrecords(path: str, compression: str, parse, batch_size: int) -> Iterator[Chunk]:
     """Parsed chunks of one shard, ``batch_size`` records each, then (if it is corrupt) one
     chunk naming where it broke."""
@@ -108,11 +257,8 @@ def _read_local(path: str, local: str, compression: str, parse, batch_size: int
         except tf.errors.OpError as err:
             yield from _after_corruption(local, compression, parse, done, offset, err, path)
             return
-        lengths = tf.strings.length(serialized).numpy().astype(np.int64)
-        offsets = offset + np.concatenate([[0], np.cumsum(lengths + _FRAME)[:-1]])
-        yield parse_chunk(path, parse, serialized, done, offsets if not compression else None)
-        done += len(lengths)
-        offset += int(lengths.sum()) + _FRAME * len(lengths)
+        chunk, done, offset = _parsed(path, parse, serialized, done, offset, compression)
+        yield chunk
 
 
 def parse_chunk(path: str, parse, serialized, first: int, offsets) -> Chunk:
@@ -121,7 +267,7 @@ def parse_chunk(path: str, parse, serialized, first: int, offsets) -> Chunk:
 
     def attempt(lo: int, hi: int):
         features, keys, rows = parse(serialized[lo:hi])
-        return ({n: v.numpy() for n, v in features.items()},
+        return ({_BLOCK_KEYS.get(n, n): v.numpy() for n, v in features.items()},
                 {n: v.numpy() for n, v in keys.items()}, rows.numpy())
 
     good, bad = split_failures(attempt, count)
@@ -144,7 +290,8 @@ def _chunk(good, errors: List[ErrorRow], first: int) -> Chunk:
 def _after_corruption(local: str, compression: str, parse, done: int, offset: int,
                       err, path: str) -> Iterator[Chunk]:
     """Re-read the records after ``done`` one at a time up to the failure; report it
-    (naming ``path``, the shard as the user knows it, read at ``local``)."""
+    (naming ``path``, the shard as the user knows it, read at ``local``). With ``err``
+    None the failure may lie in a later shard: a shard read to its end is not reported."""
     import tensorflow as tf
 
     tail: List[bytes] = []
@@ -159,6 +306,8 @@ def _after_corruption(local: str, compression: str, parse, done: int, offset: in
     if tail:
         yield parse_chunk(path, parse, tf.constant(tail), done,
                           offsets[:-1] if not compression else None)
+    if failure is None:
+        return
     message = clean_tf_message(failure)
     found = _AT.search(message)
     at = int(found.group(1)) if found else (int(offsets[-1]) if not compression else -1)

@@ -122,7 +122,6 @@ def _quoted(text):
 
 
 def jsonl_bytes(preds: Predictions) -> bytes:
-    import pyarrow as pa
     import pyarrow.compute as pc
 
     if not preds.rows:
@@ -136,18 +135,34 @@ def jsonl_bytes(preds: Predictions) -> bytes:
     fields += [(name, _json_literals(values, "string")) for name, values in preds.extra.items()]
     for i, (name, values) in enumerate(fields):
         pieces += [("{" if i == 0 else ", ") + json.dumps(name) + ": ", values]
-    lines = pc.binary_join_element_wise(*pieces, "}\n", "")
-    whole = pc.binary_join(pa.ListArray.from_arrays([0, len(lines)], lines), "")
-    return whole[0].as_py().encode("utf-8")
+    return _end_to_end(pc.binary_join_element_wise(*pieces, "}\n", ""))
+
+
+def _end_to_end(lines) -> bytes:
+    """A string array's values one after another: its data buffer between its first and
+    last offsets (no join, no round trip through Python strings)."""
+    import pyarrow as pa
+
+    if lines.null_count:
+        raise ValueError(f"{lines.null_count} JSON Lines rows came out null")
+    width = np.int64 if pa.types.is_large_string(lines.type) else np.int32
+    offsets = np.frombuffer(lines.buffers()[1], width, len(lines) + 1,
+                            lines.offset * np.dtype(width).itemsize)
+    return lines.buffers()[2].slice(int(offsets[0]), int(offsets[-1] - offsets[0])).to_pybytes()
 
 
 def _jsonl_classes(preds: Predictions) -> list:
-    fields = [("class", _quoted(preds.class_names(0))),
+    import pyarrow as pa
+
+    # each class name quoted once, then picked per row
+    quoted = _quoted(pa.array(preds.labels, pa.string()))
+    names = [quoted.take(pa.array(np.ascontiguousarray(preds.top_ids[:, j])))
+             for j in range(preds.top_k)]
+    fields = [("class", names[0]),
                ("class_id", _json_literals(preds.top_ids[:, 0], "int64")),
                ("score", _json_literals(preds.top_scores[:, 0], "float32"))]
     if preds.top_k > 1:
-        fields += [("top_classes", _json_list([_quoted(preds.class_names(j))
-                                               for j in range(preds.top_k)])),
+        fields += [("top_classes", _json_list(names)),
                    ("top_scores", _json_list([_json_literals(preds.top_scores[:, j], "float32")
                                               for j in range(preds.top_k)]))]
     return fields

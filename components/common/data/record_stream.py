@@ -28,14 +28,16 @@ def head_records(files: Sequence[str], compression: str, records: int) -> List[b
             break
         with uris.open_file(uri, "rb") as raw:
             stream = gzip.GzipFile(fileobj=raw) if compression.upper() == "GZIP" else raw
-            for record in _records(stream, uri):
+            for record in read_records(stream, uri):
                 out.append(record)
                 if len(out) >= records:
                     break
     return out
 
 
-def _records(stream: BinaryIO, where: str) -> Iterator[bytes]:
+def read_records(stream: BinaryIO, where: str) -> Iterator[bytes]:
+    """The records of a TFRecord stream, one by one, framing and CRC32C checked (a broken
+    frame raises RecordStreamError naming ``where`` and the record)."""
     index = 0
     while True:
         header = stream.read(12)
