@@ -20,6 +20,7 @@ BALANCED = 1.25  # input and step rates closer than this: both sides' remedies m
 # GZIP and 376k uncompressed (the rest is storage, framing and checksums)
 INFLATING = 0.25
 WAITING = 0.5  # a step waiting for input this share of its time or more is input-bound
+RATE_WEIGHT = 0.5  # what the log of (step alone / input alone) adds to the wait
 CONTENTION = 0.8  # both together below this share of the slower one alone: shared cores
 # The strategies a compute-bound step is pointed to: one process on every local GPU, and
 # workers on several machines stepping together, each with its share of the batch.
@@ -53,12 +54,7 @@ def decide(f: Dict[str, Any]) -> Tuple[str, str]:
     wait = f"the step waits for input {f['input_wait_fraction']:.0%} of the time"
     close = ("; the two are within 25% of each other, so both sides' remedies help"
              if balanced(f) else "")
-    # A step that waits for input most of the time is input-bound whatever the separate
-    # rates say: on shared cores the step alone runs faster than it can beside the input
-    # pipeline, so the rates alone can call such a step compute-bound. Rates within 25% swing
-    # either way between runs: then the wait alone decides.
-    waits = f["input_wait_fraction"] >= WAITING
-    input_bound = waits or (not balanced(f) and fed < step)
+    input_bound = input_evidence(f) >= WAITING
     if input_bound:
         return INPUT, (f"{wait}; input delivers {fed:,.0f} records/s, the model consumes "
                        f"{step:,.0f} records/s ({step / max(fed, 1e-9):.1f}x more)"
@@ -66,6 +62,19 @@ def decide(f: Dict[str, Any]) -> Tuple[str, str]:
     return COMPUTE, (f"the model consumes {step:,.0f} records/s, input delivers {fed:,.0f} "
                      f"records/s ({fed / max(step, 1e-9):.1f}x more); {wait}"
                      + _contention(f) + close)
+
+
+def input_evidence(f: Dict[str, Any]) -> float:
+    """How input-bound the step is, on the scale of its measured wait for input (0.5 or
+    more: input-bound). A step that waits half its time or more is input-bound whatever the
+    separate rates say (on shared cores the step alone runs faster than it can beside its
+    input pipeline); an input slower alone than the step adds to the wait, smoothly (the
+    step alone 1.25x the input: +0.11; 2x: +0.35), so a verdict does not flip on a threshold
+    of the rates when they are measured a few percent apart between runs."""
+    fed, step = f["input_records_per_second"], f["compute_records_per_second"]
+    wait = f["input_wait_fraction"]
+    slower = math.log(max(step, 1e-9) / max(fed, 1e-9))
+    return max(wait, wait + RATE_WEIGHT * slower)
 
 
 def balanced(f: Dict[str, Any]) -> bool:

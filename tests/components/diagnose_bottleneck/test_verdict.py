@@ -138,3 +138,16 @@ def test_a_call_of_a_multi_step_train_function_counts_every_step():
     rate = step_rate(lambda iterator: calls.append(1), iter(()), global_batch=64,
                      seconds=0.0, warmup=0, steps_per_call=8)  # no time: MIN_STEPS calls
     assert len(calls) == MIN_STEPS and rate.records == MIN_STEPS * 8 * 64
+
+
+def test_rates_a_few_percent_apart_across_the_close_call_line_keep_their_verdict():
+    """The GZIP one-feature-per-column table at batch 256 measured the step alone 1.25x
+    and 1.21x the input in two runs, both waiting 44-45%: one verdict, not one each."""
+    runs = [figures(input_records_per_second=135_028.0, compute_records_per_second=168_813.0,
+                    input_wait_fraction=0.45),
+            figures(input_records_per_second=135_232.0, compute_records_per_second=164_052.0,
+                    input_wait_fraction=0.44)]
+    assert {decide(f)[0] for f in runs} == {INPUT}
+    assert decide(figures(input_records_per_second=182_093.0,
+                          compute_records_per_second=154_802.0,
+                          input_wait_fraction=0.46))[0] == COMPUTE  # input faster alone
