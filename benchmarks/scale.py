@@ -29,7 +29,8 @@ from benchmarks.harness import Record, load_average, print_records
 COLUMNS = 32
 CHUNK_ROWS = 500_000
 SAMPLE_SECONDS = 0.2
-SETTINGS = {"label": "label", "epochs": 2, "batch_size": 256, "quantization": "dynamic"}
+# float TFLite: the scaling of the pipeline is measured here, not a quantization's gate
+SETTINGS = {"label": "label", "epochs": 2, "batch_size": 256, "quantization": "none"}
 TASK = re.compile(rb"--function_to_execute\x00(\w+)")  # the component a task process runs
 
 
@@ -47,7 +48,7 @@ def write_table(path: str, rows: int, seed: int = 0) -> str:
         for start in range(0, rows, CHUNK_ROWS):
             n = min(CHUNK_ROWS, rows - start)
             values = rng.normal(size=(n, COLUMNS)).astype(np.float32)
-            labels = (values[:, :4].sum(axis=1) * 2).astype(np.int64) % 10
+            labels = np.argmax(values[:, :10], axis=1).astype(np.int64)  # learnable
             writer.write_table(pa.table([*values.T, labels], names=names))
     os.replace(path + ".tmp", path)
     return path
