@@ -9,7 +9,8 @@ wall time at most 11x the small one's for 10x the rows, and each step's peak mem
 most 1.2x its peak on the small table.
 
 ``python -m benchmarks.scale [--rows 10000000] [--small 1000000] [--work DIR]``
-(takes about 15 minutes on 2 cores at the default sizes; the CSVs need about 2 GB).
+(about 6 minutes on 2 cores at the default sizes, the tables' generation included; the
+CSVs need about 2 GB).
 """
 
 import argparse
