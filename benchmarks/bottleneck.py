@@ -88,10 +88,10 @@ def train_rate(dataset: str, work: str, **options) -> float:
     return train(dataset, model_dir, epochs=epochs, **options).figures["examples_per_second"]
 
 
-def remedy_gain(knob: str, dataset: str, made: Dict, work: str, base: float,
+def remedy_gain(knob: str, table: str, dataset: str, made: Dict, work: str, base: float,
                 batch_size: int) -> float | None:
-    """The measured gain of one remedy (rate with it / rate without, less 1); None when it
-    cannot be applied here (no knob, several values, another machine)."""
+    """The measured gain of one remedy on ``table`` (rate with it / rate without, less 1);
+    None when it cannot be applied here (no knob, several values, another machine)."""
     match = KNOB.match(knob)
     if not match or "," in match.group(3):
         return None
@@ -99,7 +99,8 @@ def remedy_gain(knob: str, dataset: str, made: Dict, work: str, base: float,
     if step == "shard_tfrecords":
         options = {k: v for k, v in made.items() if k != "source"}
         options[name] = value
-        changed = shard(made["source"], work, f"{dataset}-{name}-{value}", options)
+        # one folder per table and option: both batches train on the same resharding
+        changed = shard(made["source"], work, f"{table} {name}={value}", options)
         return train_rate(changed, work, batch_size=batch_size) / base - 1
     return train_rate(dataset, work, **{"batch_size": batch_size, name: value}) / base - 1
 
@@ -114,7 +115,7 @@ def judge(name: str, dataset: str, made: Dict, work: str, batch_size: int, runs:
     print(f"  verdicts {dict(verdicts)}; compute-bound while waiting over half: {waited}")
     top = results[-1].remedies[:3]
     base = train_rate(dataset, work, batch_size=batch_size)
-    gains = [(r.knob, remedy_gain(r.knob, dataset, made, work, base, batch_size))
+    gains = [(r.knob, remedy_gain(r.knob, name, dataset, made, work, base, batch_size))
              for r in top]
     print(f"  train {base:,.0f} examples/s; the last run's top three remedies:")
     for i, (knob, gain) in enumerate(gains, 1):

@@ -37,6 +37,7 @@ this machine has them.
 """
 
 import contextlib
+import copy
 import dataclasses
 import json
 import os
@@ -121,21 +122,22 @@ def isolated_tasks(store: Store | None = None, *, kill: Dict[str, str] | None = 
 
     def run(self):
         root = os.path.abspath(self.pipeline_root)
-        key = _cache_key(self.full_command)
-        hit = _cached(self.full_command, key, cache, uncached)
+        task = _Task.of(self.full_command)
+        key = _cache_key(task)
+        hit = _cached(task, key, cache, uncached)
         if hit is not None:
             seen.append(hit)
             return _status(True)
-        point = _take_kill_point(to_kill, self.full_command)
+        point = _take_kill_point(to_kill, task)
         record = {"attempts": []}
         seen.append(record)
         while True:
-            status = _attempt(self, original_run, root, store, record, point)
+            status = _attempt(self, task, original_run, root, store, record, point)
             if point is None or record["attempts"][-1] != "killed":
                 break
             point = None  # the retry runs whole, as set_retry's next pod does
         if cache is not None and record["attempts"][-1] == "succeeded":
-            cache[key] = _executor_output(self.full_command)
+            cache[key] = _executor_output(task)
         return status
 
     handler.run = run
@@ -145,12 +147,36 @@ def isolated_tasks(store: Store | None = None, *, kill: Dict[str, str] | None = 
         handler.run = original_run
 
 
-def _attempt(handler, original_run, root: str, store: Store | None, record: Dict[str, Any],
-             point: str | None):
+@dataclasses.dataclass(frozen=True)
+class _Task:
+    """One task run's command, with its executor input (the JSON after
+    ``--executor_input``) parsed once."""
+
+    command: List[str]
+    at: int  # where the executor input is in the command
+    executor_input: Dict[str, Any]
+
+    @classmethod
+    def of(cls, command: List[str]) -> "_Task":
+        at = command.index("--executor_input") + 1
+        return cls(command, at, json.loads(command[at]))
+
+    @property
+    def output_file(self) -> str:
+        """Where the task writes its executor output; its folder is the task's own."""
+        return self.executor_input["outputs"]["outputFile"]
+
+    @property
+    def name(self) -> str:
+        return os.path.basename(os.path.dirname(self.output_file))
+
+
+def _attempt(handler, task: _Task, original_run, root: str, store: Store | None,
+             record: Dict[str, Any], point: str | None):
     """One pod's worth of a task: inputs in, the command (killed at ``point`` if given),
     outputs up when it succeeded."""
     with tempfile.TemporaryDirectory(prefix="kfp-launcher-") as scratch:
-        command, details = _isolate(handler.full_command, root, scratch, store, point)
+        command, details = _isolate(task, root, scratch, store, point)
         moved = details.pop("moved", [])  # every attempt's downloads count, as they cost
         record.update(details)
         record.setdefault("moved", []).extend(moved)
@@ -175,58 +201,48 @@ def _status(succeeded: bool):
     return status.Status.SUCCESS if succeeded else status.Status.FAILURE
 
 
-def _task_name(command: List[str]) -> str:
-    executor_input = json.loads(command[command.index("--executor_input") + 1])
-    return os.path.basename(os.path.dirname(executor_input["outputs"]["outputFile"]))
-
-
-def _take_kill_point(to_kill: Dict[str, str], command: List[str]) -> str | None:
+def _take_kill_point(to_kill: Dict[str, str], task: _Task) -> str | None:
     """The pause point to kill this task at, once per named task (the first that runs)."""
-    name = _task_name(command)
-    for task in list(to_kill):
-        if name.startswith(task):
-            return to_kill.pop(task)
+    for named in list(to_kill):
+        if task.name.startswith(named):
+            return to_kill.pop(named)
     return None
 
 
-def _cache_key(command: List[str]) -> str:
+def _cache_key(task: _Task) -> str:
     """What a backend's cache key holds: the component's command, the input parameter
     values and the input artifacts (their URIs here); not the run's output locations."""
-    at = command.index("--executor_input") + 1
-    inputs = json.loads(command[at]).get("inputs", {})
+    inputs = task.executor_input.get("inputs", {})
     artifacts = {name: [a.get("uri") for a in entry.get("artifacts", [])]
                  for name, entry in inputs.get("artifacts", {}).items()}
-    return json.dumps([command[:at - 1], command[at + 1:], inputs.get("parameterValues", {}),
-                       artifacts], sort_keys=True)
+    return json.dumps([task.command[:task.at - 1], task.command[task.at + 1:],
+                       inputs.get("parameterValues", {}), artifacts], sort_keys=True)
 
 
-def _cached(command: List[str], key: str, cache: Dict[str, str] | None,
+def _cached(task: _Task, key: str, cache: Dict[str, str] | None,
             uncached: Tuple[str, ...]) -> Dict[str, Any] | None:
     """On a cache hit, write the earlier executor output where this run's task reads it and
     return the task's record; else None."""
-    name = _task_name(command)
-    if cache is None or key not in cache or name.startswith(uncached):
+    if cache is None or key not in cache or task.name.startswith(uncached):
         return None
-    executor_input = json.loads(command[command.index("--executor_input") + 1])
-    output_file = executor_input["outputs"]["outputFile"]
-    os.makedirs(os.path.dirname(output_file), exist_ok=True)
-    with open(output_file, "w", encoding="utf-8") as f:
+    os.makedirs(os.path.dirname(task.output_file), exist_ok=True)
+    with open(task.output_file, "w", encoding="utf-8") as f:
         f.write(cache[key])
-    return {"task_root": os.path.dirname(output_file), "cached": True, "moved": [],
+    return {"task_root": os.path.dirname(task.output_file), "cached": True, "moved": [],
             "inputs": {}}
 
 
-def _executor_output(command: List[str]) -> str:
-    executor_input = json.loads(command[command.index("--executor_input") + 1])
-    with open(executor_input["outputs"]["outputFile"], encoding="utf-8") as f:
+def _executor_output(task: _Task) -> str:
+    with open(task.output_file, encoding="utf-8") as f:
         return f.read()
 
 
-def _isolate(command: List[str], root: str, scratch: str, store: Store | None,
+def _isolate(task: _Task, root: str, scratch: str, store: Store | None,
              kill_at: str | None = None):
-    at = command.index("--executor_input") + 1
-    executor_input = json.loads(command[at])
-    task_root = os.path.dirname(executor_input["outputs"]["outputFile"])
+    # an attempt rewrites the URIs in its own copy, so a retry starts from the task's
+    executor_input = copy.deepcopy(task.executor_input)
+    command, at = task.command, task.at
+    task_root = os.path.dirname(task.output_file)
     if os.path.commonpath([root, task_root]) != root:
         raise AssertionError(f"task folder {task_root} is outside the pipeline root {root}")
     record: Dict[str, Any] = {"task_root": task_root}

@@ -48,7 +48,7 @@ from tfkfp.components.batch_predict.records import Chunk, ErrorRow, prefetch, sp
 from tfkfp.components.batch_predict.stages import StageClock
 from tfkfp.components.batch_predict.tfrecords import missing_records
 from tfkfp.components.common.data.dataset import select_group
-from tfkfp.components.common.data.schema import Column
+from tfkfp.components.common.data.schema import Column, scalar_of
 from tfkfp.components.common.model.predictor import Predictor, load_predictor
 from tfkfp.components.common.model.ranking import check_outputs, check_top_k, top_k_of
 from tfkfp.components.common.platform import uris
@@ -218,12 +218,8 @@ def batch_predict(
 def _parsed_blocks(predictor: Predictor, features: List[Column]) -> Dict[str, Tuple[str, ...]]:
     """The model's blocks of inputs whose columns are all scalar columns of the block's
     dtype parsed here: TFRecords hand each over as one matrix (the others: by column)."""
-    def scalars(dtype: str):
-        return {c.name for c in features if c.dtype == dtype and not c.shape
-                and not c.encoding}
-
     return {dtype: names for dtype, names in predictor.blocks.items()
-            if set(names) <= scalars(dtype)}
+            if set(names) <= {c.name for c in features if scalar_of(c, dtype)}}
 
 
 def _reader(plan: sources.InputPlan, files: List[str], features, key_columns, batch_size: int,

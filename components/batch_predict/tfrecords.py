@@ -27,11 +27,13 @@ parsing a 12,000-row shard of blocks, and holds the first batch back.
   framed here (``common.data.record_stream``: TensorFlow's framing and CRC32C checks), a
   few records a batch; at the first broken frame TensorFlow's reader takes over from that
   record, so a corrupt shard is reported as the tf.data path reports it.
-- Other local shards go through one pipeline for all of them. Its batches never span two
-  shards and carry their shard's position. After a read error the shard it broke in (the
-  one being read, or one after it) is found by reading on one shard at a time, and the
-  pipeline starts again after it.
-- Object-store shards are fetched one at a time (``fetch_cache``), each read on its own.
+- Other local shards, and ``gs://`` shards (TensorFlow reads them where they are), go
+  through one pipeline for all of them. Its batches never span two shards and carry their
+  shard's position. After a read error the shard it broke in (the one being read, or one
+  after it) is found by reading on one shard at a time, and the pipeline starts again
+  after it.
+- Object-store shards (``s3://``, ``minio://``) are fetched one at a time
+  (``fetch_cache``), each read on its own.
 """
 
 import re
@@ -49,9 +51,9 @@ from tfkfp.components.batch_predict.records import (
 from tfkfp.components.common.data.parsing import rows_parser
 from tfkfp.components.common.data.reader import decode_column
 from tfkfp.components.common.data.record_stream import RecordStreamError, read_records
-from tfkfp.components.common.data.schema import Column, Schema
+from tfkfp.components.common.data.schema import Column, Schema, scalar_of
 from tfkfp.components.common.model.predictor import BLOCKS
-from tfkfp.components.common.platform import fetch_cache, object_store, uris
+from tfkfp.components.common.platform import fetch_cache, uris
 from tfkfp.components.common.platform.progress import log
 
 _AT = re.compile(r"record at (\d+)")
@@ -93,8 +95,7 @@ def make_parser(features: List[Column], keys: List[Column], schema: Schema | Non
 
 def _check_blocks(features: List[Column], blocks: Dict[str, Sequence[str]]) -> None:
     for dtype, names in blocks.items():
-        scalars = {c.name for c in features
-                   if c.dtype == dtype and not c.shape and not c.encoding}
+        scalars = {c.name for c in features if scalar_of(c, dtype)}
         if dtype not in _BLOCK_NAMES or not set(names) <= scalars:
             raise ValueError(f"a {dtype} block of {list(names)}: blocks hold scalar "
                              f"{' or '.join(_BLOCK_NAMES)} features being parsed, of its dtype")
@@ -130,17 +131,16 @@ def read_shards(paths: Sequence[str], compression: str, parse, batch_size: int,
     """``(position, chunk)`` for each parsed chunk of each shard in ``paths``, in order, and
     ``(position, None)`` once a shard is done (see the module docstring); ``batch_size``
     records a chunk, each holding about ``rows_per_record`` rows."""
-    if any(object_store.handles(path) for path in paths):
+    local = not any(uris.is_remote(path) for path in paths)
+    if local and not compression and rows_per_record >= FRAMED_ROWS:
+        yield from _each_shard(paths, lambda path: _read_framed(path, parse, batch_size))
+    elif local or all(uris.tf_reads(path) for path in paths):  # gs://: TensorFlow reads it
+        start = 0
+        while start < len(paths):
+            start = yield from _read_from(paths, start, compression, parse, batch_size)
+    else:  # an object-store shard (s3://, minio://): each fetched, then read
         yield from _each_shard(paths, lambda path: read_tfrecords(path, compression, parse,
                                                                   batch_size))
-        return
-    if not compression and rows_per_record >= FRAMED_ROWS and \
-            not any(uris.is_remote(path) for path in paths):
-        yield from _each_shard(paths, lambda path: _read_framed(path, parse, batch_size))
-        return
-    start = 0
-    while start < len(paths):
-        start = yield from _read_from(paths, start, compression, parse, batch_size)
 
 
 def _each_shard(paths: Sequence[str], read) -> Iterator[Tuple[int, Chunk | None]]:

@@ -15,12 +15,14 @@ SMALL_SHARD_MB = 1.0  # shards smaller than this cost more to open than to read
 PARALLEL_READS = 8  # the reader interleaves up to this many files
 TARGET_SHARD_MB = 128.0  # shard_tfrecords' default shard size
 FAST_STEP_MS = 5.0  # steps shorter than this are dominated by per-step dispatch
-BALANCED = 1.25  # input and step rates closer than this: both sides' remedies matter
 # Decompression's part of reading GZIP TFRecords: the benchmark table read 302k records/s
 # GZIP and 376k uncompressed (the rest is storage, framing and checksums)
 INFLATING = 0.25
 WAITING = 0.5  # a step waiting for input this share of its time or more is input-bound
 RATE_WEIGHT = 0.5  # what the log of (step alone / input alone) adds to the wait
+# Evidence this near WAITING is a close call, so both sides' remedies matter: as near as an
+# input 1.25x slower than the step alone moves it (0.11)
+CLOSE_CALL = RATE_WEIGHT * math.log(1.25)
 CONTENTION = 0.8  # both together below this share of the slower one alone: shared cores
 # The strategies a compute-bound step is pointed to: one process on every local GPU, and
 # workers on several machines stepping together, each with its share of the batch.
@@ -52,10 +54,11 @@ def decide(f: Dict[str, Any]) -> Tuple[str, str]:
             f"{f['memory_budget_mb']:,.0f} MB, of which {HEADROOM:.0%} may go to training")
     fed, step = f["input_records_per_second"], f["compute_records_per_second"]
     wait = f"the step waits for input {f['input_wait_fraction']:.0%} of the time"
-    close = ("; the two are within 25% of each other, so both sides' remedies help"
-             if balanced(f) else "")
-    input_bound = input_evidence(f) >= WAITING
-    if input_bound:
+    evidence = input_evidence(f)
+    close = (f"; a close call: the wait and the rates together count as waiting "
+             f"{evidence:.0%} of the time, near the {WAITING:.0%} line, so both sides' "
+             "remedies help" if close_call(evidence) else "")
+    if evidence >= WAITING:
         return INPUT, (f"{wait}; input delivers {fed:,.0f} records/s, the model consumes "
                        f"{step:,.0f} records/s ({step / max(fed, 1e-9):.1f}x more)"
                        + _contention(f) + close)
@@ -77,9 +80,10 @@ def input_evidence(f: Dict[str, Any]) -> float:
     return max(wait, wait + RATE_WEIGHT * slower)
 
 
-def balanced(f: Dict[str, Any]) -> bool:
-    fed, step = f["input_records_per_second"], f["compute_records_per_second"]
-    return max(fed, step) < BALANCED * min(fed, step)
+def close_call(evidence: float) -> bool:
+    """Whether input_evidence lies near enough the line (WAITING) that runs measured apart
+    could fall on either side of it."""
+    return abs(evidence - WAITING) < CLOSE_CALL
 
 
 def _contention(f: Dict[str, Any]) -> str:
@@ -97,7 +101,7 @@ def remedies(verdict: str, f: Dict[str, Any]) -> List[Remedy]:
     """Most effective first; in a close call the other side's follow, at lower rank."""
     sides = {INPUT: _input, COMPUTE: _compute, MEMORY: _memory}
     ranked = sides[verdict](f)
-    if verdict != MEMORY and balanced(f):
+    if verdict != MEMORY and close_call(input_evidence(f)):
         other = sides[COMPUTE if verdict == INPUT else INPUT](f)
         ranked += [(score / 2, remedy) for score, remedy in other]
     out: List[Remedy] = []

@@ -195,10 +195,16 @@ class PackedGroup:
                               f"'columns' ({err})") from err
 
 
+def scalar_of(column: Column, dtype: str) -> bool:
+    """Whether the column holds one plain ``dtype`` value a row (no shape; not encoded, as an
+    image's bytes are): such columns can sit side by side in one list or one matrix."""
+    return column.dtype == dtype and not column.shape and column.encoding is None
+
+
 def packable(column: Column) -> bool:
     """Whether the packed layout packs this column (a scalar float32 or int64 feature)."""
-    return (column.role == "feature" and column.dtype in PACKED_DTYPES and not column.shape
-            and column.encoding is None)
+    return (column.role == "feature" and column.dtype in PACKED_DTYPES
+            and scalar_of(column, column.dtype))
 
 
 def packed_groups(columns: Sequence[Column]) -> Tuple[PackedGroup, ...]:

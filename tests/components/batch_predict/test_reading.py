@@ -121,6 +121,31 @@ def test_blocks_are_framed_without_a_pipeline_and_other_shards_share_one(
     assert calls == [("pipeline", 4)]  # compressed: TensorFlow inflates them
 
 
+@pytest.mark.parametrize("paths, route", [
+    (["file:///data/a.tfrecord", "/data/b.tfrecord"], "framed"),  # file://: a local path
+    (["gs://b/a.tfrecord", "gs://b/b.tfrecord"], "pipeline"),  # TensorFlow reads gs://
+    (["gs://b/a.tfrecord", "/data/b.tfrecord"], "pipeline"),
+    (["s3://b/a.tfrecord", "s3://b/b.tfrecord"], "fetched"),
+    (["minio://b/a.tfrecord"], "fetched"),
+    (["/data/a.tfrecord", "s3://b/b.tfrecord"], "fetched"),  # one object-store shard
+])
+def test_where_the_shards_are_picks_how_they_are_read(paths, route, monkeypatch):
+    calls = []
+
+    def pipeline(paths, start, compression, parse, batch_size):
+        calls.extend(("pipeline", path) for path in paths[start:])
+        yield from ()
+        return len(paths)
+
+    monkeypatch.setattr(tfrecords, "_read_framed",
+                        lambda path, *_: calls.append(("framed", path)) or iter(()))
+    monkeypatch.setattr(tfrecords, "_read_from", pipeline)
+    monkeypatch.setattr(tfrecords, "read_tfrecords",
+                        lambda path, *_: calls.append(("fetched", path)) or iter(()))
+    list(read_shards(paths, "", None, 3, tfrecords.FRAMED_ROWS))
+    assert calls == [(route, path) for path in paths]
+
+
 def test_the_models_block_is_parsed_as_one_matrix_with_the_same_answers(
         demo_model, demo_blocks_dataset, predictor, tmp_path, monkeypatch):
     seen = []

@@ -1,5 +1,7 @@
 """The verdict and the ranking of remedies, on figures given directly (no measuring)."""
 
+import pytest
+
 from tfkfp.components.diagnose_bottleneck.verdict import COMPUTE, INPUT, MEMORY, decide, remedies
 
 BASE = {
@@ -44,7 +46,8 @@ def test_a_step_over_the_budget_is_memory_bound_whatever_the_rates():
 
 def test_reading_gzip_ranks_storage_remedies_first():
     slow_read = figures(compression="gzip", num_shards=64, shards_mb=0.2,
-                        read_records_per_second=5_000.0, input_records_per_second=4_000.0)
+                        read_records_per_second=5_000.0, input_records_per_second=4_000.0,
+                        input_wait_fraction=0.6)  # clearly input-bound: no close call
     knobs = [r.knob for r in remedies(INPUT, slow_read)]
     assert knobs[:3] == ["train cache=True", "shard_tfrecords num_shards=2",
                          "shard_tfrecords compression='none'"]
@@ -77,12 +80,25 @@ def test_shared_cores_are_named_when_together_is_slower_than_either_alone():
 
 
 def test_a_close_call_says_so_and_adds_the_other_sides_remedies_after_its_own():
-    close = figures(input_records_per_second=9_000.0, input_wait_fraction=0.6)
+    close = figures(input_records_per_second=9_000.0, input_wait_fraction=0.5)
     verdict, summary = decide(close)
-    assert verdict == INPUT and "within 25% of each other" in summary
+    assert verdict == INPUT and "a close call" in summary
+    assert "count as waiting 55% of the time, near the 50% line" in summary
     knobs = [r.knob for r in remedies(INPUT, close)]
     assert knobs.index("train batch_size=256") < knobs.index("train jit_compile=True")
     assert len(knobs) == len(set(knobs)), "a knob value is suggested twice"
+
+
+@pytest.mark.parametrize("wait, verdict, close", [
+    (0.37, COMPUTE, False), (0.42, COMPUTE, True), (0.58, INPUT, True), (0.63, INPUT, False)])
+def test_a_close_call_is_the_evidence_near_the_verdicts_line(wait, verdict, close):
+    """The input 4x the step alone adds nothing to the wait: the evidence is the wait, and
+    within 0.11 of 0.5 either verdict names both sides' remedies, however far the rates."""
+    f = figures(input_wait_fraction=wait)
+    got, summary = decide(f)
+    assert got == verdict and ("a close call" in summary) is close
+    other_side = "train jit_compile=True" if verdict == INPUT else "train cache=True"
+    assert (other_side in [r.knob for r in remedies(verdict, f)]) is close
 
 
 def test_slow_parsing_of_one_feature_per_column_ranks_the_packed_layout_first():
@@ -102,6 +118,7 @@ def test_rates_within_25_percent_are_decided_by_how_long_the_step_waits():
                    combined_records_per_second=13_599.0, input_wait_fraction=0.89)
     verdict, summary = decide(seen)
     assert verdict == INPUT and "waits for input 89% of the time" in summary
+    assert "close call" not in summary  # however near the rates, the wait leaves no doubt
     verdict, _ = decide({**seen, "input_wait_fraction": 0.1})
     assert verdict == COMPUTE
     verdict, _ = decide(figures(input_records_per_second=4_000.0, input_wait_fraction=0.1))

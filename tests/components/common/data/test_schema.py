@@ -1,6 +1,13 @@
 import pytest
 
-from tfkfp.components.common.data.schema import Column, Schema, SchemaError, valid_tensor_name
+from tfkfp.components.common.data.schema import (
+    Column,
+    Schema,
+    SchemaError,
+    packable,
+    scalar_of,
+    valid_tensor_name,
+)
 
 
 def test_round_trip_through_json(tmp_path):
@@ -75,3 +82,22 @@ def test_a_stored_tensor_name_is_kept_and_checked():
         Schema((Column("a b", "float32", tensor="a_b"), Column("a_b", "float32")))
     with pytest.raises(SchemaError, match="tensor name 'a b' is not allowed"):
         Column("a b", "float32", tensor="a b")
+
+
+@pytest.mark.parametrize("column, dtype, scalar", [
+    (Column("x", "float32"), "float32", True),
+    (Column("y", "int64", role="label"), "int64", True),  # any role: a key or label too
+    (Column("x", "float32"), "int64", False),  # another dtype
+    (Column("v", "float32", shape=(3,)), "float32", False),  # several values a row
+    (Column("im", "string", encoding="image", image_shape=(8, 8, 1)), "string", False),
+    (Column("s", "string"), "string", True),
+])
+def test_a_scalar_column_of_a_dtype_is_one_plain_value_of_it_a_row(column, dtype, scalar):
+    assert scalar_of(column, dtype) is scalar
+
+
+def test_the_packed_layout_packs_scalar_number_features_only():
+    assert packable(Column("x", "float32")) and packable(Column("n", "int64"))
+    assert not packable(Column("s", "string"))  # a scalar, but not a number
+    assert not packable(Column("y", "int64", role="label"))
+    assert not packable(Column("v", "float32", shape=(2,)))
