@@ -21,12 +21,13 @@ from benchmarks import (
     reading,
     sharding,
     training,
+    workers,
 )
 from benchmarks.harness import load_average, parse_options, print_records
 
 SCENARIOS = ["sharding", "reading", "training", "quantization", "prediction", "bottleneck",
              "edge", "edge_table", "edge_quantizer", "endpoint",
-             "object_store"]
+             "object_store", "workers"]
 
 
 def parse_args(argv=None) -> argparse.Namespace:
@@ -67,6 +68,8 @@ def main(argv=None) -> int:
             records += endpoint.run(csv_path, work, repeats)
         if args.only in (None, "object_store"):
             records += object_store.run(csv_path, work, repeats, args.quick)
+        if args.only in (None, "workers"):
+            records += workers.run(work, args.quick)
     print_records(records)
     if args.json:
         with open(args.json, "w") as f:

@@ -1,13 +1,11 @@
 """Scenario 3: training.
 
-- Ours: ``train`` reading the TFRecord shards (the default ``packed`` layout, and one
-  feature per column beside it), against the same model and batch size fitted with
+- Ours: ``train`` reading the TFRecord shards (the default ``packed`` layout, ``columns``
+  and ``blocks`` beside it), against the same model and batch size fitted with
   ``model.fit`` on the table already in memory as NumPy arrays, as users call it (target
-  0.9x), and with the same steps per call as ``train``'s default (8), with the input-wait
-  share ``train`` measures.
-- multi_worker_mirrored with 2 local worker processes against one process (2 cores cannot
-  show a speedup; the figure is the overhead).
-- Time to 95% eval accuracy on the demo digits with the default settings.
+  0.9x), and with the same steps per call as ``train``'s default (8; targets 0.8x packed,
+  0.95x blocks), with the input-wait share ``train`` measures (target under 5% on blocks).
+- Workers (multi_worker_mirrored) are measured in ``benchmarks.workers``.
 
 ``python -m benchmarks.training [--quick]``
 """
@@ -30,6 +28,7 @@ from benchmarks.harness import (
 
 BATCH = 256
 EPOCHS = 3
+BLOCKS_WAIT = 0.05  # target: the blocks input pipeline keeps the step waiting less than this
 
 
 def in_memory_rate(dataset_dir: str, epochs: int, steps_per_execution: int = 1) -> float:
@@ -98,7 +97,7 @@ def run(csv_path: str, work: str, quick: bool) -> List[Record]:
                       "model.fit on NumPy in memory", anchor, 0.9, load_average()),
                Record("training", "examples/s", ours.figures["examples_per_second"],
                       f"model.fit in memory, {ours.config.steps_per_execution} steps per call",
-                      same_calls, None, load_average()),
+                      same_calls, 0.8, load_average()),
                Record("training columns", "examples/s",
                       per_column.figures["examples_per_second"], "model.fit on NumPy in memory",
                       anchor, None, load_average()),
@@ -108,46 +107,13 @@ def run(csv_path: str, work: str, quick: bool) -> List[Record]:
                Record("training blocks", "examples/s",
                       in_blocks.figures["examples_per_second"],
                       f"model.fit in memory, {ours.config.steps_per_execution} steps per call",
-                      same_calls, None, load_average())]
+                      same_calls, 0.95, load_average())]
+    blocks_wait = in_blocks.figures["input_wait_fraction"]
     print(f"  input-wait share of step time: packed "
           f"{ours.figures['input_wait_fraction']:.0%}, columns "
-          f"{per_column.figures['input_wait_fraction']:.0%}, blocks "
-          f"{in_blocks.figures['input_wait_fraction']:.0%}")
-    multi = train(dataset_dir, os.path.join(work, "m2"), epochs=epochs, batch_size=BATCH // 2,
-                  strategy="multi_worker_mirrored", workers=2)
-    records.append(Record("training 2 workers", "examples/s",
-                          multi.figures["examples_per_second"], "one process",
-                          ours.figures["examples_per_second"], 0.6, load_average()))
-    print(f"  mean step: 2 workers {multi.figures['mean_step_ms']:.1f} ms, one process "
-          f"{ours.figures['mean_step_ms']:.1f} ms (same global batch {BATCH})")
-    one, two = _time_to_target(work), _time_to_target(work, workers=2)
-    # as a rate (runs to 95% per hour), so the ratio reads like the others: higher is faster
-    records.append(Record("to 95% (demo), 2 workers", "runs/hour", 3600 / two, "one process",
-                          3600 / one, None, load_average()))
+          f"{per_column.figures['input_wait_fraction']:.0%}, blocks {blocks_wait:.0%} "
+          f"(target under {BLOCKS_WAIT:.0%}: {'met' if blocks_wait < BLOCKS_WAIT else 'NOT met'})")
     return records
-
-
-def _time_to_target(work: str, workers: int = 1) -> float:
-    """Seconds of training to 95% eval accuracy on the demo digits, default settings; with
-    ``workers``, multi_worker_mirrored at the same global batch."""
-    from tfkfp.components.common.data.demo_data import write_demo_data
-    from tfkfp.components.common.training.config import TrainConfig
-    from tfkfp.components.shard_tfrecords.core import shard_tfrecords
-    from tfkfp.components.train.core import train
-
-    dataset_dir = os.path.join(work, "demo-dataset")
-    if not os.path.exists(dataset_dir):
-        demo = write_demo_data(os.path.join(work, "demo"))
-        shard_tfrecords(demo.csv, dataset_dir, label="label", keys=["id"])
-    options = {} if workers == 1 else {
-        "strategy": "multi_worker_mirrored", "workers": workers,
-        "batch_size": TrainConfig.batch_size // workers}
-    result = train(dataset_dir, os.path.join(work, f"m-target-{workers}"), epochs=10,
-                   target_value=0.95, **options)
-    seconds = result.figures["seconds_to_target"] or float("nan")
-    how = "default settings" if workers == 1 else f"{workers} workers, same global batch"
-    print(f"  demo digits, {how}: 95% eval accuracy after {seconds:.1f} s of training")
-    return seconds
 
 
 def main(argv=None) -> int:

@@ -169,37 +169,50 @@ def _eval_dataset(config: TrainConfig, schema: Schema):
 
 
 def _input_wait(model, strategy, config: TrainConfig, schema: Schema, global_batch: int,
-                steps: int = 20) -> float:
-    """Estimated share of step time spent waiting for input: forward and backward passes
-    timed on batches from the real input pipeline, then on one batch held in memory."""
+                budget_seconds: float = 1.0, most_calls: int = 40) -> float:
+    """Estimated share of step time spent waiting for input: train's steps, as many per call
+    as train runs them, timed on batches from the real input pipeline once it is warm, then
+    on one batch held in memory (forward and backward passes; nothing is applied)."""
     import time
 
     import tensorflow as tf
 
+    steps_per_call = config.steps_per_execution
     dataset = make_dataset(config.dataset, schema, mode="train", batch_size=global_batch,
                            repeat=True, shuffle_buffer=config.shuffle_buffer)
     frozen = [v.numpy() for v in model.non_trainable_variables]
 
-    @tf.function
-    def step(iterator):
-        def grads(features, labels):
-            with tf.GradientTape() as tape:
-                loss = model.compiled_loss(labels, model(features, training=True))
-            return tape.gradient(loss, model.trainable_variables)
-        return strategy.run(grads, args=next(iterator))
+    def gradient_sum(features, labels):  # a result, so the passes are not pruned away
+        with tf.GradientTape() as tape:
+            loss = model.compiled_loss(labels, model(features, training=True))
+        return tf.add_n([tf.reduce_sum(tf.cast(g, tf.float32)) for g in tape.gradient(
+            loss, model.trainable_variables) if g is not None])
 
-    def seconds(ds) -> float:
+    @tf.function
+    def steps(iterator):
+        total = tf.constant(0.0)
+        for _ in tf.range(steps_per_call):
+            per_replica = strategy.run(gradient_sum, args=next(iterator))
+            total += strategy.reduce(tf.distribute.ReduceOp.SUM, per_replica, axis=None)
+        return total
+
+    def seconds(ds, calls: int = 0):
+        """Seconds of ``calls`` calls, or of as many as fit the budget (at least 2)."""
         iterator = iter(strategy.experimental_distribute_dataset(ds))
-        step(iterator)
-        start = time.perf_counter()
-        for _ in range(steps):
-            step(iterator)
-        return time.perf_counter() - start
+        steps(iterator)  # traces, and fills the input pipeline's prefetch buffers
+        start, done = time.perf_counter(), 0
+        while done < (calls or most_calls):
+            steps(iterator)
+            done += 1
+            if not calls and done >= 2 and time.perf_counter() - start >= budget_seconds:
+                break
+        return time.perf_counter() - start, done
 
     # one batch held in memory: sampled (from an object store only its records are read)
     one = make_dataset(config.dataset, schema, mode="train", batch_size=global_batch,
                        shuffle_buffer=config.shuffle_buffer, max_rows=global_batch)
-    streamed, held = seconds(dataset), seconds(one.take(1).cache().repeat())
+    streamed, calls = seconds(dataset)
+    held, _ = seconds(one.take(1).cache().repeat(), calls)
     for variable, value in zip(model.non_trainable_variables, frozen):
         variable.assign(value)
     return max(0.0, 1.0 - held / streamed)

@@ -5,15 +5,16 @@ serialized records inside each file's reader (so interleave moves batches, not r
 parse whole batches with ``tf.io.parse_example`` (about 13x faster than
 ``parse_single_example`` per record), and prefetch. The record layout (one feature per column,
 or scalar numbers packed into one list per dtype) comes from ``schema.json``; either gives the
-same ``(features, label)`` dictionaries (see ``common.data.parsing``). When shuffling, records are
-interleaved and shuffled while still serialized, then batched. Images are decoded and resized
-per batch.
+same ``(features, label)`` dictionaries (see ``common.data.parsing``). Images are decoded and
+resized per batch.
 
 In the ``blocks`` layout a record holds many rows, so records are grouped, parsed together
 and cut into batches of exactly ``batch_size`` rows (``rebatch``), never moving one row at a
-time. Shuffling stays honest: the blocks are shuffled (a buffer of the same number of rows),
-then the rows of several blocks are shuffled together before batching, so a batch draws on
-many parts of the input rather than one run of consecutive rows.
+time. When shuffling, one-row records move the same way, in groups of consecutive records of
+a file (moving each record through a shuffle buffer on its own cost about 4 us a row here, more
+than parsing it). Shuffling stays honest: the groups are shuffled (a buffer of the same number
+of rows), then the rows of several groups are shuffled together before batching, so a batch
+draws on many parts of the input rather than one run of consecutive rows.
 """
 
 from typing import Dict, List, Tuple
@@ -99,28 +100,20 @@ def make_dataset(
     if input_context is not None:
         batch_size = input_context.get_per_replica_batch_size(batch_size)
 
-    if schema.record_layout.multi_row:
-        return _blocks_dataset(files, compression, schema, mode, batch_size, shuffle,
-                               shuffle_buffer, repeat, cache, deterministic, drop_remainder,
-                               num_parallel_reads, seed, input_context, auto_shard_policy)
+    if schema.record_layout.multi_row or shuffle:
+        return _grouped_dataset(files, compression, schema, mode, batch_size, shuffle,
+                                shuffle_buffer, repeat, cache, deterministic, drop_remainder,
+                                num_parallel_reads, seed, input_context, auto_shard_policy)
+    # not shuffled: batch inside each file, so interleave moves batches, not records
     ds, share, cycle = _file_dataset(files, shuffle, seed, input_context, num_parallel_reads)
     fetch = fetched(files)
-    if shuffle:  # records must mix before batching; costs per-record tf.data overhead
-        ds = ds.interleave(lambda f: file_records(f, compression, share, fetch),
-                           cycle_length=max(cycle, 1), num_parallel_calls=_calls(cycle),
-                           deterministic=deterministic if cycle else None)
-        ds = ds.cache(_cache_path(cache)) if cache else ds
-        ds = ds.shuffle(shuffle_buffer, seed=seed, reshuffle_each_iteration=True)
-        ds = ds.repeat() if repeat else ds
-        ds = ds.batch(batch_size, drop_remainder=drop_remainder)
-    else:  # batch inside each file, so interleave moves batches, not records
-        ds = ds.interleave(
-            lambda f: file_records(f, compression, share, fetch).batch(
-                batch_size, drop_remainder=drop_remainder),
-            cycle_length=max(cycle, 1), num_parallel_calls=_calls(cycle),
-            deterministic=deterministic if cycle else None)
-        ds = ds.cache(_cache_path(cache)) if cache else ds
-        ds = ds.repeat() if repeat else ds
+    ds = ds.interleave(
+        lambda f: file_records(f, compression, share, fetch).batch(
+            batch_size, drop_remainder=drop_remainder),
+        cycle_length=max(cycle, 1), num_parallel_calls=_calls(cycle),
+        deterministic=deterministic if cycle else None)
+    ds = ds.cache(_cache_path(cache)) if cache else ds
+    ds = ds.repeat() if repeat else ds
     ds = ds.map(_parser(schema, mode), num_parallel_calls=tf.data.AUTOTUNE,
                 deterministic=deterministic)
     return _finish(ds, deterministic, auto_shard_policy)
@@ -135,35 +128,58 @@ def _finish(ds, deterministic: bool, auto_shard_policy: str):
     return ds.with_options(options).prefetch(tf.data.AUTOTUNE)
 
 
-MIX_BLOCKS = 8  # blocks whose rows are shuffled together when shuffling
+MIX_ROWS = 2048  # rows shuffled together when shuffling: 8 blocks of 256 rows
+GROUP_RECORDS = 64  # one-row records that move through a shuffle as one element
 
 
-def _blocks_dataset(files, compression: str, schema: Schema, mode: str, batch_size: int,
-                    shuffle: bool, shuffle_buffer: int, repeat: bool, cache: str | None,
-                    deterministic: bool, drop_remainder: bool, num_parallel_reads,
-                    seed, input_context, auto_shard_policy: str):
-    """``make_dataset`` for the ``blocks`` layout (see the module docstring)."""
+def _grouped_dataset(files, compression: str, schema: Schema, mode: str, batch_size: int,
+                     shuffle: bool, shuffle_buffer: int, repeat: bool, cache: str | None,
+                     deterministic: bool, drop_remainder: bool, num_parallel_reads,
+                     seed, input_context, auto_shard_policy: str):
+    """``make_dataset`` for the ``blocks`` layout, and for every layout when shuffling.
+
+    Rows move in groups, never one at a time: a block record, or ``GROUP_RECORDS``
+    consecutive one-row records of a file (records moved one by one through a shuffle
+    buffer cost more CPU than parsing them). Groups are shuffled (a buffer of about
+    ``shuffle_buffer`` rows), the rows of ``MIX_ROWS`` rows' worth of groups shuffled
+    together (blocks once parsed; one-row records still serialized, so they are parsed a
+    batch at a time, as many decoded images as a batch holds), and cut into batches of
+    exactly ``batch_size`` rows."""
     import tensorflow as tf
 
-    per_batch = -(-batch_size // schema.block_rows)  # records that hold one batch of rows
-    group = max(per_batch, MIX_BLOCKS) if shuffle else per_batch
+    blocks = schema.record_layout.multi_row
+    group_rows = schema.block_rows if blocks else GROUP_RECORDS
+    per_batch = -(-batch_size // group_rows)  # groups that hold one batch of rows
+    per_parse = max(per_batch, MIX_ROWS // group_rows) if shuffle else per_batch
     ds, share, cycle = _file_dataset(files, shuffle, seed, input_context, num_parallel_reads)
     fetch = fetched(files)
-    ds = ds.interleave(lambda f: file_records(f, compression, share, fetch),
-                       cycle_length=max(cycle, 1),
+
+    def groups(path):
+        records = file_records(path, compression, share, fetch)
+        return records if blocks else records.batch(GROUP_RECORDS)
+
+    ds = ds.interleave(groups, cycle_length=max(cycle, 1),
                        block_length=1 if shuffle else per_batch,
                        num_parallel_calls=_calls(cycle),
                        deterministic=deterministic if cycle else None)
     ds = ds.cache(_cache_path(cache)) if cache else ds
     if shuffle:
-        blocks = max(2, shuffle_buffer // schema.block_rows)
-        ds = ds.shuffle(blocks, seed=seed, reshuffle_each_iteration=True)
+        ds = ds.shuffle(max(2, shuffle_buffer // group_rows), seed=seed,
+                        reshuffle_each_iteration=True)
     ds = ds.repeat() if repeat else ds
     parse = _parser(schema, mode)
-    mix = _mixer(seed) if shuffle else None
-    ds = ds.batch(group).map(lambda records: mix(*parse(records)) if mix else parse(records),
-                             num_parallel_calls=tf.data.AUTOTUNE, deterministic=deterministic)
-    ds = ds.rebatch(batch_size, drop_remainder=drop_remainder)
+    if blocks:  # rows exist once a block is parsed: parse, then shuffle the rows
+        mix = _mixer(seed) if shuffle else None
+        ds = ds.batch(per_parse).map(lambda records: mix(*parse(records)) if mix
+                                     else parse(records),
+                                     num_parallel_calls=tf.data.AUTOTUNE,
+                                     deterministic=deterministic)
+        ds = ds.rebatch(batch_size, drop_remainder=drop_remainder)
+    else:  # shuffle the serialized records, then parse a batch at a time (images stay small)
+        ds = ds.ragged_batch(per_parse).map(
+            lambda records: tf.random.shuffle(records.flat_values, seed=seed))
+        ds = ds.rebatch(batch_size, drop_remainder=drop_remainder).map(
+            parse, num_parallel_calls=tf.data.AUTOTUNE, deterministic=deterministic)
     return _finish(ds, deterministic, auto_shard_policy)
 
 

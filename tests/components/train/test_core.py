@@ -137,3 +137,25 @@ def test_half_precision_trains_float_columns_with_gaps_kept_in_float32(table_csv
                    hidden_units="16", seed=1)
     probs = predictions(result.model_dir, data)
     assert probs.dtype == np.float32 and np.isfinite(probs).all()
+
+
+@pytest.mark.parametrize("steps_per_execution", [1, 3])
+def test_the_input_wait_measure_runs_train_s_steps_per_call_and_changes_no_weight(
+        demo_dataset, steps_per_execution):
+    import tensorflow as tf
+
+    from tfkfp.components.common.data.schema import Schema
+    from tfkfp.components.common.training import models
+    from tfkfp.components.common.training.config import TrainConfig
+    from tfkfp.components.train import loop
+
+    config = TrainConfig(demo_dataset, "", batch_size=32,
+                         steps_per_execution=steps_per_execution)
+    strategy = tf.distribute.get_strategy()
+    schema, task = models.task_for(config, Schema.load(demo_dataset))
+    model = models.compiled_model(config, schema, strategy, task)
+    before = [v.numpy().copy() for v in model.variables]
+    wait = loop._input_wait(model, strategy, config, schema, 32, budget_seconds=0.2)
+    assert 0.0 <= wait < 1.0
+    for old, new in zip(before, model.variables):
+        np.testing.assert_array_equal(old, new.numpy())

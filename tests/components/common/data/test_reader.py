@@ -87,3 +87,28 @@ def test_bad_arguments_name_what_was_wrong(dataset, tmp_path):
         make_dataset(str(tmp_path))
     with pytest.raises(ValueError, match="auto_shard_policy 'rows'"):
         make_dataset(dataset, auto_shard_policy="rows")
+
+
+@pytest.mark.parametrize("layout", ["packed", "columns"])
+def test_shuffled_rows_mix_many_groups_of_consecutive_records(tmp_path, layout):
+    """One-row records move through the shuffle in groups of consecutive records (for
+    speed); a shuffled batch still draws on many groups, every row comes once per epoch, and
+    each epoch is shuffled anew."""
+    from conftest import write_csv
+    from tfkfp.components.common.data.reader import GROUP_RECORDS
+
+    rows = [[i, i * 0.5, "yes" if i % 2 else "no"] for i in range(3000)]
+    out = str(tmp_path / "ds")
+    shard_tfrecords(write_csv(tmp_path / "t.csv", ["id", "x", "answer"], rows), out,
+                    label="answer", keys=["id"], num_shards=1, layout=layout)
+    in_file_order = ids(make_dataset(out, mode="predict", split="train", batch_size=256))
+    group_of = {key: position // GROUP_RECORDS for position, key in enumerate(in_file_order)}
+    shuffled = make_dataset(out, mode="predict", split="train", batch_size=64, shuffle=True)
+    batches = [keys["id"].numpy() for _, keys in shuffled]
+    assert sorted(np.concatenate(batches).tolist()) == sorted(in_file_order.tolist())
+    groups_per_batch = [len({group_of[key] for key in batch}) for batch in batches[:-1]]
+    # intact groups would put a batch of 64 rows in 1 or 2 of them; mixed, about 25
+    assert np.mean(groups_per_batch) > 12, groups_per_batch
+    again = ids(shuffled)  # a second epoch
+    assert sorted(again.tolist()) == sorted(in_file_order.tolist())
+    assert not np.array_equal(np.concatenate(batches), again)
