@@ -4,8 +4,8 @@
   and ``blocks`` beside it), against the same model and batch size fitted with
   ``model.fit`` on the table already in memory as NumPy arrays, as users call it (target
   0.9x), and with the same steps per call as ``train``'s default (8; targets 0.8x packed,
-  0.95x blocks), with the input-wait share ``train`` measures and the share of step time
-  blocked on the next batch (``blocked_share``; target under 5% on blocks).
+  0.95x blocks), with the share of step time ``train`` measures blocked on the next batch
+  (target under 5% on blocks).
 - Workers (multi_worker_mirrored) are measured in ``benchmarks.workers``.
 
 ``python -m benchmarks.training [--quick]``
@@ -109,59 +109,13 @@ def run(csv_path: str, work: str, quick: bool) -> List[Record]:
                       in_blocks.figures["examples_per_second"],
                       f"model.fit in memory, {ours.config.steps_per_execution} steps per call",
                       same_calls, 0.95, load_average())]
-    print(f"  input-wait share of step time, as train reports it (the step slowed by its "
-          f"input, waiting or sharing the cores): packed "
-          f"{ours.figures['input_wait_fraction']:.0%}, columns "
-          f"{per_column.figures['input_wait_fraction']:.0%}, blocks "
-          f"{in_blocks.figures['input_wait_fraction']:.0%}")
-    blocked = {name: blocked_share(path) for name, path in
-               (("packed", dataset_dir), ("columns", columns_dir), ("blocks", blocks_dir))}
-    print("  step blocked on its next batch: " + ", ".join(
-        f"{name} {share:.1%}" for name, share in blocked.items())
-        + f" (target under {BLOCKS_WAIT:.0%} on blocks: "
-        + ("met)" if blocked["blocks"] < BLOCKS_WAIT else "NOT met)"))
+    blocks_wait = in_blocks.figures["input_wait_fraction"]
+    print(f"  step time blocked on the next batch, as train reports it: packed "
+          f"{ours.figures['input_wait_fraction']:.1%}, columns "
+          f"{per_column.figures['input_wait_fraction']:.1%}, blocks {blocks_wait:.1%} "
+          f"(target under {BLOCKS_WAIT:.0%} on blocks: "
+          f"{'met' if blocks_wait < BLOCKS_WAIT else 'NOT met'})")
     return records
-
-
-def blocked_share(dataset_dir: str, steps: int = 400) -> float:
-    """Share of step time the step is blocked on its next batch, as TensorFlow's profiler
-    counts input-bound time: one function fetches a batch and another trains on it, in
-    turn, so the pipeline works in the background as it does under ``fit``; fetching beyond
-    what fetching a batch held in memory costs is time the pipeline was not ready.
-    ``train``'s own figure also counts the step slowed by the pipeline sharing its cores."""
-    import time
-
-    import tensorflow as tf
-
-    from tfkfp.components.common.data.reader import make_dataset
-    from tfkfp.components.common.data.schema import Schema
-    from tfkfp.components.common.training import models
-    from tfkfp.components.common.training.config import TrainConfig
-
-    config = TrainConfig(dataset_dir, "", batch_size=BATCH)
-    schema, task = models.task_for(config, Schema.load(dataset_dir))
-    model = models.compiled_model(config, schema, tf.distribute.get_strategy(), task)
-    fetch = tf.function(lambda iterator: next(iterator))
-    train_on = tf.function(model.train_step)
-
-    def seconds(dataset):
-        iterator = iter(dataset)
-        for _ in range(20):  # trace both, fill the prefetch buffers
-            train_on(fetch(iterator))
-        fetching = training = 0.0
-        for _ in range(steps):
-            start = time.perf_counter()
-            batch = fetch(iterator)
-            fetched = time.perf_counter()
-            train_on(batch)
-            fetching, training = (fetching + fetched - start,
-                                  training + time.perf_counter() - fetched)
-        return fetching, training
-
-    streamed = make_dataset(dataset_dir, schema, mode="train", batch_size=BATCH, repeat=True)
-    fetching, training = seconds(streamed)
-    held, _ = seconds(streamed.take(1).cache().repeat())
-    return max(0.0, fetching - held) / (fetching + training)
 
 
 def main(argv=None) -> int:

@@ -139,9 +139,12 @@ def test_half_precision_trains_float_columns_with_gaps_kept_in_float32(table_csv
     assert probs.dtype == np.float32 and np.isfinite(probs).all()
 
 
-@pytest.mark.parametrize("steps_per_execution", [1, 3])
-def test_the_input_wait_measure_runs_train_s_steps_per_call_and_changes_no_weight(
-        demo_dataset, steps_per_execution):
+def test_the_input_wait_measure_changes_no_weight_and_sees_a_slow_input(demo_dataset,
+                                                                        monkeypatch):
+    """The blocked share: small for the demo's pipeline, most of the step when each batch
+    takes far longer to come than the step takes (ratios, no time limit)."""
+    import time
+
     import tensorflow as tf
 
     from tfkfp.components.common.data.schema import Schema
@@ -149,13 +152,21 @@ def test_the_input_wait_measure_runs_train_s_steps_per_call_and_changes_no_weigh
     from tfkfp.components.common.training.config import TrainConfig
     from tfkfp.components.train import loop
 
-    config = TrainConfig(demo_dataset, "", batch_size=32,
-                         steps_per_execution=steps_per_execution)
+    config = TrainConfig(demo_dataset, "", batch_size=32, hidden_units="16")
     strategy = tf.distribute.get_strategy()
     schema, task = models.task_for(config, Schema.load(demo_dataset))
     model = models.compiled_model(config, schema, strategy, task)
     before = [v.numpy().copy() for v in model.variables]
-    wait = loop._input_wait(model, strategy, config, schema, 32, budget_seconds=0.2)
-    assert 0.0 <= wait < 1.0
+    assert 0.0 <= loop._input_wait(model, strategy, config, schema, 32, budget_seconds=0.2) < 1
     for old, new in zip(before, model.variables):
         np.testing.assert_array_equal(old, new.numpy())
+
+    def slow(*args, **kwargs):  # every streamed batch 50 ms late; the held one is cached
+        def late(features, labels):
+            nap = tf.py_function(lambda: time.sleep(0.05) or 0.0, [], tf.float32)
+            return features, labels + tf.cast(nap * 0, labels.dtype)
+
+        return make_dataset(*args, **kwargs).map(late)
+
+    monkeypatch.setattr(loop, "make_dataset", slow)
+    assert loop._input_wait(model, strategy, config, schema, 32, fewest=10, most=10) > 0.5
