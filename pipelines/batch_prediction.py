@@ -35,7 +35,8 @@ def predict_shards(model: dsl.Model, dataset: dsl.Dataset, file_groups: int,
                    split: str, max_error_fraction: float, endpoint_url: str,
                    endpoint_model: str, endpoint_protocol: str, endpoint_batch_rows: int,
                    endpoint_concurrency: int, endpoint_headers: Dict[str, str],
-                   endpoint_token_file: str, endpoint_token_env: str) -> dsl.Markdown:
+                   endpoint_token_file: str, endpoint_token_env: str, beam_runner: str,
+                   beam_options: Dict[str, str]) -> dsl.Markdown:
     """Fan batch_predict out over file groups and merge the counts; the merge fails the run
     when more than max_error_fraction of all the rows are errors."""
     groups = group_numbers(count=file_groups)
@@ -50,7 +51,8 @@ def predict_shards(model: dsl.Model, dataset: dsl.Dataset, file_groups: int,
                              endpoint_concurrency=endpoint_concurrency,
                              endpoint_headers=endpoint_headers,
                              endpoint_token_file=endpoint_token_file,
-                             endpoint_token_env=endpoint_token_env)
+                             endpoint_token_env=endpoint_token_env,
+                             beam_runner=beam_runner, beam_options=beam_options)
     merged = merge_predictions(predictions=dsl.Collected(task.outputs["predictions"]),
                                max_error_fraction=max_error_fraction)
     return merged.outputs["summary"]
@@ -82,6 +84,8 @@ def batch_prediction(
     endpoint_headers: Dict[str, str] = {},  # noqa: B006
     endpoint_token_file: str = "",
     endpoint_token_env: str = "",
+    beam_runner: str = "",
+    beam_options: Dict[str, str] = {},  # noqa: B006
     data_root: str = "auto",
 ):
     """Batch prediction with a tfkfp model over sharded TFRecords (or a CSV sharded first),
@@ -125,6 +129,14 @@ def batch_prediction(
         endpoint_headers: Extra request headers (e.g. Host for an ingress); no credentials.
         endpoint_token_file: A file in the step's pod holding a bearer token.
         endpoint_token_env: An environment variable of the step holding a bearer token.
+        beam_runner: Empty: each step predicts in its pod. Else each batch_predict task
+            runs its prediction as an Apache Beam job: direct (Beam's FnApiRunner in the
+            step), dataflow (Google Cloud Dataflow, followed and cancelled by the step) or
+            portable (a Flink or Spark job server). With Beam, keep file_groups at 1: the
+            runner spreads the files over its workers.
+        beam_options: The runner's settings, e.g. {"project": "p", "region":
+            "us-central1", "temp_location": "gs://b/tmp", "sdk_container_image": "..."}
+            for dataflow, {"job_endpoint": "host:8099"} for portable.
         data_root: Where the CSV's shards are kept: auto (beside the Dataset artifact on
             the pipeline root's object store when the steps can write there, else inside
             it), inside, or a path or s3://, minio://, gs:// URI; see shard_tfrecords.
@@ -139,7 +151,8 @@ def batch_prediction(
                       endpoint_concurrency=endpoint_concurrency,
                       endpoint_headers=endpoint_headers,
                       endpoint_token_file=endpoint_token_file,
-                      endpoint_token_env=endpoint_token_env)
+                      endpoint_token_env=endpoint_token_env, beam_runner=beam_runner,
+                      beam_options=beam_options)
     with dsl.If(csv_uri != "", name="shard-csv"):
         sharded = shard_tfrecords(input_uri=csv_uri, label=label, keys=keys,
                                   column_types=column_types, input_format=input_format,
@@ -156,6 +169,7 @@ def check_arguments(arguments: Dict[str, Any]) -> None:
     """Refuse a request without data, a bad group count, split, or what shard_tfrecords or
     batch_predict would refuse before reading anything (by their own checks), before a run
     starts."""
+    from tfkfp.components.batch_predict.options import check_beam
     from tfkfp.components.batch_predict.options import check_options as check_predict
     from tfkfp.components.batch_predict.options import endpoint_options as check_endpoint
     from tfkfp.components.common.data.dataset import SPLITS
@@ -180,3 +194,5 @@ def check_arguments(arguments: Dict[str, Any]) -> None:
                                   "endpoint_batch_rows", "endpoint_concurrency",
                                   "endpoint_headers", "endpoint_token_file",
                                   "endpoint_token_env"))
+    checks.check_step(batch_predict, check_beam,
+                      checks.pick(values, "beam_runner", "beam_options", "endpoint_url"))

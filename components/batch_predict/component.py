@@ -9,12 +9,14 @@ from tfkfp.components._image import IMAGE
 from tfkfp.components.common.platform.signals import exec_python
 
 
+@exec_python  # a stopped step's SIGTERM reaches Python, which cancels a Dataflow job
 @dsl.component(base_image=IMAGE, install_kfp_package=False)
 def batch_predict(
     model: Input[Model],
     dataset: Input[Dataset],
     predictions: Output[Dataset],
     metrics: Output[Metrics],
+    gcp_resources: dsl.OutputPath(str),
     output_format: str = "jsonl",
     keys: List[str] = [],  # noqa: B006 - KFP reads defaults from the signature
     top_k: int = 1,
@@ -35,9 +37,12 @@ def batch_predict(
     endpoint_token_file: str = "",
     endpoint_token_env: str = "",
     endpoint_retries: int = 8,
+    beam_runner: str = "",
+    beam_options: Dict[str, str] = {},  # noqa: B006
 ):
     """Predicts every record of a sharded Dataset (or CSV / JSON Lines) with a tfkfp model,
-    loaded in the step or, with endpoint_url, already serving at an endpoint.
+    loaded in the step, in an Apache Beam job (beam_runner), or already serving at an
+    endpoint (endpoint_url).
 
     Args:
         model: A tfkfp SavedModel directory, a TFLite bundle directory (model.tflite and
@@ -50,6 +55,8 @@ def batch_predict(
             not be read, parsed or predicted, with the reason) and a group summary.
         metrics: Output counts (inputs, predictions, errors), the share of rows that failed
             (error_fraction) and records per second.
+        gcp_resources: Output naming the Dataflow job (beam_runner dataflow), by which
+            Vertex AI Pipelines links and cancels it; no resources otherwise.
         output_format: jsonl, csv or tfrecord.
         keys: Passthrough columns carried into the predictions; empty: the schema's keys.
         top_k: How many best classes and scores each row lists.
@@ -88,6 +95,16 @@ def batch_predict(
             connections, with exponential backoff (0.5 s doubling, at most 15 s). A
             request the server refuses (400, 413, 422, 500) is halved down to the rows at
             fault, which become error rows with the server's message.
+        beam_runner: Empty: predict in this step. Else run the prediction as an Apache
+            Beam job with the suite's RunInference handler, the same files, counts and
+            error rows: direct (Beam's FnApiRunner inside this step), dataflow (Google
+            Cloud Dataflow; the step follows the job and cancels it when stopped) or
+            portable (a Flink or Spark cluster's Beam job server).
+        beam_options: The runner's settings. dataflow: project, region, temp_location
+            (gs://), and optionally service_account, machine_type, max_workers,
+            sdk_container_image (recommended: the suite's Beam worker image), network,
+            subnetwork. portable: job_endpoint, environment_type, environment_config.
+            direct: direct_num_workers.
     """
     import logging
 
@@ -103,9 +120,10 @@ def batch_predict(
         keys=keys or None, top_k=top_k, predict_batch_size=predict_batch_size, split=split,
         schema_uri=schema_uri, input_format=input_format, file_group=file_group,
         file_groups=file_groups, labels_uri=labels_uri, max_error_fraction=max_error_fraction,
-        endpoint=endpoint)
+        endpoint=endpoint, beam_runner=beam_runner, beam_options=beam_options,
+        gcp_resources=gcp_resources)
     predictions.metadata.update(result.metadata())
-    metrics.metadata["path"] = result.path  # step or endpoint: where the model ran
+    metrics.metadata["path"] = result.path  # step, beam or endpoint: where the model ran
     for name in ("inputs", "predictions", "errors", "error_fraction", "records_per_second"):
         metrics.log_metric(name, result.metadata()[name])
     if endpoint is not None:

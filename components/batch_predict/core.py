@@ -43,15 +43,16 @@ from tfkfp.components.batch_predict.merge import (
     error_fraction,
     refuse_errors,
 )
-from tfkfp.components.batch_predict.options import EndpointOptions, check_options
-from tfkfp.components.batch_predict.records import Chunk, ErrorRow, prefetch, split_failures
+from tfkfp.components.batch_predict.options import EndpointOptions, check_beam, check_options
+from tfkfp.components.batch_predict.records import Chunk, ErrorRow, prefetch
 from tfkfp.components.batch_predict.stages import StageClock
 from tfkfp.components.batch_predict.tfrecords import missing_records
 from tfkfp.components.common.data.dataset import select_group
 from tfkfp.components.common.data.schema import Column, scalar_of
 from tfkfp.components.common.model.predictor import Predictor, load_predictor
 from tfkfp.components.common.model.ranking import check_outputs, check_top_k, top_k_of
-from tfkfp.components.common.platform import uris
+from tfkfp.components.common.platform import uris, vertex_jobs
+from tfkfp.components.common.platform.halving import split_failures
 from tfkfp.components.common.platform.progress import Progress, log
 
 
@@ -79,7 +80,8 @@ class PredictResult:
     stages: Dict = dataclasses.field(default_factory=dict)  # stages.StageClock's figures
     busy_seconds: float = 0.0  # reading, predicting and writing the rows: the rate's time
     max_error_fraction: float = MAX_ERROR_FRACTION
-    path: str = "step"  # where the model ran: "step" (loaded here) or "endpoint"
+    path: str = "step"  # where the model ran: "step" (loaded here), "endpoint" or "beam"
+    runner: str = ""  # the Beam runner of the "beam" path
 
     inputs = property(lambda self: sum(s.inputs for s in self.shards))
     predictions = property(lambda self: sum(s.predictions for s in self.shards))
@@ -96,7 +98,8 @@ class PredictResult:
         return error_fraction(self.errors, self.inputs)
 
     def metadata(self) -> Dict:
-        return {"path": self.path, "inputs": self.inputs, "predictions": self.predictions,
+        return {"path": self.path, **({"runner": self.runner} if self.runner else {}),
+                "inputs": self.inputs, "predictions": self.predictions,
                 "errors": self.errors,
                 "error_fraction": round(self.error_fraction, 6),
                 "max_error_fraction": self.max_error_fraction,
@@ -131,6 +134,9 @@ def batch_predict(
     predictor: Predictor | None = None,
     progress_stream=None,
     endpoint: EndpointOptions | None = None,
+    beam_runner: str = "",
+    beam_options: Dict[str, str] | None = None,
+    gcp_resources: str = "",
 ) -> PredictResult:
     """Predict every record of this task's input files; see the module docstring.
 
@@ -162,6 +168,10 @@ def batch_predict(
     """
     started = time.monotonic()
     check_options(output_format, top_k, predict_batch_size, max_error_fraction)
+    if beam_runner:
+        check_beam(beam_runner, beam_options or {}, endpoint.url if endpoint else "")
+    if gcp_resources:  # none until a Dataflow job is launched, which names itself there
+        vertex_jobs.write_gcp_resources(gcp_resources)
     remote = None
     if endpoint is not None:
         from tfkfp.components.batch_predict.endpoint import connect
@@ -181,7 +191,9 @@ def batch_predict(
     chosen = select_group(range(len(plan.files)), file_group, file_groups, what="shard",
                           error=PredictInputError, allow_empty=True)
     sources.check_shards(plan, chosen)
-    read = _reader(plan, [plan.files[i] for i in chosen], features, key_columns,
+    if beam_runner:
+        return _on_beam(plan, chosen, features, key_columns, predictor, started, locals())
+    read = make_reader(plan, [plan.files[i] for i in chosen], features, key_columns,
                    predict_batch_size, {} if remote else _parsed_blocks(predictor, features))
     uris.makedirs(output_dir)
     total = sum(plan.expected[i] for i in chosen) if None not in plan.expected else None
@@ -215,6 +227,48 @@ def batch_predict(
     return result
 
 
+def _on_beam(plan: sources.InputPlan, chosen: List[int], features, key_columns,
+             predictor: Predictor, started: float, args: Dict) -> PredictResult:
+    """The prediction as a Beam job (beam_job.py); the same files, summary and checks."""
+    from tfkfp.components.batch_predict.beam_job import BeamJob, run_job
+
+    uris.makedirs(args["output_dir"])
+    job = BeamJob(plan, tuple((i, plan.files[i]) for i in chosen), tuple(features),
+                  tuple(key_columns), args["model_uri"], args["labels_uri"],
+                  tuple(predictor.labels), predictor.regressor, args["top_k"],
+                  args["output_format"], args["output_dir"],
+                  min(args["predict_batch_size"], 4096), args["threads"],
+                  tuple(_parsed_blocks(predictor, features).items()))
+    runner = args["beam_runner"]
+    log.info("predicting %d of %d %s file(s) with %s in a Beam job on %s into %s",
+             len(chosen), len(plan.files), plan.fmt, predictor.kind, runner,
+             args["output_dir"])
+    busy_started = time.monotonic()
+    counts = run_job(job, runner, args["beam_options"] or {}, _job_name(args["output_dir"]),
+                     args["gcp_resources"])
+    shards = [ShardCounts(**{k: v for k, v in c.items() if k != "index"}) for c in counts]
+    result = PredictResult(args["output_dir"], args["output_format"], predictor.describe(),
+                           shards, len(plan.files), args["file_group"], args["file_groups"],
+                           time.monotonic() - started, {}, time.monotonic() - busy_started,
+                           args["max_error_fraction"], "beam", runner)
+    _finish(result)
+    log.info("predicted %d records (%d errors, %.2f%%) in %.1fs in a Beam job on %s (%.0f "
+             "records/s)", result.inputs, result.errors, 100 * result.error_fraction,
+             result.seconds, runner, result.records_per_second)
+    refuse_errors([{**dataclasses.asdict(s), "errors_file": uris.join(result.output_dir,
+                                                                      s.errors_file)}
+                   for s in result.shards], result.max_error_fraction)
+    return result
+
+
+def _job_name(output_dir: str) -> str:
+    """A Dataflow-valid job name ([a-z][-a-z0-9]*) telling the output apart."""
+    import hashlib
+
+    digest = hashlib.sha256(output_dir.encode()).hexdigest()[:10]
+    return f"tfkfp-batch-predict-{int(time.time())}-{digest}"
+
+
 def _parsed_blocks(predictor: Predictor, features: List[Column]) -> Dict[str, Tuple[str, ...]]:
     """The model's blocks of inputs whose columns are all scalar columns of the block's
     dtype parsed here: TFRecords hand each over as one matrix (the others: by column)."""
@@ -222,8 +276,8 @@ def _parsed_blocks(predictor: Predictor, features: List[Column]) -> Dict[str, Tu
             if set(names) <= {c.name for c in features if scalar_of(c, dtype)}}
 
 
-def _reader(plan: sources.InputPlan, files: List[str], features, key_columns, batch_size: int,
-            blocks: Dict[str, Tuple[str, ...]]):
+def make_reader(plan: sources.InputPlan, files: List[str], features, key_columns,
+                batch_size: int, blocks: Dict[str, Tuple[str, ...]]):
     """``read(paths) -> Iterator[(position, Chunk | None)]`` for the plan's format: each
     file's chunks, then None, file after file (text headers checked now); TFRecords give
     each of ``blocks`` as one matrix."""

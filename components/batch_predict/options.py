@@ -138,3 +138,20 @@ def endpoint_options(endpoint_url: str, endpoint_model: str = "model",
                               endpoint_token_env, endpoint_retries)
     check_endpoint(options)
     return options
+
+
+def check_beam(beam_runner: str, beam_options: Dict[str, str] | None = None,
+               endpoint_url: str = "") -> None:
+    """A Beam runner and its settings (common.beam.runners), refused before any work; a
+    Beam job and an endpoint are two places for the model, so not both."""
+    from tfkfp.components.common.beam.runners import check_runner
+
+    if not beam_runner:
+        return
+    if endpoint_url:
+        raise PredictInputError("beam_runner and endpoint_url both set: the model runs in a "
+                                "Beam job or at an endpoint; set one")
+    try:
+        check_runner(beam_runner, dict(beam_options or {}))
+    except ValueError as err:
+        raise PredictInputError(str(err)) from None

@@ -2,14 +2,15 @@
 
 Lines are gathered ``batch_size`` at a time and parsed by pyarrow with the schema's types
 (the fast path). A block that fails to parse, or parses with a missing value, is halved
-down to its bad lines (``records.split_failures``), which become errors naming the file,
-the line number and its byte offset. CSV values may not hold line breaks (one row a line).
+down to its bad lines (``common.platform.halving``), which become errors naming the file, the
+line number and its byte offset. CSV values may not hold line breaks (one row a line).
 """
 
 import contextlib
 import csv
 import io
 import json
+import re
 from typing import Callable, Dict, Iterator, List
 
 import numpy as np
@@ -19,11 +20,11 @@ from tfkfp.components.batch_predict.records import (
     Chunk,
     ErrorRow,
     concat_columns,
-    split_failures,
 )
 from tfkfp.components.common.data import missing
 from tfkfp.components.common.data.schema import Column
 from tfkfp.components.common.platform import uris
+from tfkfp.components.common.platform.halving import split_failures
 
 _ARROW = {"float32": "float32", "int64": "int64", "string": "string"}
 
@@ -81,7 +82,7 @@ def _parse_block(path: str, fmt: str, names: List[str], lines: List[bytes], firs
 
     good, bad = split_failures(attempt, len(kept))
     errors = [ErrorRow(path, numbers[i], starts[i], f"line does not parse with the schema: "
-                       f"{_reason(err)}") for i, err in bad]
+                       f"{_reason(err, names)}") for i, err in bad]
     if not good:
         return Chunk({}, {}, np.zeros(0, np.int64), errors)
     values = concat_columns([g[2] for g in good], [c.name for c in columns])
@@ -90,8 +91,15 @@ def _parse_block(path: str, fmt: str, names: List[str], lines: List[bytes], firs
                  {k.name: values[k.name] for k in keys}, records, errors)
 
 
-def _reason(err: BaseException) -> str:
-    return " ".join(str(err).split()) or type(err).__name__
+def _reason(err: BaseException, names: List[str]) -> str:
+    """The parser's message, its CSV column number (from 0) replaced by the column's name."""
+    text = " ".join(str(err).split()) or type(err).__name__
+
+    def named(found: re.Match) -> str:
+        at = int(found[1])
+        return f"column {names[at]!r}:" if at < len(names) else found[0]
+
+    return re.sub(r"In CSV column #(\d+): Row #\d+:", named, text)
 
 
 def _csv_block(body: bytes, names: List[str], columns: List[Column]) -> Dict[str, np.ndarray]:

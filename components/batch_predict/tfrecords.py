@@ -5,8 +5,8 @@ large read buffer and prefetch, and one ``tf.io.parse_example`` per batch. Two t
 go wrong, and neither aborts the run:
 
 - a batch does not parse (a record that is not an Example, or does not match the schema):
-  the batch is split down to its bad records (``records.split_failures``), which go to the
-  errors file with TensorFlow's reason;
+  the batch is split down to its bad records (``common.platform.halving``), which go to
+  the errors file with TensorFlow's reason;
 - the file itself is corrupt or truncated: reading stops with a DataLossError. The records
   of the batch in progress are read again one by one up to the failure, and the shard is
   reported with its file name, the record index and the byte offset where reading failed.
@@ -46,7 +46,6 @@ from tfkfp.components.batch_predict.records import (
     Chunk,
     ErrorRow,
     concat_columns,
-    split_failures,
 )
 from tfkfp.components.common.data.parsing import rows_parser
 from tfkfp.components.common.data.reader import decode_column
@@ -54,6 +53,7 @@ from tfkfp.components.common.data.record_stream import RecordStreamError, read_r
 from tfkfp.components.common.data.schema import Column, Schema, scalar_of
 from tfkfp.components.common.model.predictor import BLOCKS
 from tfkfp.components.common.platform import fetch_cache, uris
+from tfkfp.components.common.platform.halving import split_failures
 from tfkfp.components.common.platform.progress import log
 
 _AT = re.compile(r"record at (\d+)")
