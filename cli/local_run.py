@@ -11,7 +11,7 @@ import time
 from typing import Any, Dict, List, TextIO
 
 from tfkfp.cli import figures
-from tfkfp.cli.local_tasks import tasks_die_with_this_process
+from tfkfp.cli.local_tasks import run_temp_folder, tasks_die_with_this_process
 from tfkfp.cli.task_logs import TaskConsole, TaskRecord
 from tfkfp.pipelines import registry
 
@@ -58,8 +58,10 @@ def run_pipeline(pipeline, parameters: Dict[str, Any], pipeline_root: str,
     local.init(runner=local.SubprocessRunner(use_venv=False),
                pipeline_root=os.path.abspath(pipeline_root), raise_on_error=True)
     started = time.monotonic()
-    # a task dies with this process, even a SIGKILLed one (it would otherwise run on)
-    with tasks_die_with_this_process(), TaskConsole(pipeline_root, console, verbose) as tasks:
+    # a task dies with this process, even a SIGKILLed one (it would otherwise run on), and
+    # its temp files (kfp's mktemp -d among them) go with the run's temp folder
+    with run_temp_folder() as temp, tasks_die_with_this_process(temp), \
+            TaskConsole(pipeline_root, console, verbose) as tasks:
         try:
             task = pipeline(**parameters)
         except RuntimeError as err:

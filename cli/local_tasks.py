@@ -10,50 +10,72 @@ Python: the kernel does not pass the request on to a shell's children. The signa
 SIGTERM, as when KFP cancels a pod: the task removes its scratch folders and stops what it
 started (cluster jobs, worker processes, which have their own parent-death signal) on the
 way out.
+
+Each task's ``TMPDIR`` is one folder per run (``run_temp_folder``), removed when the run
+ends: kfp's launch command writes the component's source into ``$(mktemp -d)`` and never
+removes it, which left a ``tmp.*/ephemeral_component.py`` folder in the system's temp folder
+per task. A run killed with SIGKILL leaves its folder to the next run (common.platform.scratch).
 """
 
 import contextlib
+import functools
 import os
 import re
 import signal
 import subprocess
+import tempfile
 from typing import Dict, Iterator, List
 
-from tfkfp.components.common.platform import lifeline
+from tfkfp.components.common.platform import lifeline, scratch
 
 EXECUTOR_MODULE = "kfp.dsl.executor_main"
 RUNTIME = "_KFP_RUNTIME=true "  # begins kfp's launch of the executor (python3 already replaced)
 _EXEC_EXECUTOR = re.compile(r"(_KFP_RUNTIME=true )(?!exec )")
 _EXEC_INNER_SHELL = re.compile(r'(&& )(?="\$0" "\$@")')  # kfp's pip-install wrapper
+RUN_TEMP_PREFIX = "tfkfp-run-tmp-"  # a run's temp folder, in the system's
 
 
 @contextlib.contextmanager
-def tasks_die_with_this_process() -> Iterator[None]:
+def run_temp_folder() -> Iterator[str]:
+    """A private folder in the system's temp folder for one run's tasks, removed when the
+    block ends; those that killed runs left are removed first."""
+    parent = tempfile.gettempdir()
+    scratch.remove_abandoned(parent, RUN_TEMP_PREFIX)
+    with scratch.owned_dir(parent, RUN_TEMP_PREFIX) as folder:
+        yield folder
+
+
+@contextlib.contextmanager
+def tasks_die_with_this_process(temp_folder: str = "") -> Iterator[None]:
     """While the block runs, every task kfp.local's SubprocessRunner starts gets SIGTERM when
-    this process (or the thread that started the task) dies, however it dies."""
+    this process (or the thread that started the task) dies, however it dies; with
+    ``temp_folder``, it is the task's TMPDIR."""
     from kfp.local import subprocess_task_handler as handler
 
     saved = handler.run_local_subprocess
-    handler.run_local_subprocess = run_task_process
+    handler.run_local_subprocess = functools.partial(run_task_process,
+                                                     temp_folder=temp_folder)
     try:
         yield
     finally:
         handler.run_local_subprocess = saved
 
 
-def run_task_process(full_command: List[str],
-                     env_vars: Dict[str, str] | None = None) -> int:
+def run_task_process(full_command: List[str], env_vars: Dict[str, str] | None = None,
+                     temp_folder: str = "") -> int:
     """kfp.local's ``run_local_subprocess``, the task's Python exec'd and bound to this
     process's life.
 
     Args:
         full_command: The task's command, as kfp.local built it.
         env_vars: Variables added to this process's environment for the task.
+        temp_folder: The task's TMPDIR (empty: this process's).
 
     Returns:
         The task's exit code; its output is printed line by line, as kfp prints it.
     """
-    env = {**os.environ, **env_vars} if env_vars else None
+    added = {**(env_vars or {}), **({"TMPDIR": temp_folder} if temp_folder else {})}
+    env = {**os.environ, **added} if added else None
     with lifeline.popen(exec_python(full_command), sig=signal.SIGTERM, env=env,
                         stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True,
                         bufsize=1) as process:

@@ -28,10 +28,13 @@ def group_numbers(count: int) -> List[int]:
 
 def fingerprinted(input_uri, input_format):
     """fingerprint_input on ``input_uri`` (files of ``input_format``, as shard_tfrecords reads
-    them), never cached (so the sharding step's cache key follows the data) and retried with
-    backoff (it reads remote storage)."""
+    them), never cached, so the sharding step's cache key follows the data.
+
+    No ``set_retry``: KFP reruns a task whatever made it fail, so a missing file, an
+    unsupported pattern or absent credentials would fail four times, 70 s of backoff apart.
+    The step retries the storage faults that may pass (common.platform.transient) itself.
+    """
     from tfkfp.components.shard_tfrecords.component import fingerprint_input
 
     task = fingerprint_input(input_uri=input_uri, input_format=input_format)
-    task = task.set_caching_options(False)
-    return task.set_retry(num_retries=3, backoff_duration="10s", backoff_factor=2.0)
+    return task.set_caching_options(False)

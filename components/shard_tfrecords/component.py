@@ -68,7 +68,8 @@ def shard_tfrecords(
             S3 credentials), so the artifact holds only schema.json and manifest.json and
             later steps stream the shards instead of downloading them; otherwise inside the
             artifact. inside: always inside. A path or s3://, minio://, gs:// URI: a folder
-            per Dataset under it.
+            per Dataset under it (a relative path is taken from the step's working folder,
+            where tfkfp run was started, and may not leave it).
     """
     import logging
 

@@ -137,6 +137,8 @@ def shard_tfrecords(
     column_types = dict(column_types or {})
     check_options(eval_fraction, compression, shard_size_mb, num_shards, min_shards,
                   column_types, split_column, missing, layout, block_rows, input_format)
+    sources.check_output_outside(input_uri, dataset)
+    sources.check_output_outside(input_uri, shard_dir or dataset, "shard_dir")
     fmt, files = sources.resolve_files(input_uri, input_format)
     files = select_group(files, file_group, file_groups, error=ShardInputError)
     raw = sources.infer_columns(fmt, files, column_types)

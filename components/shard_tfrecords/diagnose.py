@@ -15,6 +15,7 @@ from tfkfp.components.common.data.missing import FLOAT32_MAX, can_hold_gaps, non
 from tfkfp.components.common.platform import uris
 from tfkfp.components.shard_tfrecords.errors import ShardInputError
 from tfkfp.components.shard_tfrecords.formats.base import (
+    decode_text,
     first_line_number,
     missing_problem,
     set_column_type,
@@ -29,7 +30,7 @@ def csv_error(uri: str, start: int, end: int, names: List[str], types: Dict[str,
         return err
     with uris.open_file(uri) as f:
         f.seek(start)
-        text = f.read(end - start).decode("utf-8", errors="replace")
+        text = decode_text(f.read(end - start), uri, start)  # binary: named by line
     line_no = first_line_number(uri, start)
     if start == 0:  # the chunk holds the header line too
         line_no += 1
@@ -81,7 +82,7 @@ def jsonl_error(uri: str, start: int, end: int, columns: list, err: Exception) -
         return err
     with uris.open_file(uri) as f:
         f.seek(start)
-        lines = f.read(end - start).decode("utf-8", errors="replace").splitlines()
+        lines = decode_text(f.read(end - start), uri, start).splitlines()
     first = first_line_number(uri, start)
     for offset, line in enumerate(lines):
         if not line.strip():

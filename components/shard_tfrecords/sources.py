@@ -15,6 +15,7 @@ import numpy as np
 
 from tfkfp.components.common.data import missing
 from tfkfp.components.common.platform import uris
+from tfkfp.components.common.platform.follow import describe_error
 from tfkfp.components.shard_tfrecords.errors import ShardInputError
 from tfkfp.components.shard_tfrecords.formats.base import (
     Chunk,
@@ -46,23 +47,59 @@ def resolve_files(input_uri: str, input_format: str = "auto") -> Tuple[str, List
     if input_format not in ("auto", *FORMATS):
         raise ShardInputError(f"input_format {input_format!r} is not one of "
                               f"auto, {', '.join(FORMATS)}")
+    try:
+        fmt, files = _listed(input_uri, input_format)
+    except ShardInputError:
+        raise
+    except Exception as err:  # the store's own error: name the input and what to check
+        if not uris.is_remote(input_uri):
+            raise
+        raise ShardInputError(
+            f"input_uri {input_uri!r} could not be read: {describe_error(err)}; check that "
+            "this step reaches the store and has credentials for it (for gs://, the pod's "
+            "service account or GOOGLE_APPLICATION_CREDENTIALS; for s3:// and minio://, "
+            "AWS_ACCESS_KEY_ID and AWS_ENDPOINT_URL)") from err
+    return fmt or (input_format if input_format != "auto" else _format_of(files)), files
+
+
+def _listed(input_uri: str, input_format: str) -> Tuple[str, List[str]]:
+    """("images", [folder]) for an image folder, else ("", the input files)."""
     if any(ch in input_uri for ch in "*?["):
         files = [f for f in uris.glob(input_uri) if not uris.isdir(f)]
         if not files:
             raise ShardInputError(f"no files match the pattern {input_uri}")
-    elif not uris.exists(input_uri):
+        return "", files
+    if not uris.exists(input_uri):
         raise ShardInputError(f"input path {input_uri} does not exist")
-    elif uris.isdir(input_uri):
-        if input_format in ("auto", "images") and class_folders(input_uri):
-            return "images", [input_uri]
-        files = [uris.join(input_uri, n) for n in uris.listdir(input_uri)
-                 if not n.startswith((".", "_")) and not uris.isdir(uris.join(input_uri, n))]
-        if not files:
-            raise ShardInputError(f"input folder {input_uri} holds no data files")
-    else:
-        files = [input_uri]
-    fmt = input_format if input_format != "auto" else _format_of(files)
-    return fmt, files
+    if not uris.isdir(input_uri):
+        return "", [input_uri]
+    if input_format in ("auto", "images") and class_folders(input_uri):
+        return "images", [input_uri]
+    files = [uris.join(input_uri, n) for n in uris.listdir(input_uri)
+             if not n.startswith((".", "_")) and not uris.isdir(uris.join(input_uri, n))]
+    if not files:
+        raise ShardInputError(f"input folder {input_uri} holds no data files")
+    return "", files
+
+
+def check_output_outside(input_uri: str, output: str, name: str = "dataset") -> None:
+    """Refuse an output folder inside a folder given as the input: the next run would read
+    it as input (its train/ and eval/ folders as classes of images)."""
+    if any(ch in input_uri for ch in "*?[") or not uris.isdir(input_uri):
+        return  # a pattern or a file: the output's files are never among its matches
+    if _inside(output, input_uri):
+        raise ShardInputError(
+            f"{name} {output} is inside the input folder {input_uri}: the next run would "
+            "read that Dataset as input (its train/ and eval/ folders as classes of "
+            f"images); write it outside {input_uri}, or give input_uri as a pattern "
+            f"such as {uris.join(input_uri, '*.csv')}")
+
+
+def _inside(path: str, folder: str) -> bool:
+    if uris.is_remote(path) or uris.is_remote(folder):
+        return path.rstrip("/").startswith(folder.rstrip("/") + "/")
+    path, folder = (os.path.abspath(uris.local_path(p)) for p in (path, folder))
+    return os.path.commonpath([path, folder]) == folder
 
 
 def fingerprint(input_uri: str, input_format: str = "auto") -> str:

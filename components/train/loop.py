@@ -13,6 +13,7 @@ import shutil
 import tempfile
 from typing import Any, Dict
 
+from tfkfp.components.common.data.damage import shards_named_on_data_loss
 from tfkfp.components.common.data.dataset import Manifest
 from tfkfp.components.common.data.reader import make_dataset
 from tfkfp.components.common.data.schema import Schema
@@ -37,7 +38,13 @@ HISTORY_FILE = "history.json"
 
 
 def run(config: TrainConfig, result_path: str) -> Dict[str, Any] | None:
-    """Train as this process's task; the chief exports the model and writes the result."""
+    """Train as this process's task; the chief exports the model and writes the result.
+    A damaged shard fails the run naming it (TensorFlow's own error gives only an offset)."""
+    with shards_named_on_data_loss(config.dataset):
+        return _run(config, result_path)
+
+
+def _run(config: TrainConfig, result_path: str) -> Dict[str, Any] | None:
     import tf_keras
 
     tensorflow_threads()  # before TensorFlow's first op: pools sized to the CPU limit

@@ -5,6 +5,7 @@ import builtins
 import io
 import os
 import sys
+import tempfile
 
 import pytest
 from kfp import dsl
@@ -73,6 +74,21 @@ def test_a_failed_task_ends_the_run_with_the_components_own_message(tmp_path):
     assert str(failed.value) == "refuse: ValueError: the step's own reason: 'hihi' is not a number"
     last = console.getvalue().splitlines()[-1]
     assert last.startswith("FAILED refuse ") and last.endswith(failed.value.record.log)
+
+
+def test_a_run_leaves_nothing_in_the_system_temp_folder(tmp_path, monkeypatch):
+    """kfp's launch command writes each task's source into ``$(mktemp -d)``: a local run used
+    to leave a ``tmp.*/ephemeral_component.py`` folder per task there."""
+    system = tmp_path / "system-temp"  # this test's own, so other runs cannot change it
+    system.mkdir()
+    monkeypatch.setenv("TMPDIR", str(system))
+    monkeypatch.setattr(tempfile, "tempdir", None)  # gettempdir() reads TMPDIR again
+    before = sorted(p.name for p in system.glob("tmp.*"))
+    run = local_run.run_pipeline(two_steps, {"word": "hi"}, str(tmp_path / "root"),
+                                 console=io.StringIO())
+    assert run.outputs == {"Output": "hihihihi"}
+    assert sorted(p.name for p in system.glob("tmp.*")) == before == []
+    assert os.listdir(system) == []  # the run's own temp folder went with it
 
 
 def indented(text: str) -> str:

@@ -117,7 +117,9 @@ def test_sigkill_of_tfkfp_run_ends_its_running_task_which_cleans_up(tmp_path):
 
 
 def spools(temp):
-    return [name for name in os.listdir(temp) if name.startswith(SPOOL_PREFIX)]
+    """The spool folders in temp, or in a run's temp folder there (the tasks' TMPDIR)."""
+    return [path.name for path in [*temp.glob(f"{SPOOL_PREFIX}*"),
+                                   *temp.glob(f"{local_tasks.RUN_TEMP_PREFIX}*/{SPOOL_PREFIX}*")]]
 
 
 # A pipeline whose task starts a worker, as train's local launcher does, and blocks.

@@ -17,6 +17,10 @@ each other's shards (a retried step rewrites its own folder).
   credentials, where the launcher moves the bytes).
 - ``inside``: always inside the artifact.
 - a path or URI (``s3://bucket/tfkfp-data``, ``gs://...``): ``<data_root>/<digest>/``.
+  A relative path is taken from the working folder (where ``tfkfp run`` was started, and
+  where its local tasks run) and may not leave it (``../..`` is refused, naming where the
+  shards would have gone); the step resolves it once, so the manifest lists the shards by
+  absolute path and every reader finds them.
 """
 
 import hashlib
@@ -36,23 +40,30 @@ class DataRootError(ValueError):
 
 def check(data_root: str) -> None:
     """Refuse a data_root no step can write (no TensorFlow, no store access)."""
-    if data_root in ("", AUTO, INSIDE):
-        return
+    if data_root not in ("", AUTO, INSIDE):
+        resolved(data_root)
+
+
+def resolved(data_root: str) -> str:
+    """A data_root path or URI as the shards' parent folder (see the module docstring)."""
     reason = uris.unsupported_scheme(data_root)
     if reason:
         raise DataRootError(f"data_root {reason}, or {AUTO!r} or {INSIDE!r}")
+    try:
+        return uris.resolve_setting("data_root", data_root)
+    except uris.PlaceError as err:
+        raise DataRootError(f"{err}; or {AUTO!r} or {INSIDE!r}") from err
 
 
 def shard_dir(data_root: str, artifact_uri: str) -> str:
     """The folder for the shards of the Dataset artifact at ``artifact_uri`` ("" for inside
     the artifact)."""
-    check(data_root)
     if data_root in ("", INSIDE):
         return ""
     if data_root == AUTO:
         return f"{artifact_uri.rstrip('/')}-shards" if writable_store(artifact_uri) else ""
     digest = hashlib.sha256(artifact_uri.encode("utf-8")).hexdigest()[:20]
-    return uris.join(data_root, digest)
+    return uris.join(resolved(data_root), digest)
 
 
 def writable_store(uri: str) -> bool:

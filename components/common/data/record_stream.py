@@ -37,25 +37,29 @@ def head_records(files: Sequence[str], compression: str, records: int) -> List[b
 
 def read_records(stream: BinaryIO, where: str) -> Iterator[bytes]:
     """The records of a TFRecord stream, one by one, framing and CRC32C checked (a broken
-    frame raises RecordStreamError naming ``where`` and the record)."""
-    index = 0
+    frame raises RecordStreamError naming ``where``, the record and the byte it starts at,
+    the offset TensorFlow's "corrupted record at N" gives)."""
+    index = offset = 0
     while True:
         header = stream.read(12)
         if not header:
             return
+        at = f"(the record starts at byte {offset})"
         if len(header) < 12:
-            raise RecordStreamError(f"{where}: record {index} is cut short in its header")
+            raise RecordStreamError(f"{where}: record {index} is cut short in its header {at}")
         length, length_crc = struct.unpack("<QI", header)
         if _masked_crc(header[:8]) != length_crc:
-            raise RecordStreamError(f"{where}: record {index} has a corrupt length")
+            raise RecordStreamError(f"{where}: record {index} has a corrupt length {at}")
         body = stream.read(length + 4)
         if len(body) < length + 4:
-            raise RecordStreamError(f"{where}: record {index} is cut short")
+            raise RecordStreamError(f"{where}: record {index} is cut short {at}")
         data, (data_crc,) = body[:length], struct.unpack("<I", body[length:])
         if _masked_crc(data) != data_crc:
-            raise RecordStreamError(f"{where}: record {index} fails its checksum")
+            raise RecordStreamError(f"{where}: record {index} fails its checksum (its data "
+                                    f"starts at byte {offset + 12})")
         yield data
         index += 1
+        offset += 16 + length
 
 
 def _masked_crc(data: bytes) -> int:

@@ -3,10 +3,12 @@
 Local paths use the standard library (no TensorFlow import, so reading input stays
 light); ``s3://`` and ``minio://`` go through pyarrow (``object_store``: TensorFlow has no
 S3 filesystem); any other scheme through ``tf.io.gfile``, which handles gs:// in TF 2.21
-out of the box.
+out of the box. A remote lookup (exists, isdir, glob, listdir, size, mtime) is retried on
+transient faults (``transient``); any other error is raised at once.
 """
 
 import contextlib
+import functools
 import glob as _glob
 import os
 import re
@@ -14,7 +16,7 @@ import shutil
 import uuid
 from typing import IO, Dict, Iterator, List
 
-from tfkfp.components.common.platform import object_store
+from tfkfp.components.common.platform import object_store, transient
 
 _SCHEME = re.compile(r"^[a-zA-Z][a-zA-Z0-9+.-]*://")
 
@@ -33,6 +35,17 @@ def unsupported_scheme(uri: str) -> str:
 def is_remote(uri: str) -> bool:
     """True for URIs with a scheme (gs://, s3://, hdfs://), False for local paths."""
     return bool(_SCHEME.match(uri)) and not uri.startswith("file://")
+
+
+def _retried(fn):
+    """``fn(uri, ...)``, retried on transient faults where uri is remote (see transient)."""
+    @functools.wraps(fn)
+    def call(uri: str, *args):
+        if not is_remote(uri):
+            return fn(uri, *args)
+        return transient.call(f"{fn.__name__} {uri}", fn, uri, *args)
+
+    return call
 
 
 def local_path(uri: str) -> str:
@@ -75,6 +88,39 @@ def join(base: str, *parts: str) -> str:
     return os.path.join(local_path(base), *parts)
 
 
+class PlaceError(ValueError):
+    """A path given as a setting that leaves the places it may name."""
+
+
+def resolve_setting(name: str, value: str, base: str = "") -> str:
+    """Where the path or URI that the setting ``name`` gives is, resolved once, so that every
+    step and every later reader sees one place: a URI as it is, an absolute path normalised,
+    a relative path taken from ``base`` (default: the working folder, where ``tfkfp run`` was
+    started and its local tasks run), which it may not leave.
+
+    Raises:
+        PlaceError: a relative path that climbs out of ``base``, or a URI with a ``..``
+            segment (an object store keeps it in the key), naming the setting and where it
+            would have gone.
+    """
+    if is_remote(value):
+        if ".." in value.split("://", 1)[1].split("/"):
+            raise PlaceError(f"{name} {value!r} has a '..' segment, which an object store "
+                             "keeps as part of the key rather than going up a folder; give "
+                             "the URI without it")
+        return value
+    path = local_path(value)
+    if os.path.isabs(path):
+        return os.path.normpath(path)
+    base = os.path.abspath(base or os.getcwd())
+    resolved = os.path.normpath(os.path.join(base, path))
+    if os.path.commonpath([resolved, base]) != base:
+        raise PlaceError(f"{name} {value!r} leaves {base}, the folder relative paths are "
+                         f"taken from: it would go to {resolved}; give a folder inside it, "
+                         "an absolute path, or a gs://, s3:// or minio:// URI")
+    return resolved
+
+
 def resolve(base: str, path: str) -> str:
     """``path`` if it is absolute or a URI, else ``path`` inside ``base``."""
     if is_remote(path) or os.path.isabs(local_path(path)):
@@ -82,18 +128,21 @@ def resolve(base: str, path: str) -> str:
     return join(base, path)
 
 
+@_retried
 def exists(uri: str) -> bool:
     if object_store.handles(uri):
         return object_store.exists(uri)
     return _gfile().exists(uri) if is_remote(uri) else os.path.exists(local_path(uri))
 
 
+@_retried
 def isdir(uri: str) -> bool:
     if object_store.handles(uri):
         return object_store.isdir(uri)
     return _gfile().isdir(uri) if is_remote(uri) else os.path.isdir(local_path(uri))
 
 
+@_retried
 def glob(pattern: str) -> List[str]:
     """Sorted matches of a glob pattern (sorted so every run sees the same order)."""
     if object_store.handles(pattern):
@@ -103,6 +152,7 @@ def glob(pattern: str) -> List[str]:
     return sorted(_glob.glob(local_path(pattern)))
 
 
+@_retried
 def listdir(uri: str) -> List[str]:
     if object_store.handles(uri):
         return object_store.listdir(uri)
@@ -111,12 +161,14 @@ def listdir(uri: str) -> List[str]:
     return sorted(os.listdir(local_path(uri)))
 
 
+@_retried
 def size(uri: str) -> int:
     if object_store.handles(uri):
         return object_store.size(uri)
     return _gfile().stat(uri).length if is_remote(uri) else os.path.getsize(local_path(uri))
 
 
+@_retried
 def mtime(uri: str) -> float:
     """Modification time in epoch seconds (an object's generation time on gs://)."""
     if object_store.handles(uri):

@@ -52,6 +52,38 @@ def read_range(uri: str, start: int, end: int) -> bytes:
         return f.read(end - start)
 
 
+# The first bytes of files that a text pattern may match by mistake, and what they are.
+_MAGIC = ((b"\x1f\x8b", "gzip-compressed data (gzip inputs are not read: decompress it)"),
+          (b"PAR1", "a Parquet file (name it .parquet or set input_format)"),
+          (b"PK\x03\x04", "a zip archive (an .npz?)"), (b"\x93NUMPY", "a NumPy .npy file"),
+          (b"\x89PNG", "a PNG image"), (b"\xff\xd8\xff", "a JPEG image"),
+          (b"GIF8", "a GIF image"), (b"\x00\x00\x00", "binary data"))
+
+
+def decode_text(data: bytes, uri: str, start: int = 0) -> str:
+    """``data``, the bytes of ``uri`` from byte ``start`` (at a line's start), as UTF-8 text;
+    a character cut at the very end is left out (a sample's last line).
+
+    Raises:
+        ShardInputError: a byte that is not UTF-8, named by file, line and column (bytes
+            from 1), with what the file looks like when its first bytes say.
+    """
+    try:
+        return data.decode("utf-8")
+    except UnicodeDecodeError as err:
+        if err.reason == "unexpected end of data" and err.end == len(data):
+            return data[:err.start].decode("utf-8")
+        line = (first_line_number(uri, start) if start else 1) + data.count(b"\n", 0, err.start)
+        column = err.start - data.rfind(b"\n", 0, err.start)
+        head = data[:8] if start == 0 else read_range(uri, 0, 8)
+        kind = next((what for magic, what in _MAGIC if head.startswith(magic)), "")
+        looks = (f"; the file starts like {kind}, not text: did the input pattern match a "
+                 "file it should not?") if kind else "; save the file as UTF-8"
+        raise ShardInputError(f"{uri}, line {line}, column {column}: found byte "
+                              f"0x{data[err.start]:02x}, which is not UTF-8 text{looks}"
+                              ) from err
+
+
 def first_line_number(uri: str, start: int) -> int:
     """1-based number of the line that begins at byte offset start."""
     with uris.open_file(uri) as f:

@@ -5,6 +5,7 @@ from typing import Dict, List, Tuple
 
 import numpy as np
 
+from tfkfp.components.common.data.dataset import MANIFEST_FILE
 from tfkfp.components.common.platform import uris
 from tfkfp.components.shard_tfrecords.errors import ShardInputError
 from tfkfp.components.shard_tfrecords.formats.base import Chunk, RawColumn, read_range
@@ -19,8 +20,7 @@ class Images:
     def columns(uri: str, column_types: Dict[str, str], cheap: bool = False) -> List[RawColumn]:
         files = _image_files(uri)
         if not files:
-            raise ShardInputError(f"image folder {uri} has class subfolders but no images "
-                                  f"with extensions {IMAGE_EXTENSIONS}")
+            raise ShardInputError(_no_images(uri))
         first = files[0][0]
         height, width, channels = _image_info(first, read_range(first, 0, uris.size(first)))
         return [RawColumn(IMAGE_KEY, "string"),
@@ -57,6 +57,22 @@ def _image_files(folder: str) -> List[Tuple[str, str]]:
         found += [(uris.join(sub, n), label) for n in uris.listdir(sub)
                   if n.lower().endswith(IMAGE_EXTENSIONS)]
     return found
+
+
+def _no_images(folder: str) -> str:
+    """Why an image folder has no images: Datasets an earlier run wrote into the input folder
+    (whose subfolders made it look like one), or class subfolders without image files."""
+    subfolders = class_folders(folder)
+    datasets = [uris.join(folder, n) for n in subfolders
+                if uris.exists(uris.join(folder, n, MANIFEST_FILE))]
+    if datasets:
+        return (f"input folder {folder} was read as an image folder because of its "
+                f"subfolders {subfolders}, but {', '.join(datasets)} is a Dataset (it holds "
+                f"{MANIFEST_FILE}) that an earlier run wrote into the input folder, not a "
+                "class of images; write Datasets outside the input folder (move this one "
+                f"out), or give input_uri as a pattern such as {uris.join(folder, '*.csv')}")
+    return (f"image folder {folder} has class subfolders {subfolders} but no images with "
+            f"extensions {IMAGE_EXTENSIONS}")
 
 
 def _image_info(path: str, blob: bytes) -> Tuple[int, int, int]:

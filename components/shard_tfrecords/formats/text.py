@@ -17,6 +17,7 @@ from tfkfp.components.shard_tfrecords.formats.base import (
     Chunk,
     RawColumn,
     check_unique_names,
+    decode_text,
     dtype_of_arrow,
     empty_dtype,
     list_type,
@@ -55,7 +56,7 @@ class Csv:
         if not cheap and not body.strip():
             raise ShardInputError(f"{uri} has a header but no data rows")
         # names exactly as the file has them (spaces too), as pyarrow reads them below
-        names = next(csv.reader([header.decode("utf-8").removesuffix("\r")]))
+        names = next(csv.reader([decode_text(header, uri).removesuffix("\r")]))
         check_unique_names(names, uri)
         if cheap:
             return [RawColumn(n, column_types.get(n, "string")) for n in names]

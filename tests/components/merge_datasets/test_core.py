@@ -118,3 +118,27 @@ def test_parts_kept_in_a_data_root_are_listed_by_uri_not_copied(tmp_path):
     records = sum(len(label) for split in ("train", "eval")
                   for _, label in make_dataset(merged, mode="eval", split=split))
     assert records == sum(result.records.values()) == 500
+
+
+def test_parts_in_a_relative_data_root_merge_from_any_working_folder(tmp_path, monkeypatch):
+    """A relative data_root is resolved once, against the shard tasks' working folder: the
+    parts' manifests list their shards by absolute path, which merge and train find wherever
+    they run (before, the shards went to ``<cwd>/shards/...`` and the manifests said
+    ``shards/...``, which merge looked for inside each part, and reported missing)."""
+    from tfkfp.components.common.data.data_root import shard_dir
+
+    folder = one_table_in_two_files(tmp_path)
+    (tmp_path / "work").mkdir()
+    monkeypatch.chdir(tmp_path / "work")
+    parts = [str(tmp_path / f"part{group}") for group in range(2)]
+    for group, part in enumerate(parts):
+        shard_tfrecords(str(folder), part, label="animal", keys=["id"], file_group=group,
+                        file_groups=2, shard_dir=shard_dir("shards", part))
+    monkeypatch.chdir(tmp_path)
+    merged = str(tmp_path / "merged")
+    result = merge_datasets(parts, merged)
+    assert all(f.startswith(str(tmp_path / "work" / "shards") + "/")
+               for f in Manifest.load(merged).listed())
+    records = sum(len(label) for split in ("train", "eval")
+                  for _, label in make_dataset(merged, mode="eval", split=split))
+    assert records == sum(result.records.values()) == 500

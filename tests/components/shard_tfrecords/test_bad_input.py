@@ -166,3 +166,46 @@ def test_invalid_json_line(tmp_path):
     path = tmp_path / "j.jsonl"
     path.write_text('{"x": 1, "label": 0}\n{"x": 2, "label": 1}\n{"x": oops}\n')
     fails(tmp_path, path, r"j\.jsonl, line 3: not valid JSON")
+
+
+@pytest.mark.parametrize("first, where, kind", [
+    (b"\x89PNG\r\n\x1a\n", "column 1: found byte 0x89", "a PNG image"),
+    (b"\x1f\x8b\x08\x00", "column 2: found byte 0x8b", "gzip-compressed data")])
+def test_a_binary_file_matched_by_a_csv_pattern_is_named_with_line_and_column(
+        tmp_path, first, where, kind):
+    """It used to fail with ``UnicodeDecodeError ... in position 0``, naming no file."""
+    folder = tmp_path / "in"
+    folder.mkdir()
+    write_csv(folder / "a.csv", ["x", "label"], [[i, i % 2] for i in range(20)])
+    (folder / "b.csv").write_bytes(first + bytes(range(256)))
+    fails(tmp_path, folder / "*.csv", rf"{folder}/b\.csv, line 1, {where}, which is not "
+          rf"UTF-8 text; the file starts like {kind}")
+
+
+def test_a_byte_that_is_not_utf8_in_a_csv_body_is_named_by_line_and_column(tmp_path):
+    path = tmp_path / "latin.csv"
+    path.write_bytes(b"x,name,label\n1,ok,0\n2,ok,1\n3,caf\xe9,0\n")
+    fails(tmp_path, path, r"latin\.csv, line 4, column 6: found byte 0xe9, which is not "
+          r"UTF-8 text; save the file as UTF-8")
+
+
+def test_a_dataset_written_into_its_input_folder_is_refused_saying_so(tmp_path):
+    folder = tmp_path / "in"
+    folder.mkdir()
+    write_csv(folder / "a.csv", ["x", "label"], [[i, i % 2] for i in range(40)])
+    with pytest.raises(ShardInputError, match=rf"dataset {folder}/out is inside the input "
+                       rf"folder {folder}: the next run would read that Dataset as input"):
+        shard_tfrecords(str(folder), str(folder / "out"), label="label")
+    assert not (folder / "out").exists()
+    shard_tfrecords(str(folder / "*.csv"), str(folder / "out"), label="label")  # a pattern
+
+
+def test_a_rerun_over_a_folder_holding_an_earlier_dataset_says_what_is_wrong(tmp_path):
+    """It used to say the folder "has class subfolders but no images"."""
+    folder = tmp_path / "in"
+    folder.mkdir()
+    write_csv(folder / "a.csv", ["x", "label"], [[i, i % 2] for i in range(40)])
+    shard_tfrecords(str(folder / "*.csv"), str(folder / "out"), label="label")
+    fails(tmp_path, folder, rf"input folder {folder} was read as an image folder because of "
+          rf"its subfolders \['out'\], but {folder}/out is a Dataset \(it holds manifest.json\) "
+          "that an earlier run wrote into the input folder, not a class of images")

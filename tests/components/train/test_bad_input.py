@@ -4,7 +4,8 @@ import shutil
 
 import pytest
 
-from conftest import cut_shard, write_csv
+from conftest import cut_shard, flip_byte, write_csv
+from tfkfp.components.common.data.damage import DamagedShardError
 from tfkfp.components.common.data.dataset import DatasetMismatchError, Manifest
 from tfkfp.components.common.data.schema import SchemaError
 from tfkfp.components.common.model import savedmodel
@@ -48,6 +49,22 @@ def test_a_shard_cut_on_a_record_boundary_is_refused_naming_it(demo_dataset, tmp
     with pytest.raises(DatasetMismatchError, match=f"{re.escape(shard)} is {after} bytes, "
                        f"expected {before} bytes"):
         train(data, str(tmp_path / "model"), epochs=1)
+
+
+def test_a_shard_with_a_flipped_byte_fails_training_naming_it(demo_dataset, tmp_path):
+    """Its size is unchanged, so the manifest's check passes it; TensorFlow's reader then
+    stopped with a bare ``DataLossError: corrupted record at N``, naming no shard."""
+    data = str(tmp_path / "data")
+    shutil.copytree(demo_dataset, data)
+    shard = Manifest.load(data).shard_files("train")[1]
+    flip_byte(shard, 3)
+    with pytest.raises(DamagedShardError) as failed:
+        train(data, str(tmp_path / "model"), epochs=1)
+    offset = re.search(r"record 3 fails its checksum \(its data starts at byte (\d+)\)",
+                       str(failed.value))
+    assert offset and f"{shard}: record 3 fails its checksum" in str(failed.value)
+    assert f"corrupted record at {offset[1]}" in str(failed.value)  # TensorFlow's, mapped
+    assert str(failed.value).startswith(f"1 shard(s) of {data} are damaged")
 
 
 # A model whose loss is NaN exactly when a feature is below -1: the square root of a negative
