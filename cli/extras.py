@@ -10,24 +10,29 @@ import importlib.util
 import re
 from typing import Any, Iterator, Mapping
 
+from tfkfp.components.common.beam.runners import RUNNERS
+
 # The import names of each extra's distributions (pyproject.toml's optional-dependencies).
 EXTRA_MODULES = {
     "local": ("tensorflow", "tf_keras", "tensorboard", "ai_edge_litert", "numpy", "pyarrow",
               "PIL"),
     "serve": ("kserve", "uvloop"),
     "vertex": ("google.cloud.aiplatform", "google.cloud.aiplatform_v1"),
+    "beam": ("apache_beam",),
 }
 # The extras an extra installs besides its own distributions.
-INCLUDES = {"serve": ("local",)}
+INCLUDES = {"serve": ("local",), "beam": ("local",)}
 # What a command runs on this machine needs beyond the light install.
 COMMAND_EXTRAS = {"shard": "local", "demo-data": "local", "demo": "local", "run": "local",
                   "loadtest": "local", "serve": "serve"}
 # Modules a command does without (tfkfp serve falls back to asyncio's event loop).
 OPTIONAL = ("uvloop",)
 # Pipeline parameter values whose task imports an extra beyond the command's own: the
-# vertex launcher, deploy_model's vertex target, batch_predict sending rows to Vertex AI.
+# vertex launcher, deploy_model's vertex target, batch_predict sending rows to Vertex AI,
+# batch_predict as a Beam job on any runner of the table.
 PARAMETER_EXTRAS = {("launcher", "vertex"): "vertex", ("deploy", "vertex"): "vertex",
-                    ("target", "vertex"): "vertex", ("endpoint_protocol", "vertex"): "vertex"}
+                    ("target", "vertex"): "vertex", ("endpoint_protocol", "vertex"): "vertex",
+                    **{("beam_runner", runner): "beam" for runner in RUNNERS}}
 
 
 def require(command: str) -> None:

@@ -47,7 +47,9 @@ def test_each_extra_holds_its_jobs_runtime_and_dev_holds_all():
     assert {"kserve", "uvloop"} <= _names(optional["serve"])
     assert any(_extras(r) == {"local"} for r in optional["serve"])
     assert _names(optional["vertex"]) == {"google-cloud-aiplatform"}
-    assert any(_extras(r) == {"local", "serve", "vertex"} for r in optional["all"])
+    assert "apache-beam" in _names(optional["beam"])
+    assert any(_extras(r) == {"local"} for r in optional["beam"])
+    assert any(_extras(r) == {"local", "serve", "vertex", "beam"} for r in optional["all"])
     assert any(_extras(r) == {"all"} for r in optional["dev"])
     everything = {n for extra in optional.values() for n in _names(extra)}
     assert "scikit-learn" not in everything, "the demo data ships with the package"
@@ -56,7 +58,8 @@ def test_each_extra_holds_its_jobs_runtime_and_dev_holds_all():
 def test_the_commands_name_extras_that_exist():
     optional = PROJECT["project"]["optional-dependencies"]
     assert set(extras.EXTRA_MODULES) | set(extras.COMMAND_EXTRAS.values()) <= set(optional)
-    assert set(extras.INCLUDES["serve"]) <= {e for r in optional["serve"] for e in _extras(r)}
+    for extra, included in extras.INCLUDES.items():
+        assert set(included) <= {e for r in optional[extra] for e in _extras(r)}
 
 
 def test_license_is_an_spdx_expression_with_its_files_and_a_bounded_backend():

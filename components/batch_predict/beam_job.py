@@ -17,6 +17,7 @@ A file's predictions are gathered on one worker to be written in record order, s
 holds one input file's answers at a time: shards sized for a pod fit.
 """
 
+import collections
 import dataclasses
 import json
 from typing import Dict, Iterable, List, Tuple
@@ -97,7 +98,7 @@ def build(pipeline, job: BeamJob) -> None:
                         | "SpreadBatches" >> beam.Reshuffle()
                         | "Rows" >> beam.FlatMap(_rows_of, job)
                         | "Predict" >> RunInference(handler).with_exception_handling())
-    results = (answered | "Answers" >> beam.ParDo(_Answer(job.files)).with_outputs(
+    results = (answered | "Answers" >> beam.ParDo(_Answer(job)).with_outputs(
         "errors", main="predictions"))
     batch_errors = (failed.failed_inferences
                     | "FailedBatches" >> beam.FlatMap(_failed_batch, dict(job.files)))
@@ -117,13 +118,22 @@ class _ReadFile(beam.DoFn):
     def __init__(self, job: BeamJob):
         self.job = job
 
+    def setup(self):
+        # one TFRecord reader a worker, so its parser is traced once, not once a file (a
+        # text reader is made per file: it reads only that file's header)
+        self.read = self._reader([path for _i, path in self.job.files]) \
+            if self.job.plan.fmt == "tfrecord" else None
+
+    def _reader(self, paths: List[str]):
+        job = self.job
+        return make_reader(job.plan, paths, list(job.features), list(job.key_columns),
+                           READ_BATCH, dict(job.blocks))
+
     def process(self, item):
-        yield from _read_file(self.job, *item)
+        yield from _read_file(self.job, self.read or self._reader([item[1]]), *item)
 
 
-def _read_file(job: BeamJob, index: int, path: str):
-    read = make_reader(job.plan, [path], list(job.features), list(job.key_columns),
-                       READ_BATCH, dict(job.blocks))
+def _read_file(job: BeamJob, read, index: int, path: str):
     inputs, errors = 0, 0
     for _position, chunk in read([path]):
         if chunk is None:
@@ -166,19 +176,56 @@ def _packed(features: Dict, blocks: Dict[str, Tuple[str, ...]]) -> Dict[str, np.
     return out
 
 
+@dataclasses.dataclass
+class _Answers:
+    """One file's answered rows of a bundle, as arrays: what crosses the shuffle to the
+    writer (a few arrays, not one element a row)."""
+
+    records: np.ndarray  # int64
+    keys: Tuple[np.ndarray, ...]  # one array a key column
+    class_ids: np.ndarray | None = None  # int64 [rows, k]
+    scores: np.ndarray | None = None  # float32 [rows, k]
+    values: np.ndarray | None = None  # float32 [rows] (a regressor's)
+
+
 class _Answer(beam.DoFn):
-    """Each answered row to its file: a prediction, or an error row naming why."""
+    """Each answered row to its file: a prediction, gathered a bundle at a time into one
+    _Answers a file, or an error row naming why."""
 
-    def __init__(self, files):
-        self.paths = dict(files)
+    def __init__(self, job: BeamJob):
+        self.job, self.paths = job, dict(job.files)
 
-    def process(self, keyed):
+    def start_bundle(self):
+        self.pending: Dict[int, List] = collections.defaultdict(list)
+
+    def process(self, keyed):  # not a generator: one runs a row, so it must be cheap
         (index, record, keys), result = keyed
-        if isinstance(result.inference, RowFailure):
-            error = ErrorRow(self.paths[index], record, -1, result.inference.reason)
-            yield beam.pvalue.TaggedOutput("errors", (index, error))
-        else:
-            yield index, (record, keys, result.inference)
+        answer = result.inference
+        if type(answer) is RowFailure:
+            error = ErrorRow(self.paths[index], record, -1, answer.reason)
+            return [beam.pvalue.TaggedOutput("errors", (index, error))]
+        self.pending[index].append((record, keys, answer))
+        return None
+
+    def finish_bundle(self):
+        from apache_beam.transforms.window import GlobalWindow
+        from apache_beam.utils.windowed_value import WindowedValue
+
+        for index, answers in self.pending.items():
+            yield WindowedValue((index, _as_arrays(self.job, answers)), 0, [GlobalWindow()])
+        self.pending = {}
+
+
+def _as_arrays(job: BeamJob, answers: List) -> _Answers:
+    records = np.asarray([a[0] for a in answers], np.int64)
+    keys = tuple(_column([a[1][i] for a in answers], c) for i, c in enumerate(job.key_columns))
+    if job.regressor:
+        return _Answers(records, keys, values=np.asarray([a[2].value for a in answers],
+                                                         np.float32))
+    shape = (len(answers), job.top_k)
+    return _Answers(records, keys,
+                    np.asarray([a[2].class_ids for a in answers], np.int64).reshape(shape),
+                    np.asarray([a[2].scores for a in answers], np.float32).reshape(shape))
 
 
 def _failed_batch(failure, paths: Dict[int, str]) -> Iterable[Tuple[int, ErrorRow]]:
@@ -203,42 +250,53 @@ class _WriteShard(beam.DoFn):
 def _write_shard(job: BeamJob, index: int, grouped: Dict) -> Dict:
     path = job.plan.files[index]
     names = writers.shard_names(index, len(job.plan.files), job.output_format)
-    answers = sorted(grouped["predictions"], key=lambda a: a[0])
+    answers = _in_order(job, grouped["predictions"])
     errors = sorted(grouped["errors"], key=lambda e: e.record)
-    inputs = sum(grouped["files"])
+    inputs, predicted = sum(grouped["files"]), len(answers.records)
     out = writers.ShardWriter(uris.join(job.output_dir, names["predictions"]),
                               job.output_format)
     try:
         out.write(_predictions(job, answers))
-        out.commit(_predictions(job, []))
+        out.commit(_predictions(job, _in_order(job, [])))
     except BaseException:
         out.abort()
         raise
     writers.write_errors(uris.join(job.output_dir, names["errors"]), job.output_format, errors)
-    if inputs != len(answers) + len(errors):
-        raise AssertionError(f"{path}: {inputs} records in but {len(answers)} predictions and "
+    if inputs != predicted + len(errors):
+        raise AssertionError(f"{path}: {inputs} records in but {predicted} predictions and "
                              f"{len(errors)} errors out")
-    Metrics.counter(NAMESPACE, "predictions").inc(len(answers))
+    Metrics.counter(NAMESPACE, "predictions").inc(predicted)
     Metrics.counter(NAMESPACE, "errors").inc(len(errors))
     unit = "record" if job.plan.fmt == "tfrecord" else "line"
     first = f"{errors[0].file}, {unit} {errors[0].record}: {errors[0].reason}" if errors else ""
     return {"index": index, "input": path, "predictions_file": names["predictions"],
-            "errors_file": names["errors"], "inputs": inputs, "predictions": len(answers),
+            "errors_file": names["errors"], "inputs": inputs, "predictions": predicted,
             "errors": len(errors), "first_error": first}
 
 
-def _predictions(job: BeamJob, answers: List) -> writers.Predictions:
-    """The answers (record, key values, RowPrediction) as the writers' columns."""
-    keys = {c.name: _column([a[1][i] for a in answers], c)
-            for i, c in enumerate(job.key_columns)}
+def _in_order(job: BeamJob, parts: Iterable[_Answers]) -> _Answers:
+    """A file's answers from every bundle, in record order."""
+    parts = list(parts) or [_as_arrays(job, [])]
+    records = np.concatenate([p.records for p in parts])
+    order = np.argsort(records, kind="stable")
+
+    def joined(name: str):
+        found = [getattr(p, name) for p in parts]
+        return None if found[0] is None else np.concatenate(found)[order]
+
+    keys = tuple(np.concatenate([p.keys[i] for p in parts])[order]
+                 for i in range(len(job.key_columns)))
+    return _Answers(records[order], keys, joined("class_ids"), joined("scores"),
+                    joined("values"))
+
+
+def _predictions(job: BeamJob, answers: _Answers) -> writers.Predictions:
+    """The answers as the writers' columns."""
+    keys = {c.name: answers.keys[i] for i, c in enumerate(job.key_columns)}
     if job.regressor:
-        values = np.asarray([a[2].value for a in answers], np.float32)
-        return writers.Predictions(keys, list(job.key_columns), values=values)
-    shape = (len(answers), job.top_k)
-    ids = np.asarray([a[2].class_ids for a in answers], np.int64).reshape(shape)
-    scores = np.asarray([a[2].scores for a in answers], np.float32).reshape(shape)
-    return writers.Predictions(keys, list(job.key_columns), ids, scores, list(job.labels),
-                               job.top_k)
+        return writers.Predictions(keys, list(job.key_columns), values=answers.values)
+    return writers.Predictions(keys, list(job.key_columns), answers.class_ids,
+                               answers.scores, list(job.labels), job.top_k)
 
 
 def _column(values: List, col: Column) -> np.ndarray:

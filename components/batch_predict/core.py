@@ -192,7 +192,19 @@ def batch_predict(
                           error=PredictInputError, allow_empty=True)
     sources.check_shards(plan, chosen)
     if beam_runner:
-        return _on_beam(plan, chosen, features, key_columns, predictor, started, locals())
+        from tfkfp.components.batch_predict.beam_job import BeamJob
+
+        job = BeamJob(plan, tuple((i, plan.files[i]) for i in chosen), tuple(features),
+                      tuple(key_columns), model_uri, labels_uri, tuple(predictor.labels),
+                      predictor.regressor, top_k, output_format, output_dir,
+                      min(predict_batch_size, 4096), threads,
+                      tuple(_parsed_blocks(predictor, features).items()))
+        shards = _on_beam(job, beam_runner, beam_options or {}, gcp_resources,
+                          predictor.kind)
+        return _finish_beam(PredictResult(
+            output_dir, output_format, predictor.describe(), shards, len(plan.files),
+            file_group, file_groups, time.monotonic() - started, {}, 0.0,
+            max_error_fraction, "beam", beam_runner))
     read = make_reader(plan, [plan.files[i] for i in chosen], features, key_columns,
                    predict_batch_size, {} if remote else _parsed_blocks(predictor, features))
     uris.makedirs(output_dir)
@@ -227,34 +239,29 @@ def batch_predict(
     return result
 
 
-def _on_beam(plan: sources.InputPlan, chosen: List[int], features, key_columns,
-             predictor: Predictor, started: float, args: Dict) -> PredictResult:
-    """The prediction as a Beam job (beam_job.py); the same files, summary and checks."""
-    from tfkfp.components.batch_predict.beam_job import BeamJob, run_job
+def _on_beam(job, runner: str, settings: Dict[str, str], gcp_resources: str,
+             model_kind: str) -> List[ShardCounts]:
+    """The prediction as a Beam job (beam_job.py): the same checks first, then the job."""
+    from tfkfp.components.batch_predict.beam_job import run_job
 
-    uris.makedirs(args["output_dir"])
-    job = BeamJob(plan, tuple((i, plan.files[i]) for i in chosen), tuple(features),
-                  tuple(key_columns), args["model_uri"], args["labels_uri"],
-                  tuple(predictor.labels), predictor.regressor, args["top_k"],
-                  args["output_format"], args["output_dir"],
-                  min(args["predict_batch_size"], 4096), args["threads"],
-                  tuple(_parsed_blocks(predictor, features).items()))
-    runner = args["beam_runner"]
+    # what the step checks before any output (a text file's header), checked before launch
+    make_reader(job.plan, [path for _i, path in job.files], list(job.features),
+                list(job.key_columns), 1, {})
+    uris.makedirs(job.output_dir)
     log.info("predicting %d of %d %s file(s) with %s in a Beam job on %s into %s",
-             len(chosen), len(plan.files), plan.fmt, predictor.kind, runner,
-             args["output_dir"])
-    busy_started = time.monotonic()
-    counts = run_job(job, runner, args["beam_options"] or {}, _job_name(args["output_dir"]),
-                     args["gcp_resources"])
-    shards = [ShardCounts(**{k: v for k, v in c.items() if k != "index"}) for c in counts]
-    result = PredictResult(args["output_dir"], args["output_format"], predictor.describe(),
-                           shards, len(plan.files), args["file_group"], args["file_groups"],
-                           time.monotonic() - started, {}, time.monotonic() - busy_started,
-                           args["max_error_fraction"], "beam", runner)
+             len(job.files), len(job.plan.files), job.plan.fmt, model_kind, runner,
+             job.output_dir)
+    counts = run_job(job, runner, settings, _job_name(job.output_dir), gcp_resources)
+    return [ShardCounts(**{k: v for k, v in c.items() if k != "index"}) for c in counts]
+
+
+def _finish_beam(result: PredictResult) -> PredictResult:
+    """The summary, the log line and the error limit of a Beam job's result."""
+    result = dataclasses.replace(result, busy_seconds=result.seconds)  # the job's own time
     _finish(result)
     log.info("predicted %d records (%d errors, %.2f%%) in %.1fs in a Beam job on %s (%.0f "
              "records/s)", result.inputs, result.errors, 100 * result.error_fraction,
-             result.seconds, runner, result.records_per_second)
+             result.seconds, result.runner, result.records_per_second)
     refuse_errors([{**dataclasses.asdict(s), "errors_file": uris.join(result.output_dir,
                                                                       s.errors_file)}
                    for s in result.shards], result.max_error_fraction)

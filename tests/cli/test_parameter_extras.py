@@ -65,3 +65,17 @@ def test_every_value_that_needs_an_extra_is_one_a_pipeline_takes():
     for (parameter, _), extra in extras.PARAMETER_EXTRAS.items():
         assert parameter in inputs, f"no pipeline takes {parameter!r}"
         assert extra in extras.EXTRA_MODULES, extra
+
+
+def test_a_beam_runner_without_the_beam_extra_is_refused_before_the_run_in_one_line(
+        started, tmp_path, capsys, monkeypatch):
+    installed = extras._absent
+    monkeypatch.setattr(extras, "_absent", lambda package: package.startswith(
+        "apache_beam") or installed(package))
+    assert main(["run", "batch_prediction", "--pipeline-root", str(tmp_path / "root"),
+                 "--set", "model_uri=gs://b/model", "--set", "dataset_uri=gs://b/dataset",
+                 "--set", "beam_runner=direct"]) == 1
+    assert capsys.readouterr().err.strip().splitlines() == [
+        "tfkfp run needs the 'beam' extra, which this install leaves out (no apache_beam): "
+        "pip install 'tfkfp[beam]'"]
+    assert not started

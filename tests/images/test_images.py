@@ -17,6 +17,8 @@ from tfkfp.components._image import GPU_IMAGE, IMAGE, IMAGE_NAME, __version__
 
 ROOT = pathlib.Path(__file__).resolve().parents[2]
 DOCKERFILES = sorted((ROOT / "images").glob("*/Dockerfile"))
+WORKER = ROOT / "images" / "beam-worker" / "Dockerfile"  # Beam's custom-container rules
+SUITE_DOCKERFILES = [p for p in DOCKERFILES if p != WORKER]  # the images KFP steps run in
 CONSTRAINTS = ROOT / "images" / "constraints.txt"
 DIGEST = r"@sha256:[0-9a-f]{64}"
 
@@ -66,11 +68,11 @@ def base_image(dockerfile):
     return final.replace("${BASE_IMAGE}", default)
 
 
-def test_there_is_a_cpu_and_a_gpu_dockerfile():
-    assert [p.parent.name for p in DOCKERFILES] == ["cpu", "gpu"]
+def test_there_are_the_cpu_gpu_and_beam_worker_dockerfiles():
+    assert [p.parent.name for p in DOCKERFILES] == ["beam-worker", "cpu", "gpu"]
 
 
-@pytest.mark.parametrize("dockerfile", DOCKERFILES, ids=lambda p: p.parent.name)
+@pytest.mark.parametrize("dockerfile", SUITE_DOCKERFILES, ids=lambda p: p.parent.name)
 def test_dockerfile_version_is_the_suite_version(dockerfile):
     args = [a for i, a in instructions(dockerfile) if i == "ARG" and a.startswith("TFKFP_VERSION")]
     assert args == [f"TFKFP_VERSION={__version__}"], (
@@ -82,7 +84,7 @@ def test_dockerfile_version_is_the_suite_version(dockerfile):
     assert "assert v == '${TFKFP_VERSION}'" in dockerfile.read_text()
 
 
-@pytest.mark.parametrize("dockerfile", DOCKERFILES, ids=lambda p: p.parent.name)
+@pytest.mark.parametrize("dockerfile", SUITE_DOCKERFILES, ids=lambda p: p.parent.name)
 def test_dockerfile_follows_the_image_rules(dockerfile):
     steps = instructions(dockerfile)
     kinds = [i for i, _ in steps]
@@ -110,6 +112,39 @@ def test_dockerfile_follows_the_image_rules(dockerfile):
     assert kinds.index("USER") > max(k for k, i in enumerate(kinds) if i == "RUN"), (
         f"{where}: the last RUN must come before USER")
     assert "WORKDIR" in kinds
+
+
+def test_beam_worker_image_follows_beams_custom_container_rules():
+    """Beam's SDK image of CI's Python and the suite's Beam as its base, Beam's boot as its
+    ENTRYPOINT, the suite installed with its beam and local extras under the constraints,
+    and the build checking the suite, Python and Beam inside against the tag's versions
+    (common/beam/dataflow_images.py reads them from the tag)."""
+    from tfkfp.components.common.beam.dataflow_images import image_versions
+
+    steps = instructions(WORKER)
+    args = dict(a.partition("=")[::2] for i, a in steps if i == "ARG")
+    python, beam = args["PYTHON_VERSION"], args["BEAM_VERSION"]
+    base = base_image(WORKER)
+    assert re.fullmatch(rf"apache/beam_python{re.escape(python)}_sdk:{re.escape(beam)}"
+                        rf"({DIGEST})?", base), base
+    assert image_versions(base) == {"python": python, "beam": beam}
+    assert base_image(ROOT / "images" / "cpu" / "Dockerfile").startswith(f"python:{python}-")
+    extras = tomllib.loads((ROOT / "pyproject.toml").read_text())["project"][
+        "optional-dependencies"]
+    wanted = next(Requirement(r) for r in extras["beam"] if r.startswith("apache-beam"))
+    assert wanted.specifier.contains(beam), f"BEAM_VERSION {beam}, pyproject wants {wanted}"
+    assert pins().get("apache-beam", beam) == beam, "images/constraints.txt pins another Beam"
+    assert args["TFKFP_VERSION"] == "", "TFKFP_VERSION is the tag's: no default to go stale"
+    text = WORKER.read_text()
+    documented = re.findall(r"tfkfp-beam-worker:\$version-(py[\d.]+-beam[\d.]+)", text)
+    assert documented == [f"py{python}-beam{beam}"], documented
+    assert steps[-1] == ("ENTRYPOINT", '["/opt/apache/beam/boot"]')
+    assert "USER" not in [i for i, _ in steps], "Beam's boot installs into the base's Python"
+    runs = " ".join(a for i, a in steps if i == "RUN")
+    assert '-c /tmp/build/constraints.txt "/src[beam,local]"' in runs and "pip check" in runs
+    assert "assert v == '${TFKFP_VERSION}'" in runs
+    assert "== ('${PYTHON_VERSION}', '${BEAM_VERSION}')" in runs
+    assert any(i == "COPY" and a.startswith("components ") for i, a in steps)
 
 
 def test_gpu_image_has_a_cuda_base_matching_tensorflow_cuda_extras():

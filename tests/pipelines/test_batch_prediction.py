@@ -105,3 +105,23 @@ def test_a_run_through_tfkfp_serve_answers_as_the_step(string_table, tmp_path): 
         str(tmp_path / "root" / "**" / "summary-group-*.json"), recursive=True)]
     assert len(summaries) == 2 and {s["path"] for s in summaries} == {"endpoint"}
     assert sum(s["model"]["requests"] for s in summaries) >= -(-len(want) // 64)
+
+
+@pytest.mark.slow
+@pytest.mark.usefixtures("isolated")  # each task sees only its own inputs, as in a pod
+def test_a_run_on_beam_gives_the_rows_of_the_step(demo_model, demo_dataset, tmp_path, capsys):
+    one = str(tmp_path / "one")
+    batch_predict(demo_model, demo_dataset, one, top_k=2)
+    code = main(["run", "batch_prediction", "--pipeline-root", str(tmp_path / "root"),
+                 "--set", f"model_uri={demo_model}", "--set", f"dataset_uri={demo_dataset}",
+                 "--set", "top_k=2", "--set", "beam_runner=direct"])
+    assert code == 0
+    summaries = glob.glob(str(tmp_path / "root" / "**" / "summary-group-*.json"),
+                          recursive=True)
+    assert len(summaries) == 1
+    summary = json.load(open(summaries[0]))
+    assert (summary["path"], summary["runner"], summary["errors"]) == ("beam", "direct", 0)
+    beam_rows = rows_in([os.path.dirname(summaries[0])])
+    assert beam_rows == rows_in([one])
+    resources = glob.glob(str(tmp_path / "root" / "**" / "gcp_resources"), recursive=True)
+    assert [json.load(open(p)) for p in resources] == [{"resources": []}]

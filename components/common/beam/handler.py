@@ -15,7 +15,7 @@ rises once per load. Batching is RunInference's own (``min/max_batch_size``,
 
 import dataclasses
 import threading
-from typing import Any, Dict, Iterable, List, Sequence, Tuple
+from typing import Any, Dict, Iterable, List, NamedTuple, Sequence, Tuple
 
 import numpy as np
 from apache_beam.metrics import Metrics
@@ -31,10 +31,9 @@ from tfkfp.components.common.platform.halving import split_failures
 NAMESPACE = "tfkfp"  # every counter the suite's Beam jobs report
 
 
-@dataclasses.dataclass(frozen=True)
-class RowPrediction:
+class RowPrediction(NamedTuple):
     """One row's answer: a classifier's k best class ids, names and scores (best first), or a
-    regressor's value."""
+    regressor's value. A tuple: a job makes one a row, so it must be cheap to make."""
 
     class_ids: Tuple[int, ...] = ()
     classes: Tuple[str, ...] = ()
@@ -148,11 +147,9 @@ class TfkfpModelHandler(ModelHandler[Dict[str, np.ndarray], Any, _Loaded]):
         if predictor.regressor:
             return [RowPrediction(value=float(v)) for v in outputs.reshape(-1)]
         ids, scores = top_k_of(outputs, self.top_k)
-        labels = predictor.labels
-        return [RowPrediction(tuple(int(i) for i in row_ids),
-                              tuple(labels[i] for i in row_ids),
-                              tuple(float(s) for s in row_scores))
-                for row_ids, row_scores in zip(ids, scores)]
+        names = np.asarray(predictor.labels, dtype=object)[ids]
+        return [RowPrediction(*answer) for answer in zip(
+            map(tuple, ids.tolist()), map(tuple, names.tolist()), map(tuple, scores.tolist()))]
 
     def get_num_bytes(self, batch: Sequence[Dict[str, np.ndarray]]) -> int:
         # Beam's default pickles every batch to measure it; the arrays say their size

@@ -49,6 +49,9 @@ def _portable_args(settings: Dict[str, str], job_name: str, streaming: bool) -> 
 def _dataflow_args(settings: Dict[str, str], job_name: str, streaming: bool) -> List[str]:
     from tfkfp.components.common.beam import dataflow
 
+    # first: Beam's own option checks reach for Cloud Storage with credentials, retrying
+    # for minutes without them
+    dataflow.require_google_credentials()
     return dataflow.pipeline_args(dataflow.dataflow_settings(settings), job_name, streaming)
 
 

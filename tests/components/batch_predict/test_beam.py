@@ -116,3 +116,26 @@ def test_a_runner_that_cannot_run_is_refused_before_any_output(
         batch_predict(beam_table.model, beam_table.dataset, str(tmp_path / "out"),
                       beam_runner=runner, beam_options=options)
     assert not (tmp_path / "out").exists()
+
+
+def test_dataflow_without_google_credentials_is_refused_before_the_job(beam_table, tmp_path,
+                                                                       monkeypatch):
+    from tfkfp.components.common.beam.dataflow_errors import DataflowError
+
+    for name in [n for n in os.environ if n.startswith(("GOOGLE_", "GCE_", "CLOUDSDK_"))]:
+        monkeypatch.delenv(name)
+    home = tmp_path / "home"
+    home.mkdir()
+    for name, value in (("HOME", str(home)), ("CLOUDSDK_CONFIG", str(home)),
+                        ("NO_GCE_CHECK", "true"), ("GCE_METADATA_HOST", "127.0.0.1:9"),
+                        ("GCE_METADATA_IP", "127.0.0.1:9")):
+        monkeypatch.setenv(name, value)
+    options = {"project": "my-project", "region": "europe-west4",
+               "temp_location": "gs://bucket/tmp",
+               "sdk_container_image": "registry.example/tfkfp-beam:0.1.0-py3.11-beam2.77.0"}
+    with pytest.raises(DataflowError, match="no Google credentials to launch a Dataflow job"):
+        batch_predict(beam_table.model, beam_table.dataset, str(tmp_path / "out"),
+                      beam_runner="dataflow", beam_options=options,
+                      gcp_resources=str(tmp_path / "gcp_resources"))
+    assert json.loads((tmp_path / "gcp_resources").read_text()) == {"resources": []}
+    assert not glob.glob(str(tmp_path / "out" / "predictions-*"))

@@ -123,3 +123,24 @@ def test_an_int64_cell_is_refused_naming_the_column(value, expected):
 
     with pytest.raises(RowError, match=r"^column 'n': .*" + expected.replace("[", r"\[")):
         RowEncoder([Column("n", "int64")]).encode({"n": value})
+
+
+def test_the_how_to_pipeline_runs_as_written(beam_table, tmp_path, monkeypatch):
+    """docs/how-to/beam.md's pipeline, its model path pointed at a real model."""
+    import pathlib
+    import re
+
+    page = pathlib.Path(__file__).resolve().parents[4] / "docs" / "how-to" / "beam.md"
+    code = re.search(r"```python\n(.*?)```", page.read_text(), re.S).group(1)
+    table = _user_rows()
+    for row in table:
+        row["id"] = row.pop("row id")
+    monkeypatch.chdir(tmp_path)
+    (tmp_path / "rows.jsonl").write_text("".join(json.dumps(r) + "\n" for r in table))
+    exec(compile(code.replace("path/to/model", beam_table.model), str(page), "exec"), {})
+    predicted = [json.loads(line) for path in sorted(tmp_path.glob("predictions*.jsonl"))
+                 for line in open(path)]
+    refused = [json.loads(line) for path in sorted(tmp_path.glob("errors*.jsonl"))
+               for line in open(path)]
+    assert len(predicted) == len(table) - 3 and {r["id"] for r in refused} == {5003, 5007, 5009}
+    assert {"class", "class_id", "score", "top_classes", "top_scores"} <= set(predicted[0])
