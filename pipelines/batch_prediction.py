@@ -35,7 +35,8 @@ def predict_shards(model: dsl.Model, dataset: dsl.Dataset, file_groups: int,
                    split: str, max_error_fraction: float, endpoint_url: str,
                    endpoint_model: str, endpoint_protocol: str, endpoint_batch_rows: int,
                    endpoint_concurrency: int, endpoint_headers: Dict[str, str],
-                   endpoint_token_file: str, endpoint_token_env: str, beam_runner: str,
+                   endpoint_token_file: str, endpoint_token_env: str, endpoint_retries: int,
+                   endpoint_timeout_s: float, beam_runner: str,
                    beam_options: Dict[str, str]) -> dsl.Markdown:
     """Fan batch_predict out over file groups and merge the counts; the merge fails the run
     when more than max_error_fraction of all the rows are errors."""
@@ -52,6 +53,8 @@ def predict_shards(model: dsl.Model, dataset: dsl.Dataset, file_groups: int,
                              endpoint_headers=endpoint_headers,
                              endpoint_token_file=endpoint_token_file,
                              endpoint_token_env=endpoint_token_env,
+                             endpoint_retries=endpoint_retries,
+                             endpoint_timeout_s=endpoint_timeout_s,
                              beam_runner=beam_runner, beam_options=beam_options)
     merged = merge_predictions(predictions=dsl.Collected(task.outputs["predictions"]),
                                max_error_fraction=max_error_fraction)
@@ -84,6 +87,8 @@ def batch_prediction(
     endpoint_headers: Dict[str, str] = {},  # noqa: B006
     endpoint_token_file: str = "",
     endpoint_token_env: str = "",
+    endpoint_retries: int = 8,
+    endpoint_timeout_s: float = 120.0,
     beam_runner: str = "",
     beam_options: Dict[str, str] = {},  # noqa: B006
     data_root: str = "auto",
@@ -129,6 +134,12 @@ def batch_prediction(
         endpoint_headers: Extra request headers (e.g. Host for an ingress); no credentials.
         endpoint_token_file: A file in the step's pod holding a bearer token.
         endpoint_token_env: An environment variable of the step holding a bearer token.
+        endpoint_retries: Attempts after the first on 429, 502, 503, 504, lost
+            connections and timeouts, with exponential backoff (0.5 s doubling, at most
+            15 s).
+        endpoint_timeout_s: Seconds a request waits for the connection and for each read
+            of the answer before the attempt counts as lost (above 0); the steps log every
+            few seconds how long the oldest request in flight has waited.
         beam_runner: Empty: each step predicts in its pod. Else each batch_predict task
             runs its prediction as an Apache Beam job: direct (Beam's FnApiRunner in the
             step), dataflow (Google Cloud Dataflow, followed and cancelled by the step) or
@@ -151,7 +162,9 @@ def batch_prediction(
                       endpoint_concurrency=endpoint_concurrency,
                       endpoint_headers=endpoint_headers,
                       endpoint_token_file=endpoint_token_file,
-                      endpoint_token_env=endpoint_token_env, beam_runner=beam_runner,
+                      endpoint_token_env=endpoint_token_env,
+                      endpoint_retries=endpoint_retries,
+                      endpoint_timeout_s=endpoint_timeout_s, beam_runner=beam_runner,
                       beam_options=beam_options)
     with dsl.If(csv_uri != "", name="shard-csv"):
         sharded = shard_tfrecords(input_uri=csv_uri, label=label, keys=keys,
@@ -193,6 +206,7 @@ def check_arguments(arguments: Dict[str, Any]) -> None:
                       checks.pick(values, "endpoint_url", "endpoint_model", "endpoint_protocol",
                                   "endpoint_batch_rows", "endpoint_concurrency",
                                   "endpoint_headers", "endpoint_token_file",
-                                  "endpoint_token_env"))
+                                  "endpoint_token_env", "endpoint_retries",
+                                  "endpoint_timeout_s"))
     checks.check_step(batch_predict, check_beam,
                       checks.pick(values, "beam_runner", "beam_options", "endpoint_url"))

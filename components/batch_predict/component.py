@@ -37,6 +37,7 @@ def batch_predict(
     endpoint_token_file: str = "",
     endpoint_token_env: str = "",
     endpoint_retries: int = 8,
+    endpoint_timeout_s: float = 120.0,
     beam_runner: str = "",
     beam_options: Dict[str, str] = {},  # noqa: B006
 ):
@@ -91,10 +92,17 @@ def batch_predict(
         endpoint_token_file: A file holding a bearer token (a mounted Secret, a projected
             service account token), sent as Authorization: Bearer.
         endpoint_token_env: An environment variable holding a bearer token.
-        endpoint_retries: Attempts after the first on 429, 502, 503, 504 and lost
-            connections, with exponential backoff (0.5 s doubling, at most 15 s). A
-            request the server refuses (400, 413, 422, 500) is halved down to the rows at
-            fault, which become error rows with the server's message.
+        endpoint_retries: Attempts after the first on 429, 502, 503, 504, lost
+            connections and timeouts, with exponential backoff (0.5 s doubling, at most
+            15 s). A request the server refuses (400, 413, 422, 500) is halved down to the
+            rows at fault, which become error rows with the server's message; an answer
+            that is not its request's (v2's id, the number of rows) makes error rows of
+            its rows, naming what did not match (metric endpoint_mismatched).
+        endpoint_timeout_s: Seconds a request waits for the connection and for each read
+            of the answer before the attempt counts as lost (above 0). A silent endpoint
+            holds a request for about (endpoint_retries + 1) times this plus the backoff;
+            while requests are in flight the log says every few seconds how long the
+            oldest has waited.
         beam_runner: Empty: predict in this step. Else run the prediction as an Apache
             Beam job with the suite's RunInference handler, the same files, counts and
             error rows: direct (Beam's FnApiRunner inside this step), dataflow (Google
@@ -114,7 +122,8 @@ def batch_predict(
     logging.basicConfig(level=logging.INFO)
     endpoint = endpoint_options(endpoint_url, endpoint_model, endpoint_protocol,
                                 endpoint_batch_rows, endpoint_concurrency, endpoint_headers,
-                                endpoint_token_file, endpoint_token_env, endpoint_retries)
+                                endpoint_token_file, endpoint_token_env, endpoint_retries,
+                                endpoint_timeout_s)
     result = predict(
         model.path, dataset.path, predictions.path, output_format=output_format,
         keys=keys or None, top_k=top_k, predict_batch_size=predict_batch_size, split=split,
@@ -127,7 +136,7 @@ def batch_predict(
     for name in ("inputs", "predictions", "errors", "error_fraction", "records_per_second"):
         metrics.log_metric(name, result.metadata()[name])
     if endpoint is not None:
-        for name in ("requests", "retries"):
+        for name in ("requests", "retries", "mismatched"):
             metrics.log_metric(f"endpoint_{name}", result.model[name])
 
 

@@ -14,11 +14,19 @@ protocol caps a request's bytes (Vertex AI: 1.5 MB), a larger mini-batch is cut 
 under the cap before it is sent; a single row over it becomes an error row naming its size.
 A mini-batch the server refuses (400, 413, 422, 500) is halved, and halved again, until the
 rows at fault are alone: each of those becomes an error row carrying the server's message,
-and the others are predicted, as the in-step path does with rows the model fails on. So
-every input row ends as one prediction row or one error row. The prediction rows have the
-in-step path's columns, plus ``endpoint`` (the predict URL) and ``model_version`` (v2's
-``model_version`` where the answer carries one, else the version the metadata named; for
-Vertex the answer's ``MODEL@VERSION, deployedModelId ID``; else empty).
+and the others are predicted, as the in-step path does with rows the model fails on. An
+answer that is not its request's (v2: another request's ``id``; any protocol: another
+number of rows than were sent) makes each of its rows an error row naming what did not
+match (endpoint_sender.py). So every input row ends as one prediction row or one error row,
+never as an answer to another request (rows reordered within one answer cannot be told:
+endpoint_protocols.py says why). A request waits ``endpoint_timeout_s`` per read
+before it counts as a lost attempt; while requests are in flight a progress line every few
+seconds names the rows answered and how long the oldest request has waited.
+
+The prediction rows have the in-step path's columns, plus ``endpoint`` (the predict URL)
+and ``model_version`` (v2's ``model_version`` where the answer carries one, else the
+version the metadata named; for Vertex the answer's ``MODEL@VERSION, deployedModelId ID``;
+else empty).
 """
 
 import dataclasses
@@ -143,6 +151,7 @@ class Endpoint:
         self.preflight_requests = client.requests
         self.regressor = model.task == "regression" if model.task else served.regressor
         self.columns_from = ""
+        self.senders: List[Sender] = []
 
     @property
     def schema(self) -> Schema | None:
@@ -185,7 +194,9 @@ class Endpoint:
                                     f"(tfkfp serve --top-k {top_k}) or lower top_k")
 
     def sender(self, key_columns: List[Column], top_k: int) -> Sender:
-        return Sender(self, key_columns, top_k)
+        sender = Sender(self, key_columns, top_k)
+        self.senders.append(sender)  # describe() counts their mismatched answers
+        return sender
 
     def describe(self) -> Dict:
         return {"kind": "endpoint", "uri": self.predict_url, "url": self.options.url,
@@ -194,8 +205,10 @@ class Endpoint:
                 "classes": len(self.model.labels or []), "columns_from": self.columns_from,
                 "batch_rows": self.options.batch_rows,
                 "concurrency": self.options.concurrency,
+                "timeout_s": self.options.timeout_s,
                 "requests": self.client.requests - self.preflight_requests,
-                "retries": self.client.retried}
+                "retries": self.client.retried,
+                "mismatched": sum(s.mismatched for s in self.senders)}
 
 
 def _specs(columns: List[Column]) -> Dict[str, InputSpec]:

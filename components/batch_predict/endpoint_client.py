@@ -1,11 +1,11 @@
 """HTTP to a serving endpoint for batch_predict's endpoint mode: one keep-alive connection
 per sending thread, bounded retries with backoff, and three kinds of failure.
 
-- A transient failure (429, 502, 503, 504, a refused, reset or timed-out connection) is
-  retried ``retries`` times, 0.5 s doubling up to 15 s between attempts (or the server's
-  ``Retry-After``). Predicting is stateless, so a retried request that the server had
-  already answered is only answered again: its rows are recorded once, from the answer
-  that arrives.
+- A transient failure (429, 502, 503, 504, a refused or reset connection, no answer within
+  ``timeout_s``: endpoint_timeout_s) is retried ``retries`` times, 0.5 s doubling up to
+  15 s between attempts (or the server's ``Retry-After``). Predicting is stateless, so a
+  retried request that the server had already answered is only answered again: its rows
+  are recorded once, from the answer that arrives.
 - ``RowsRefused``: the server refused what the rows hold (400, 413, 422, 500); the caller
   narrows it down to the rows at fault.
 - ``EndpointError``: anything else (401, 403, 404, retries spent, an answer that is not
@@ -140,6 +140,10 @@ class EndpointClient:
         for attempt in range(self.retries + 1):
             try:
                 status, headers, text = self._send("POST", path, body)
+            except TimeoutError:  # before OSError, its base: the setting to name differs
+                self.close()
+                problem, wait = (f"did not answer within {self.timeout_s:g} s "
+                                 "(endpoint_timeout_s)"), None
             except (OSError, http.client.HTTPException) as err:
                 self.close()
                 problem, wait = f"connection failed ({type(err).__name__}: {err})", None

@@ -8,10 +8,20 @@ and outputs (or, for Vertex, whether a model is deployed).
 
 Values go as the data holds them: a gap in a float column (NaN) as ``null``, strings as
 UTF-8 text, multi-valued columns as nested lists (v1) or flat data with a shape (v2).
+
+An answer is tied to its request as far as the protocol allows: ``mismatch`` says how an
+answer is not its request's ("" when it is), and the sender makes error rows of its rows,
+never another request's predictions. v2 sends a unique ``id`` per request, which the
+protocol returns (tfkfp serve and KServe echo it), and every output's shape and data must
+hold the rows sent; v1 and Vertex have no id, so their ``predictions`` must hold the rows
+sent. The rows' keys are not sent: tfkfp serve refuses inputs and parameters the model does
+not take, and neither it nor KServe echoes them, so a server that reorders the rows within
+one answer and keeps their count cannot be caught by the client.
 """
 
 import dataclasses
 import json
+import math
 from typing import Any, Dict, List, Tuple
 
 import numpy as np
@@ -91,10 +101,19 @@ class V1:
     metadata_path = staticmethod(routes.v1_metadata)
 
     @staticmethod
-    def encode(features: Dict[str, np.ndarray]) -> bytes:
+    def encode(features: Dict[str, np.ndarray], request_id: str = "") -> bytes:
+        """The rows as ``instances`` (v1 has no request id: ``request_id`` is unused)."""
         names = list(features)
         columns = [json_values(features[n]) for n in names]
         return _dumps({"instances": [dict(zip(names, row)) for row in zip(*columns)]})
+
+    @staticmethod
+    def mismatch(body: Any, rows: int, request_id: str = "") -> str:
+        """How the answer is not that of the ``rows`` rows sent ("": it is); v1 has no id."""
+        answers = body.get("predictions") if isinstance(body, dict) else None
+        if isinstance(answers, list) and len(answers) != rows:
+            return f"{len(answers)} predictions answered for the {rows} rows sent"
+        return ""
 
     @staticmethod
     def decode(body: Any, rows: int) -> Answers:
@@ -139,10 +158,24 @@ class V2:
     metadata_path = staticmethod(routes.v2_model)
 
     @staticmethod
-    def encode(features: Dict[str, np.ndarray]) -> bytes:
-        return _dumps({"inputs": [
-            {"name": name, "datatype": _v2_type(values), "shape": list(values.shape),
-             "data": json_values(values.reshape(-1))} for name, values in features.items()]})
+    def encode(features: Dict[str, np.ndarray], request_id: str = "") -> bytes:
+        """One tensor per column, and the request's ``id`` (which the answer returns)."""
+        inputs = [{"name": name, "datatype": _v2_type(values), "shape": list(values.shape),
+                   "data": json_values(values.reshape(-1))} for name, values in features.items()]
+        return _dumps({"id": request_id, "inputs": inputs} if request_id else
+                      {"inputs": inputs})
+
+    @staticmethod
+    def mismatch(body: Any, rows: int, request_id: str = "") -> str:
+        """How the answer is not that of request ``request_id`` ("": it is): another id, or
+        an output whose shape or data does not hold the ``rows`` rows sent. An answer of
+        another form is left to ``decode`` to name."""
+        try:
+            outputs = body["outputs"]  # first: a body of another form is not judged
+            return (_id_mismatch(body, request_id) if request_id else "") or \
+                _rows_mismatch(outputs, rows)
+        except (KeyError, TypeError, ValueError, AttributeError):
+            return ""
 
     @staticmethod
     def decode(body: Any, rows: int) -> Answers:
@@ -156,7 +189,9 @@ class V2:
             names = outputs["top_classes" if top else "class"]
             scores = _data(outputs["top_scores" if top else "score"], np.float32, rows)
             width = scores.size // rows
-            flat = [_text(v) for v in names["data"]]
+            flat = [_text(v) for v in np.array(names["data"], object).reshape(-1)]
+            if len(flat) != rows * width:  # names and scores would pair up wrongly
+                raise ValueError(f"{len(flat)} class names for {rows} rows of {width}")
             classes = [flat[i * width:(i + 1) * width] for i in range(rows)]
             return Answers(rows, _data(outputs["class_id"], np.int64, rows, 1), classes,
                            scores.reshape(rows, width), version=version)
@@ -237,6 +272,37 @@ def _v2_type(values: np.ndarray) -> str:
     if values.dtype == object or values.dtype.kind == "S":
         return "BYTES"
     return _V2_TYPES["int64" if values.dtype.kind in "iu" else "float32"]
+
+
+def _id_mismatch(body: Dict, request_id: str) -> str:
+    """The answer must return the request's id (the Open Inference Protocol's rule)."""
+    answered = body.get("id")
+    if answered is None:
+        return (f"the answer carries no id; the request's was {request_id!r} (the Open "
+                "Inference Protocol returns it)")
+    if answered != request_id:
+        return f"the answer's id is {answered!r}, not the request's {request_id!r}"
+    return ""
+
+
+def _rows_mismatch(outputs: List[Dict], rows: int) -> str:
+    """Every output's shape must start with the rows sent, and its data hold that shape."""
+    for output in outputs:
+        dims = [int(d) for d in output["shape"]]
+        if not dims or dims[0] != rows:
+            return f"output {output['name']!r} has shape {dims} for the {rows} rows sent"
+        size = _size(output["data"])
+        if size != math.prod(dims):
+            return (f"output {output['name']!r} holds {size} values; its shape {dims} says "
+                    f"{math.prod(dims)}")
+    return ""
+
+
+def _size(data: Any) -> int:
+    """How many values flat or nested (row-major) tensor data holds."""
+    if not isinstance(data, list):
+        raise TypeError(f"tensor data {str(data)[:80]} is not a list")
+    return sum(_size(d) if isinstance(d, list) else 1 for d in data)
 
 
 def _data(output: Dict, dtype, rows: int, width: int = 0) -> np.ndarray:

@@ -2,6 +2,7 @@
 before a run starts). It imports no NumPy or TensorFlow."""
 
 import dataclasses
+import math
 import re
 from typing import Dict
 
@@ -51,9 +52,11 @@ class EndpointOptions:
         headers: extra request headers (e.g. ``Host`` for an ingress); never a token.
         token_file: a file holding a bearer token (e.g. a mounted Secret), read at start.
         token_env: an environment variable holding a bearer token.
-        retries: attempts after the first on 429, 502, 503, 504 and lost connections, with
-            exponential backoff (0.5 s doubling, at most 15 s, or the server's Retry-After).
-        timeout_s: seconds one request may take.
+        retries: attempts after the first on 429, 502, 503, 504, lost connections and
+            timeouts, with exponential backoff (0.5 s doubling, at most 15 s, or the
+            server's Retry-After).
+        timeout_s: seconds to wait for the connection and for each read of an answer;
+            a request that waits longer is an attempt lost (retried as above).
     """
 
     url: str
@@ -98,9 +101,12 @@ def check_endpoint(options: EndpointOptions) -> None:
     for name in ("batch_rows", "concurrency"):
         if getattr(options, name) < 1:
             raise PredictInputError(f"endpoint_{name} {getattr(options, name)} is below 1")
-    if options.retries < 0 or options.timeout_s <= 0:
-        raise PredictInputError(f"endpoint_retries {options.retries} must be >= 0 and the "
-                                f"request timeout {options.timeout_s} above 0")
+    if options.retries < 0:
+        raise PredictInputError(f"endpoint_retries {options.retries} is below 0")
+    # NaN compares false and an infinite socket timeout overflows: both refused here
+    if not (math.isfinite(options.timeout_s) and options.timeout_s > 0):
+        raise PredictInputError(f"endpoint_timeout_s {options.timeout_s} must be a number "
+                                "of seconds above 0 (e.g. 120)")
     secret = sorted(h for h in options.headers if h.lower() in ("authorization",
                                                                 "proxy-authorization"))
     if secret:
@@ -126,7 +132,8 @@ def endpoint_options(endpoint_url: str, endpoint_model: str = "model",
                      endpoint_protocol: str = "v2", endpoint_batch_rows: int = 256,
                      endpoint_concurrency: int = 4, endpoint_headers: Dict | None = None,
                      endpoint_token_file: str = "", endpoint_token_env: str = "",
-                     endpoint_retries: int = 8) -> EndpointOptions | None:
+                     endpoint_retries: int = 8, endpoint_timeout_s: float = 120.0
+                     ) -> EndpointOptions | None:
     """The component's endpoint parameters as checked EndpointOptions; None when
     endpoint_url is empty (the model is loaded in the step). The pipelines check a request
     with it before a run starts."""
@@ -135,7 +142,7 @@ def endpoint_options(endpoint_url: str, endpoint_model: str = "model",
     options = EndpointOptions(endpoint_url, endpoint_model, endpoint_protocol,
                               endpoint_batch_rows, endpoint_concurrency,
                               dict(endpoint_headers or {}), endpoint_token_file,
-                              endpoint_token_env, endpoint_retries)
+                              endpoint_token_env, endpoint_retries, endpoint_timeout_s)
     check_endpoint(options)
     return options
 
