@@ -12,7 +12,8 @@ def add_parser(commands) -> None:
     check = commands.add_parser(
         "check", help="lint compiled pipeline YAML against a cluster overlay (for CI)",
         description="Check compiled pipelines (tfkfp compile's YAML) against the cluster they "
-        "will run on: every step's image in the overlay's tfkfp-config allow-list, every "
+        "will run on: every step's image in the overlay's tfkfp-config allow-list (matched "
+        "exactly: an image compiled by digest passes only where that digest is listed), every "
         "step's CPU, memory and local disk within its LimitRange and ResourceQuota, and the "
         "parameters' defaults and --set values as tfkfp submit checks them. A line per "
         "problem; exit status 1 when there is any.")

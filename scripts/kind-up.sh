@@ -11,6 +11,9 @@
 #      a run of `training` (`tfkfp submit --sizes kind`) when INPUT_URI names data: a local
 #      file is first uploaded to the cluster's own store (minio://mlpipeline/tfkfp-input/),
 #      which the steps then read and where they keep the shards (data_root=auto).
+# The node image is pinned by digest in manifests/kind/cluster.yaml (kind v0.27.0's release
+# notes list it); `tfkfp compile --image auto` compiles the digest build-image.sh records after
+# a push (PUSH=REGISTRY/NAME), while this script loads the local build into kind by its tag.
 # Needs: docker, kind (v0.27 or newer), kubectl (1.28 or newer), and tfkfp installed in the
 # active Python environment (pip install -e .). Rerunning it is safe.
 #   scripts/kind-up.sh                                   # cluster, KFP, operator, image

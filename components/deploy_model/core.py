@@ -4,8 +4,9 @@ Targets, in the pattern of train's launchers: ``kserve`` (a KServe InferenceServ
 through the kubernetes client: kserve.py), ``vertex`` (a Vertex AI Endpoint: vertex.py) and
 ``existing`` (an endpoint that already serves the model, e.g. a `tfkfp serve` started by
 hand: only checked for readiness). Options are checked before anything is published or
-created (options.py), and so is the kserve predictor's image and service account against the
-namespace's allow-list (least_privilege.py)."""
+created (options.py), and so is every option that picks the code served (the kserve
+predictor's image or TF Serving version, the vertex image) and the kserve service account,
+against the admin's allow-list (least_privilege.py)."""
 
 import dataclasses
 import json
@@ -66,6 +67,7 @@ def deploy_model(model_uri: str, target: str, name: str,
     local = model_path or model_uri
     kind = publish.model_kind(local)
     if target == "vertex":
+        least_privilege.check_vertex_allowed(options, api)  # before publishing anything
         artifact = publish.publish(local, options.storage_uri) if options.storage_uri \
             else model_uri
         described = vertex.deploy(artifact, name, options, vertex_clients, gcp_resources)
@@ -90,15 +92,28 @@ def deploy_model(model_uri: str, target: str, name: str,
 
 def serving_model_uri(target: str, name: str, deploy_options: Dict[str, Any] | None = None,
                       api=None, vertex_clients=None) -> str:
-    """The model the target serves now under this name, as deploy_model recorded it ("":
-    none, or not known)."""
+    """The model the target serves now under this name ("": none): as deploy_model recorded
+    it (kserve, vertex), or the endpoint's own model URL (existing: endpoint_model.py)."""
     options = check_request(target, name, deploy_options)
     if target == "kserve":
         return kserve.serving_model_uri(
             name, options.namespace or kube_api.default_namespace(), api)
     if target == "vertex":
         return vertex.serving_model_uri(options, vertex_clients)
-    return ""
+    return _existing_model(name, options)
+
+
+def _existing_model(name: str, options: DeployOptions) -> str:
+    """An existing endpoint's model, as the gate measures it through the endpoint, when the
+    endpoint reports serving a version of it ("": it serves no model of that name)."""
+    from tfkfp.components.deploy_model import endpoint_model
+
+    base = options.url.rstrip("/")
+    version = endpoint_model.served_version(base, name)
+    if version is None:
+        return ""
+    log.info("endpoint %s serves %s version %s", base, name, version)
+    return endpoint_model.model_url(base, name)
 
 
 def _existing(model_uri: str, name: str, options: DeployOptions) -> Deployment:

@@ -19,3 +19,7 @@ class SmokeTestFailed(RuntimeError):
 
 class DeployReportedFailure(DeployFailed):
     """The engine itself reported the deployment failed (its reason is in the message)."""
+
+
+class EndpointNotFound(DeployFailed):
+    """An existing endpoint answered 404 for a model route: nothing serves there yet."""

@@ -1,5 +1,7 @@
 """The deploy gate: the new model goes out only when it is at least as good as the one already
-serving, both measured here on the same split of the same Dataset."""
+serving, both measured here on the same split of the same Dataset. The serving model is read
+from its URI, or, when only an endpoint knows it (``http(s)://HOST/v1/models/NAME``: target
+existing), measured through the endpoint at the version it reports (endpoint_model.py)."""
 
 import dataclasses
 import logging
@@ -7,6 +9,7 @@ from typing import Dict, List
 
 import numpy as np
 
+from tfkfp.components.deploy_model import endpoint_model
 from tfkfp.components.deploy_model.errors import GateInputError
 from tfkfp.components.deploy_model.options import GATE_METRICS as METRICS
 from tfkfp.components.deploy_model.options import check_gate as check_options
@@ -26,6 +29,7 @@ class GateDecision:
     margin: float
     examples: int
     baseline_uri: str
+    baseline_version: str = ""  # what an endpoint reported serving ("": read from a URI)
 
     def reason(self) -> str:
         if self.baseline is None:
@@ -33,9 +37,10 @@ class GateDecision:
                     f"{self.candidate:.4f} on {self.examples} examples)")
         better = "higher" if METRICS[self.metric] else "lower"
         verdict = "deploy" if self.deploy else "keep the serving model"
+        version = f", version {self.baseline_version}" if self.baseline_version else ""
         return (f"{verdict}: candidate {self.metric} {self.candidate:.4f}, serving model "
-                f"({self.baseline_uri}) {self.baseline:.4f} on {self.examples} examples; "
-                f"{better} is better, margin {self.margin}")
+                f"({self.baseline_uri}{version}) {self.baseline:.4f} on {self.examples} "
+                f"examples; {better} is better, margin {self.margin}")
 
     def metrics(self) -> Dict[str, float]:
         out = {"deploy": float(self.deploy), f"candidate_{self.metric}": self.candidate,
@@ -55,10 +60,11 @@ def gate(candidate_uri: str, dataset: str, baseline_uri: str = "", split: str = 
 
     check_options(metric, margin)
     candidate = load_predictor(candidate_uri)
-    models = [candidate] + ([load_predictor(baseline_uri)] if baseline_uri else [])
+    names = None if candidate.regressor else _label_names(dataset_schema(dataset), dataset)
+    models = [candidate] + ([_baseline(baseline_uri, names, candidate)] if baseline_uri
+                            else [])
     for model in models:
         _check_metric_fits(model, metric)
-    names = None if candidate.regressor else _label_names(dataset_schema(dataset), dataset)
     inputs = sorted({n for m in models for n in m.inputs})
     examples = load_examples(dataset, split, limit, inputs, "the deploy gate",
                              raw_label=candidate.regressor)
@@ -68,11 +74,24 @@ def gate(candidate_uri: str, dataset: str, baseline_uri: str = "", split: str = 
     scores = [_score(m, examples, names, metric) for m in models]
     if not baseline_uri:
         return GateDecision(True, metric, scores[0], None, margin, len(examples), "")
+    version = ""
+    if isinstance(models[1], endpoint_model.EndpointModel):
+        endpoint_model.check_unchanged(models[1])  # one model's answers, not two
+        version = models[1].version
     higher_is_better = METRICS[metric]
     deploy = (scores[0] >= scores[1] - margin) if higher_is_better \
         else (scores[0] <= scores[1] + margin)
     return GateDecision(deploy, metric, scores[0], scores[1], margin, len(examples),
-                        baseline_uri)
+                        baseline_uri, version)
+
+
+def _baseline(uri: str, names: List[str] | None, candidate):
+    """The serving model: loaded from its URI, or answered by its endpoint."""
+    from tfkfp.components.common.model.predictor import load_predictor
+
+    if endpoint_model.is_endpoint(uri):
+        return endpoint_model.load(uri, names or [], candidate.inputs)
+    return load_predictor(uri)
 
 
 def _label_names(schema, dataset: str) -> List[str]:
@@ -117,5 +136,16 @@ def _score(model, examples, names: List[str] | None, metric: str) -> float:
     truth = column[examples.labels.astype(np.int64)]
     if metric == "accuracy":
         return float(np.mean(np.argmax(probs, axis=1) == truth))
-    picked = np.clip(probs[np.arange(len(truth)), truth].astype(np.float64), 1e-7, 1.0)
-    return float(-np.mean(np.log(picked)))
+    picked = probs[np.arange(len(truth)), truth].astype(np.float64)
+    _check_scored(model, picked, len(names))
+    return float(-np.mean(np.log(np.clip(picked, 1e-7, 1.0))))
+
+
+def _check_scored(model, picked: np.ndarray, classes: int) -> None:
+    """log_loss needs each row's true class scored: an endpoint answers only its top-k."""
+    missing = int(np.sum(picked == endpoint_model.UNANSWERED))
+    if missing:
+        raise GateInputError(
+            f"gate metric 'log_loss' needs the score of each row's true class; {model.uri} "
+            f"left it out of its answers for {missing} of {len(picked)} rows (it answers its "
+            f"top classes only): use gate metric accuracy, or serve with --top-k {classes}")

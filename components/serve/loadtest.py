@@ -12,6 +12,13 @@ A deployed endpoint is reached over http or https with the headers it needs (``H
 an InferenceService behind its ingress, ``Authorization``). The load generator runs on the
 caller's cores: on one machine with the server it takes CPU from it, so compare servers
 under the same generator.
+
+A server started with ``--precomputed`` answers rows whose key its set holds without running
+the model, so a load of such rows measures the lookup. Before the levels each row is sent
+once and counted when its answer is marked ``precomputed`` (components/serve/precomputed.py);
+the count is printed, and ``exclude_precomputed`` leaves those rows out. Each level also
+reports how many rows the server's set answered during it (its /metrics counter
+``tfkfp_precomputed_answers_total``; None where the server has no such counter).
 """
 
 import asyncio
@@ -31,6 +38,7 @@ MAX_REQUESTS, MAX_SECONDS, MAX_CLIENTS = 1_000_000, 600.0, 256
 MAX_RATE = 100_000.0  # requests per second one open-loop level may offer
 ANSWER_TIMEOUT_S = 30.0  # past the level's end, what is still unanswered is an error
 MAX_BACKOFF_S = 1.0  # the longest a client waits after a request got no answer at all
+PRECOMPUTED_METRIC = "tfkfp_precomputed_answers_total"  # components/serve/metrics.py
 
 
 @dataclasses.dataclass(frozen=True)
@@ -43,6 +51,7 @@ class Level:
     p95_ms: float
     p99_ms: float
     rate: float = 0.0  # requests per second offered (open loop); 0: a closed loop
+    precomputed: int | None = None  # rows the server's precomputed set answered; None: unknown
 
     @property
     def qps(self) -> float:
@@ -54,8 +63,11 @@ class Level:
     def line(self) -> str:
         load = (f"{self.rate:>8,.1f} req/s offered" if self.rate
                 else f"{self.clients:>4} clients")
+        looked_up = (f", {self.precomputed:,} rows answered from the precomputed set"
+                     if self.precomputed else "")
         return (f"{load}: {self.qps:,.1f} QPS, p50 {self.p50_ms:.1f} ms, "
-                f"p95 {self.p95_ms:.1f} ms, p99 {self.p99_ms:.1f} ms, {self.errors} errors")
+                f"p95 {self.p95_ms:.1f} ms, p99 {self.p99_ms:.1f} ms, {self.errors} errors"
+                f"{looked_up}")
 
 
 @dataclasses.dataclass(frozen=True)
@@ -290,27 +302,66 @@ def _close(connection) -> None:
         connection[1].close()
 
 
-def _check_ready(where: Target, model: str, url: str) -> None:
+def _call(where: Target, method: str, path: str, url: str, body: bytes = b"") -> tuple:
+    """(status, body text) of one request carrying the target's headers."""
     if where.tls is None:
-        conn = http.client.HTTPConnection(where.host, where.port, timeout=10)
+        conn = http.client.HTTPConnection(where.host, where.port, timeout=ANSWER_TIMEOUT_S)
     else:
-        conn = http.client.HTTPSConnection(where.host, where.port, timeout=10,
+        conn = http.client.HTTPSConnection(where.host, where.port, timeout=ANSWER_TIMEOUT_S,
                                            context=where.tls)
     try:
-        conn.putrequest("GET", routes.v1_model(model), skip_host=True,
-                        skip_accept_encoding=True)
+        conn.putrequest(method, path, skip_host=True, skip_accept_encoding=True)
         for line in where.headers.decode().splitlines():
             name, _, value = line.partition(":")
             conn.putheader(name, value.strip())
-        conn.endheaders()
-        status = conn.getresponse().status
+        if body:
+            conn.putheader("Content-Type", "application/json")
+            conn.putheader("Content-Length", str(len(body)))
+        conn.endheaders(body or None)
+        response = conn.getresponse()
+        return response.status, response.read().decode("utf-8", "replace")
     except (OSError, http.client.HTTPException) as err:
         raise ServeOptionsError(f"{url}: cannot connect ({err})") from None
     finally:
         conn.close()
+
+
+def _check_ready(where: Target, model: str, url: str) -> None:
+    status, _ = _call(where, "GET", routes.v1_model(model), url)
     if status != 200:
         raise ServeOptionsError(f"{url}: model {model!r} is not ready (HTTP {status} from "
                                 f"{routes.v1_model(model)})")
+
+
+def precomputed_rows(where: Target, model: str, url: str, rows: List[Dict[str, Any]],
+                     rows_per_request: int) -> List[bool]:
+    """Per row, whether the server answered it from its precomputed set (each row sent
+    once, ``rows_per_request`` a request)."""
+    marked: List[bool] = []
+    for start in range(0, len(rows), rows_per_request):
+        chunk = rows[start:start + rows_per_request]
+        status, text = _call(where, "POST", routes.v1_predict(model), url,
+                             json.dumps({"instances": chunk}).encode())
+        try:
+            answers = json.loads(text)["predictions"] if status == 200 else None
+        except (ValueError, KeyError, TypeError):
+            answers = None
+        if not isinstance(answers, list) or len(answers) != len(chunk):
+            raise ServeOptionsError(f"{url}: rows {start}-{start + len(chunk) - 1} of the "
+                                    f"load were answered {status}: {text[:300]}")
+        marked += [isinstance(a, dict) and a.get("precomputed") is True for a in answers]
+    return marked
+
+
+def precomputed_total(where: Target, model: str, url: str) -> float | None:
+    """The server's count of rows its precomputed set answered for ``model`` (/metrics);
+    None where it reports no such count."""
+    status, text = _call(where, "GET", "/metrics", url)
+    label = f'model_name="{model}"'
+    for line in text.splitlines() if status == 200 else []:
+        if line.startswith(PRECOMPUTED_METRIC + "{") and label in line:
+            return float(line.rsplit(" ", 1)[1])
+    return None
 
 
 def _percentile(sorted_ms: List[float], q: float) -> float:
@@ -323,15 +374,17 @@ def loadtest(url: str, dataset: str, clients: Sequence[int] = (1, 8, 32),
              requests: int = 2000, seconds: float = 10.0, rows_per_request: int = 1,
              model: str = "model", split: str = "eval", stream=None,
              rates: Sequence[float] = (), headers: Sequence[str] = (), insecure: bool = False,
-             cafile: str = "") -> List[Level]:
+             cafile: str = "", exclude_precomputed: bool = False) -> List[Level]:
     """Load ``url``'s model ``model`` at each concurrency level in turn, or with ``rates``
-    at each arrival rate in turn over up to ``max(clients)`` connections."""
+    at each arrival rate in turn over up to ``max(clients)`` connections; with
+    ``exclude_precomputed`` only rows the model answers (see the module)."""
     check(url, clients, requests, seconds, rates)
     if rows_per_request < 1:
         raise ServeOptionsError(f"rows_per_request {rows_per_request} is below 1")
     where = target(url, headers, insecure, cafile)
     _check_ready(where, model, url)  # before reading rows, which imports TensorFlow
     rows = instances(dataset, max(rows_per_request * 64, 256), split)
+    rows = _model_rows(where, model, url, rows, rows_per_request, exclude_precomputed, stream)
     bodies = [json.dumps({"instances": [rows[(i + j) % len(rows)]
                                         for j in range(rows_per_request)]}).encode()
               for i in range(0, len(rows), rows_per_request)]
@@ -339,8 +392,35 @@ def loadtest(url: str, dataset: str, clients: Sequence[int] = (1, 8, 32),
     levels = []
     loads = [(max(clients), rate) for rate in rates] or [(count, 0.0) for count in clients]
     for count, rate in loads:
+        before = precomputed_total(where, model, url)
         level = run_level(where, path, bodies, count, requests, seconds, rate)
+        after = precomputed_total(where, model, url)
+        if before is not None and after is not None:
+            level = dataclasses.replace(level, precomputed=int(after - before))
         if stream is not None:
             print(level.line(), file=stream, flush=True)
         levels.append(level)
     return levels
+
+
+def _model_rows(where: Target, model: str, url: str, rows: List[Dict[str, Any]],
+                rows_per_request: int, exclude: bool, stream) -> List[Dict[str, Any]]:
+    """The rows to load with, after saying how many the precomputed set answers (and,
+    with ``exclude``, leaving those out)."""
+    marked = precomputed_rows(where, model, url, rows, rows_per_request)
+    answered = sum(marked)
+    if stream is not None and (answered or exclude):
+        what = ("left out: the levels load the model" if exclude else
+                "the levels measure the lookup for them (--exclude-precomputed leaves them "
+                "out)")
+        print(f"{answered} of {len(rows)} rows were answered from the server's precomputed "
+              f"set, not by the model; {what}", file=stream, flush=True)
+    if not exclude:
+        return rows
+    kept = [row for row, known in zip(rows, marked) if not known]
+    if not kept:
+        raise ServeOptionsError(f"--exclude-precomputed: all {len(rows)} rows of the load "
+                                "were answered from the server's precomputed set; nothing "
+                                "is left for the model (send a Dataset whose keys the set "
+                                "lacks)")
+    return kept

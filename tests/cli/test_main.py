@@ -273,3 +273,72 @@ def test_ctrl_c_ends_a_command_with_a_line_not_a_traceback(monkeypatch, capsys):
                  "--set", "label=label"]) == 130
     err = capsys.readouterr().err
     assert "tfkfp run: interrupted" in err and "Traceback" not in err
+
+
+DIGEST = "sha256:" + "0123456789abcdef" * 4
+PINNED = [f"europe-docker.pkg.dev/acme/ml/tfkfp@{DIGEST}",
+          f"europe-docker.pkg.dev/acme/ml/tfkfp:2024.1@{DIGEST}"]
+
+
+def compiled_images(path):
+    import yaml
+
+    spec = next(yaml.safe_load_all(open(path)))
+    return {e["container"]["image"] for e in spec["deploymentSpec"]["executors"].values()
+            if "container" in e}
+
+
+@pytest.mark.parametrize("image", PINNED)
+def test_compile_keeps_an_image_named_by_digest_exactly_as_given(image, tmp_path):
+    assert main(["compile", "--image", image, "--out", str(tmp_path)]) == 0
+    assert compiled_images(tmp_path / "training.yaml") == {image}
+
+
+def test_a_digest_with_gpu_steps_is_refused_before_anything_is_written(tmp_path, capsys):
+    out = tmp_path / "out"
+    assert main(["compile", "--image", PINNED[0], "--gpus", "1", "--out", str(out)]) == 1
+    assert "cannot name its GPU variant (TAG-gpu)" in capsys.readouterr().err
+    assert not out.exists()
+
+
+def build(tmp_path, push=""):
+    """scripts/build-image.sh with a stand-in docker client that reports a digest and an ID;
+    the record it writes."""
+    fake = tmp_path / "docker"
+    fake.write_text("#!/usr/bin/env bash\n"
+                    'if [[ "$1 $2" == "image inspect" ]]; then\n'
+                    f'  [[ $4 == *Id* ]] && echo "{DIGEST}" || '
+                    f'echo "reg.example/ml/tfkfp@{DIGEST}"\n'
+                    "fi\n")
+    fake.chmod(0o755)
+    record = tmp_path / "built-image.txt"
+    root = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+    subprocess.run([os.path.join(root, "scripts", "build-image.sh"), "cpu"], check=True,
+                   env={**os.environ, "DOCKER": str(fake), "RECORD": str(record),
+                        "PUSH": push}, capture_output=True)
+    return record
+
+
+def test_image_auto_compiles_the_digest_the_build_script_recorded_after_a_push(
+        tmp_path, monkeypatch):
+    from tfkfp.pipelines import images
+
+    monkeypatch.setattr(images, "BUILT", build(tmp_path, push="reg.example/ml/tfkfp"))
+    assert main(["compile", "--image", "auto", "--out", str(tmp_path / "out")]) == 0
+    assert compiled_images(tmp_path / "out" / "training.yaml") == {
+        f"reg.example/ml/tfkfp@{DIGEST}"}
+
+
+def test_image_auto_refuses_without_a_record_or_with_a_local_build(tmp_path, monkeypatch,
+                                                                   capsys):
+    from tfkfp.pipelines import images
+
+    monkeypatch.setattr(images, "BUILT", tmp_path / "none.txt")
+    assert main(["compile", "--image", "auto", "--out", str(tmp_path / "out")]) == 1
+    assert "none.txt does not exist: no build has recorded an image" in \
+        capsys.readouterr().err
+    monkeypatch.setattr(images, "BUILT", build(tmp_path))  # built here, never pushed
+    assert main(["compile", "--image", "auto", "--out", str(tmp_path / "out")]) == 1
+    assert (f"records a local build (tfkfp/tfkfp:0.1.0, image ID {DIGEST}), which no "
+            "registry holds by digest") in capsys.readouterr().err
+    assert not (tmp_path / "out").exists()

@@ -59,6 +59,37 @@ def test_an_endpoint_that_does_not_serve_the_model_fails_the_deployment(server, 
                                                         "deadline_seconds": 2})
 
 
+def test_the_gate_measures_the_model_version_an_existing_endpoint_serves(
+        server, demo_model, untrained_model, demo_dataset):
+    """Without serving_model_uri the gate asks the endpoint which version of the model it
+    serves and measures that model through it: the demo model, not "nothing serves"."""
+    from tfkfp.components.deploy_model.core import serving_model_uri
+    from tfkfp.components.deploy_model.gate import gate
+
+    serving = serving_model_uri("existing", "digits", {"url": url(server)})
+    assert serving == f"{url(server)}/v1/models/digits"
+    assert serving_model_uri("existing", "other", {"url": url(server)}) == ""  # not served
+    through = gate(untrained_model, demo_dataset, serving)
+    here = gate(untrained_model, demo_dataset, demo_model)
+    assert not through.deploy and through.baseline_version == "1"  # tfkfp serve's version
+    assert abs(through.baseline - here.baseline) <= 2 / through.examples  # near ties aside
+    assert f"serving model ({serving}, version 1)" in through.reason()
+    assert gate(demo_model, demo_dataset, serving, margin=0.01).deploy  # itself, near ties
+
+
+def test_log_loss_through_an_endpoint_that_answers_its_top_class_only_is_refused(
+        demo_model, untrained_model, demo_dataset, tmp_path):
+    """The untrained model's top class is mostly wrong, so its answers lack the true class's
+    score for most rows: log_loss cannot be measured from them."""
+    from tfkfp.components.deploy_model.errors import GateInputError
+    from tfkfp.components.deploy_model.gate import gate
+
+    refused = pytest.raises(GateInputError, match=r"left it out of its answers for \d+ of "
+                                                  r"\d+ rows .* serve with --top-k 10")
+    with running(untrained_model, "--name", "digits", tmp_path=tmp_path) as untrained, refused:
+        gate(demo_model, demo_dataset, f"{url(untrained)}/v1/models/digits", metric="log_loss")
+
+
 def run_serving(tmp_path, *pairs):
     return main(["run", "serving", "--local", "--pipeline-root", str(tmp_path / "root"),
                  "--set", "target=existing", "--set", "service_name=digits", *pairs])

@@ -43,3 +43,18 @@ def test_bad_gate_settings_and_mismatched_data_are_refused(demo_model, unlabeled
         check_options("accuracy", -1)
     with pytest.raises(GateInputError, match="has no label column"):
         gate(demo_model, unlabeled_dataset)
+
+
+def test_an_endpoint_whose_model_changes_while_measured_is_refused(monkeypatch):
+    """Answers from two versions measure neither: the version is asked again at the end."""
+    from tfkfp.components.deploy_model import endpoint_model
+
+    model = endpoint_model.EndpointModel("http://h:1/v1/models/m", "7", ["x"],
+                                         "classification", ["a", "b"])
+    asked = []
+    monkeypatch.setattr(endpoint_model, "served_version",
+                        lambda base, name: asked.append((base, name)) or "8")
+    with pytest.raises(GateInputError, match=r"http://h:1/v1/models/m served version 7 when "
+                                             r"the gate started and 8 when it finished"):
+        endpoint_model.check_unchanged(model)
+    assert asked == [("http://h:1", "m")]

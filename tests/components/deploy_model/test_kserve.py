@@ -227,18 +227,19 @@ def test_a_refused_service_leaves_no_network_policy(kubeconfig, demo_model):
     assert policy_of(kubeconfig, "refused") is None
 
 
-@pytest.mark.parametrize("field, value", [("image", "evil/miner:1"),
-                                          ("service_account", "tfkfp-runner")])
-def test_without_an_allow_list_only_the_default_image_and_account_run(
-        kubeconfig, demo_model, tmp_path, field, value):
+@pytest.mark.parametrize("field, value, runtime", [
+    ("image", "evil/miner:1", "tfkfp"), ("service_account", "tfkfp-runner", "tfkfp"),
+    ("tfserving_version", "latest-evil", "tfserving")])
+def test_without_an_allow_list_only_the_default_image_version_and_account_run(
+        kubeconfig, demo_model, tmp_path, field, value, runtime):
     """Refused before anything is published (storage_uri stays empty) or created."""
     controller = KServe(kubeconfig)
     published = tmp_path / "published"
     with pytest.raises(DeployConfigError, match=(
             rf"deploy_options {field} '{value}' is not allowed in namespace 'team'; allowed: "
-            rf"({IMAGE}|tfkfp-serving) \(ConfigMap tfkfp-config, key serving")):
+            rf"({IMAGE}|tfkfp-serving|2\.19\.0) \(ConfigMap tfkfp-config, key serving")):
         deploy_model(demo_model, "kserve", "refused", options(
-            storage_uri=str(published), **{field: value}))
+            storage_uri=str(published), runtime=runtime, **{field: value}))
     assert not published.exists()
     assert not controller.exists("refused")
     assert policy_of(kubeconfig, "refused") is None
@@ -268,6 +269,37 @@ def test_the_shipped_allow_list_admits_the_default_predictor_and_exact_entries_o
                                                 r"servingServiceAccounts"):
         least_privilege.check_allowed(parse_options("kserve", {"service_account": "default"}),
                                       "listed", api)
+
+
+def test_the_runtime_version_and_the_vertex_image_follow_the_namespaces_allow_list(
+        kubeconfig, monkeypatch):
+    """TF Serving's version picks the code a tfserving predictor runs, as the image does for
+    tfkfp's runtime and for vertex: each only as the admin listed it."""
+    from kubernetes import client, config
+
+    api = config.new_client_from_config(kubeconfig)
+    mine = "registry.example/tfkfp@sha256:" + "1" * 64
+    client.CoreV1Api(api).create_namespace({"metadata": {"name": "versions"}})
+    client.CoreV1Api(api).create_namespaced_config_map("versions", {
+        "metadata": {"name": "tfkfp-config"},
+        "data": {"servingImages": mine + "\n", "servingServiceAccounts": "tfkfp-serving\n",
+                 "servingRuntimeVersions": "2.18.1\n"}})
+    tfserving = {"runtime": "tfserving"}
+    least_privilege.check_allowed(parse_options("kserve", {**tfserving,
+                                                           "tfserving_version": "2.18.1"}),
+                                  "versions", api)
+    with pytest.raises(DeployConfigError, match=(
+            r"deploy_options tfserving_version '2.19.0' is not allowed in namespace "
+            r"'versions'; allowed: 2.18.1 \(ConfigMap tfkfp-config, key "
+            r"servingRuntimeVersions")):
+        least_privilege.check_allowed(parse_options("kserve", tfserving), "versions", api)
+    monkeypatch.setattr(least_privilege.kube_api, "default_namespace", lambda: "versions")
+    least_privilege.check_vertex_allowed(parse_options("vertex", {"image": mine}), api)
+    with pytest.raises(DeployConfigError, match=(
+            rf"deploy_options image '{IMAGE}' is not allowed in namespace 'versions'; "
+            r"allowed: registry.example/tfkfp@sha256:1{64} \(ConfigMap tfkfp-config, key "
+            r"servingImages")):
+        least_privilege.check_vertex_allowed(parse_options("vertex", {}), api)
 
 
 def test_cancelling_the_step_deletes_the_service_it_created(kubeconfig, demo_model, tmp_path):

@@ -246,3 +246,58 @@ def test_the_pipelines_refuse_deploy_settings_before_a_run(pipeline, pairs, mess
                 "serving": ["model_uri=gs://b/m", "dataset_uri=gs://b/d"]}[pipeline]
     with pytest.raises(ParameterError, match=re.escape(message)):
         parse_parameters(pipeline, required + pairs)
+
+
+class ConfigMaps:
+    """CoreV1Api's ConfigMap read, answering one tfkfp-config (None: 404, none there)."""
+
+    def __init__(self, data):
+        self.data = data
+
+    def __call__(self, api=None):
+        return self
+
+    def read_namespaced_config_map(self, name, namespace):
+        from kubernetes import client
+
+        if self.data is None:
+            raise client.ApiException(status=404, reason="Not Found")
+        return client.V1ConfigMap(data=self.data)
+
+
+@pytest.mark.parametrize("data, allowed", [
+    (None, "2.19.0"),  # no ConfigMap: the defaults
+    ({"servingServiceAccounts": "tfkfp-serving\n"}, "2.19.0"),  # one written before the key
+    ({"servingServiceAccounts": "tfkfp-serving\n",
+      "servingRuntimeVersions": "2.18.1\n2.19.0\n"}, "2.18.1, 2.19.0")])
+def test_tf_servings_version_is_only_one_the_admin_allowed(monkeypatch, data, allowed):
+    """runtimeVersion picks the TF Serving image KServe runs: an allow-listed choice."""
+    from kubernetes import client
+
+    from tfkfp.components.deploy_model import least_privilege
+
+    monkeypatch.setattr(client, "CoreV1Api", ConfigMaps(data))
+    tfserving = {"runtime": "tfserving", "tfserving_version": "2.19.0"}
+    least_privilege.check_allowed(parse_options("kserve", tfserving), "team", api=object())
+    evil = parse_options("kserve", {**tfserving, "tfserving_version": "latest-evil"})
+    with pytest.raises(DeployConfigError, match=re.escape(
+            f"deploy_options tfserving_version 'latest-evil' is not allowed in namespace "
+            f"'team'; allowed: {allowed} (ConfigMap tfkfp-config, key servingRuntimeVersions")):
+        least_privilege.check_allowed(evil, "team", api=object())
+
+
+def test_in_a_cluster_the_vertex_image_is_one_the_namespaces_allow_list_names(monkeypatch):
+    from kubernetes import client
+
+    from tfkfp.components._image import IMAGE
+    from tfkfp.components.deploy_model import least_privilege
+
+    mine = "registry.example/tfkfp@sha256:" + "1" * 64
+    monkeypatch.delenv("TFKFP_IMAGE", raising=False)  # the default image: the suite's
+    monkeypatch.setattr(client, "CoreV1Api", ConfigMaps({"servingImages": f"{mine}\n"}))
+    monkeypatch.setattr(least_privilege.kube_api, "default_namespace", lambda: "ml")
+    least_privilege.check_vertex_allowed(parse_options("vertex", {"image": mine}), object())
+    with pytest.raises(DeployConfigError, match=re.escape(
+            f"deploy_options image '{IMAGE}' is not allowed in namespace 'ml'; allowed: "
+            f"{mine} (ConfigMap tfkfp-config, key servingImages")):
+        least_privilege.check_vertex_allowed(parse_options("vertex", {}), object())

@@ -130,3 +130,21 @@ def test_a_failed_deployment_deletes_the_endpoint_and_model_it_created(demo_mode
 def test_vertex_reads_models_from_cloud_storage_only(demo_model):
     with pytest.raises(DeployConfigError, match="not a gs:// URI"):
         deploy_model(demo_model, "vertex", "digits", OPTIONS, vertex_clients=clients())
+
+
+def test_outside_a_cluster_only_the_steps_own_image_is_served(demo_model, tmp_path,
+                                                              monkeypatch):
+    """The serving image picks the code Vertex AI runs: with no admin's allow-list to read,
+    only the image this step runs in, refused before anything is published or uploaded."""
+    from tfkfp.components._image import IMAGE
+
+    monkeypatch.delenv("KUBERNETES_SERVICE_HOST", raising=False)
+    monkeypatch.delenv("TFKFP_IMAGE", raising=False)
+    fakes, published = clients(), tmp_path / "published"
+    with pytest.raises(DeployConfigError, match=(
+            rf"deploy_options image 'evil/miner:1' is not allowed for target 'vertex' outside "
+            rf"a cluster; allowed: {IMAGE} \(this step's own image")):
+        deploy_model("gs://b/run/model", "vertex", "digits",
+                     {**OPTIONS, "image": "evil/miner:1", "storage_uri": str(published)},
+                     model_path=demo_model, vertex_clients=fakes)
+    assert fakes.models.uploads == [] and not published.exists()

@@ -46,3 +46,42 @@ def test_loadtest_reports_each_level_and_writes_json(string_table, tmp_path, cap
     for level in figures["levels"]:
         assert level["requests"] == 40 and level["errors"] == 0 and level["qps"] > 0
         assert not math.isnan(level["p50_ms"]) and level["p50_ms"] <= level["p99_ms"]
+
+
+@pytest.mark.slow
+def test_loadtest_counts_the_rows_a_precomputed_set_answers_and_can_leave_them_out(
+        string_table, tmp_path, capsys):
+    """Half the rows the load sends have their key in the server's precomputed set: the
+    command says so, each level reports the rows the set answered (the server's counter),
+    and --exclude-precomputed sends only rows that reach the model."""
+    from serve_process import running
+
+    from tfkfp.components.batch_predict.core import batch_predict
+    from tfkfp.components.serve.loadtest import instances
+
+    rows = instances(string_table.dataset, 256)
+    half = len(rows) // 2
+    (tmp_path / "known.jsonl").write_text("".join(json.dumps(r) + "\n" for r in rows[:half]))
+    batch_predict(string_table.model, str(tmp_path / "known.jsonl"), str(tmp_path / "preds"),
+                  keys=["id"], schema_uri=string_table.dataset)
+    with running(string_table.model, "--keys", "id", "--precomputed", str(tmp_path / "preds"),
+                 "--precomputed-key", "id", tmp_path=tmp_path) as server:
+        def load(*more):
+            out = tmp_path / "load.json"
+            assert main(["loadtest", f"http://127.0.0.1:{server.port}", "--dataset",
+                         string_table.dataset, "--concurrency", "2", "--requests", "60",
+                         "--json", str(out), *more]) == 0
+            return capsys.readouterr().out, json.loads(out.read_text())["levels"][0]
+
+        printed, level = load()
+        said = f"{half} of {len(rows)} rows were answered from the server's precomputed set"
+        assert f"{said}, not by the model; the levels measure the lookup" in printed
+        # the load sends the rows in order, and the first half are the set's
+        assert level["requests"] == 60 and level["precomputed"] == min(60, half)
+        assert f"{level['precomputed']} rows answered from the precomputed set" in printed
+        model_rows = server.metric("tfkfp_batch_rows_sum")
+        printed, level = load("--exclude-precomputed")
+        assert f"{said}, not by the model; left out" in printed
+        assert level["requests"] == 60 and level["precomputed"] == 0
+        # the load's 60 rows and the count's 256 - half all reached the model
+        assert server.metric("tfkfp_batch_rows_sum") == model_rows + 60 + len(rows) - half

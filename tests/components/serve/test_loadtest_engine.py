@@ -199,3 +199,16 @@ def test_the_readiness_check_goes_the_same_way_as_the_load(tls_server, tmp_path,
     assert headers["Host"] == "digits.example.com"
     assert headers["Authorization"] == "Bearer s3cret"
     assert "cannot connect" not in capsys.readouterr().err
+
+
+def test_leaving_out_every_row_a_precomputed_set_answers_may_leave_nothing(monkeypatch):
+    from tfkfp.components.serve.errors import ServeOptionsError
+
+    rows = [{"id": i} for i in range(4)]
+    monkeypatch.setattr(loadtest, "precomputed_rows", lambda *args: [True] * len(rows))
+    where = loadtest.Target.plain("127.0.0.1:1")
+    assert loadtest._model_rows(where, "m", "u", rows, 1, False, None) == rows
+    with pytest.raises(ServeOptionsError, match=r"--exclude-precomputed: all 4 rows of the "
+                                                r"load were answered from the server's "
+                                                r"precomputed set; nothing is left"):
+        loadtest._model_rows(where, "m", "u", rows, 1, True, None)
