@@ -40,7 +40,10 @@ def edge_export(
     integer_io: bool = False,
     select_tf_ops: bool = False,
     modes: list = [],  # noqa: B006 - KFP reads the default; it is never mutated
-    sweep_seconds: float = 0.0,
+    sweep_seconds: float = 900.0,
+    latency_batch_size: int = 256,
+    latency_runs: int = 20,
+    latency_seconds: float = 10.0,
     input_layout: str = "packed",
 ) -> Outputs:
     """Freezes and quantizes a SavedModel, then exports a validated TFLite bundle.
@@ -68,8 +71,15 @@ def edge_export(
         select_tf_ops: Allow TensorFlow (Flex) ops that have no TFLite builtin.
         modes: The modes auto sweeps, e.g. ["dynamic", "int8"]; empty: those worth their
             time for the model's kind (all but int16x8 for a model with convolutions).
-        sweep_seconds: auto's time budget in seconds: a mode not started within it is
-            skipped and named in the report; 0: no budget.
+        sweep_seconds: auto's time budget in seconds for the whole sweep, the mode in
+            progress included: a mode that would not end within it is not started or cut
+            short (named in the report, never chosen); the run fails when no mode was
+            measured in full; 0: no budget.
+        latency_batch_size: Batch size of the per-batch latency figure (smaller when one
+            call would not fit in latency_seconds).
+        latency_runs: Timed calls per latency figure at most (the median is reported).
+        latency_seconds: Seconds each mode's latency figures may take together, whichever
+            of this and latency_runs comes first.
         input_layout: The bundle's inputs for a tabular model: packed (one float32 and one
             int32 [batch, n] input in the schema's column order, what mobile apps feed) or
             columns (one input per column).
@@ -89,7 +99,10 @@ def edge_export(
                                 calibration_examples=calibration_examples,
                                 eval_examples=eval_examples, integer_io=integer_io,
                                 select_tf_ops=select_tf_ops, modes=modes,
-                                sweep_seconds=sweep_seconds, input_layout=input_layout)
+                                sweep_seconds=sweep_seconds,
+                                latency_batch_size=latency_batch_size,
+                                latency_runs=latency_runs, latency_seconds=latency_seconds,
+                                input_layout=input_layout)
     exported = export_tflite(model=model.output, dataset=data.output,
                              tflite_model=quantized.outputs["tflite_model"],
                              signature=signature, input_mapping=input_mapping,
@@ -101,7 +114,8 @@ def edge_export(
 
 def check_arguments(arguments: Dict[str, Any]) -> None:
     """Refuse what freeze_quantize or export_tflite would refuse before loading anything
-    (mode, example counts, the agreement gate, the input mapping's form), by their own
+    (mode, example counts, budgets and latency settings, the agreement gate, the input
+    mapping's form), by their own
     checks, before a run starts."""
     from tfkfp.components.common.tflite.options import parse_mapping
     from tfkfp.components.export_tflite.options import check_options as check_export
@@ -111,6 +125,7 @@ def check_arguments(arguments: Dict[str, Any]) -> None:
     checks.check_step(freeze_quantize, parse_mapping, checks.pick(values, "input_mapping"))
     checks.check_step(freeze_quantize, check_quantize, checks.pick(
         values, "quantization", "calibration_examples", "eval_examples", "modes",
-        "sweep_seconds", "input_layout"))
+        "sweep_seconds", "input_layout", "latency_batch_size", "latency_runs",
+        "latency_seconds"))
     checks.check_step(export_tflite, check_export, {
         "quantized_dir": checks.QUANTIZED, **checks.pick(values, "eval_examples", "min_agreement")})

@@ -26,8 +26,9 @@ def freeze_quantize(
     select_tf_ops: bool = False,
     latency_batch_size: int = 256,
     latency_runs: int = 20,
+    latency_seconds: float = 10.0,
     modes: list = [],  # noqa: B006 - KFP reads the default; it is never mutated
-    sweep_seconds: float = 0.0,
+    sweep_seconds: float = 900.0,
     input_layout: str = "packed",
 ):
     """Freezes a SavedModel into an inference graph and quantizes it to TFLite, measuring each mode.
@@ -41,8 +42,10 @@ def freeze_quantize(
             (mode and figures), also in the artifact metadata.
         frozen_graph: Output folder: frozen_graph.pb (variables as constants, Grappler
             optimised) and frozen_graph.json (tensor names, node counts, op histograms).
-        metrics: Output size, accuracy, accuracy drop, agreement and LiteRT latency per mode.
-        report: Output Markdown table of every mode tried and of the freezing.
+        metrics: Output size, accuracy, accuracy drop, agreement and LiteRT latency (with
+            the calls timed) per mode, and how many modes were skipped or cut short.
+        report: Output Markdown table of every mode tried (why one was skipped or cut
+            short by sweep_seconds) and of the freezing.
         quantization: none, dynamic, float16, int8, int16x8, or auto (sweeps the modes of
             modes, skips one that fails to convert or run in LiteRT, keeps the smallest
             within the gate).
@@ -62,13 +65,20 @@ def freeze_quantize(
         eval_examples: Eval-split examples each mode is measured on.
         integer_io: int8 only: make float inputs and outputs int8 as well.
         select_tf_ops: Allow TensorFlow (Flex) ops that have no TFLite builtin.
-        latency_batch_size: Batch size of the per-batch latency figure.
-        latency_runs: Timed calls per latency figure (the median is reported).
+        latency_batch_size: Batch size of the per-batch latency figure (smaller when one
+            call of it would not fit in latency_seconds; the report gives the size).
+        latency_runs: Timed calls per latency figure at most (the median is reported, and
+            how many calls were timed; five times as many one-row calls).
+        latency_seconds: Seconds each mode's latency figures may take together: timing
+            stops at latency_runs calls or at this, whichever comes first.
         modes: The modes auto sweeps, e.g. ["dynamic", "int8"]; empty: those worth their
             time for the model's kind (all but int16x8 for a model with convolutions, whose
             int16x8 kernels in LiteRT are slow reference ones).
-        sweep_seconds: auto's time budget in seconds from its first conversion: a mode not
-            started within it is skipped and named in the report; 0: no budget.
+        sweep_seconds: auto's time budget in seconds for the whole sweep, from its first
+            conversion: a mode whose conversion would not end within it is not started, one
+            whose evaluation or latency would not is cut short (its figures so far in the
+            report, never chosen); the smallest mode within the gate among those measured
+            in full is kept, and the step fails when none was; 0: no budget.
         input_layout: packed: the model takes its scalar float columns as one float32
             [batch, n] input and its whole-number columns as one int32 [batch, n] input
             (strings and images stay inputs of their own); columns: one input per column.
@@ -85,7 +95,8 @@ def freeze_quantize(
                  max_relative_error=max_relative_error, max_rmse_increase=max_rmse_increase,
                  calibration_examples=calibration_examples,
                  eval_examples=eval_examples, integer_io=integer_io, select_tf_ops=select_tf_ops,
-                 timing=Timing(latency_batch_size, latency_runs), modes=modes,
+                 timing=Timing(latency_batch_size, latency_runs, seconds=latency_seconds),
+                 modes=modes,
                  sweep_seconds=sweep_seconds, input_layout=input_layout)
     tflite_model.metadata.update(result.metadata())
     frozen_graph.metadata.update(result.frozen_metadata())

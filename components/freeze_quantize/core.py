@@ -6,24 +6,30 @@ feature column, or ``input_mapping``), a misfit refused before any work. It is f
 optimised inference GraphDef, checked against the SavedModel, and converted to TFLite
 (lookup tables as TFLite hash-table builtins) in the requested mode, or for ``auto`` in the
 modes of ``modes`` (by default those worth their time for the model's kind, e.g. no int16x8
-for a CNN: common.tflite.modes.default_sweep), in the table's order, each started only while
-the sweep is within ``sweep_seconds``: here ``auto`` means sweep, where export_tflite's means
-take this step's choice. Each converted
-model is run in LiteRT on the eval split: size, accuracy and top-1 agreement on class scores,
-relative error, output difference and latency; gaps (NaN) are fed as the model's fills
-(common.tflite.feeding), recorded per input in quantization.json (common.tflite.quantized).
-``auto`` skips a mode that fails to convert or to run in LiteRT, is left out of the
-default sweep, or is not started within the budget (saying why in its table, with each mode's
-seconds), and keeps the smallest model that passes the gate (common.tflite.parity, which
-refuses outputs that are the same for every example); an explicit mode must convert and
-pass it too. Outputs are written under staging names and renamed into
+for a CNN: common.tflite.modes.default_sweep), in the table's order: here ``auto`` means
+sweep, where export_tflite's means take this step's choice. Each converted model is run in
+LiteRT on the eval split: size, accuracy and top-1 agreement on class scores, relative
+error, output difference and latency (timed for a bounded time, common.tflite.latency);
+gaps (NaN) are fed as the model's fills (common.tflite.feeding), recorded per input in
+quantization.json (common.tflite.quantized).
+
+``sweep_seconds`` bounds the whole sweep from its first conversion, the mode in progress
+included (common.tflite.budget): a mode is not started when the deadline has passed or its
+conversion, which cannot be interrupted, would not end before it (judged by the longest
+conversion so far); a mode whose evaluation or latency would pass it stops there and is
+reported as cut short, with the figures measured by then. ``auto`` skips a mode that fails
+to convert or to run in LiteRT, is left out of the default sweep, or is not started (saying
+why in its table, with each mode's seconds), and keeps the smallest model that passes the
+gate (common.tflite.parity, which refuses outputs that are the same for every example) among
+the modes measured in full; an explicit mode must convert and pass it too, without a
+budget. Outputs are written under staging names and renamed into
 place: a failed run writes nothing.
 """
 
 import dataclasses
 import logging
 import time
-from typing import Dict, List, Sequence, Tuple
+from typing import Dict, Sequence, Tuple
 
 from tfkfp.components.common.platform import uris
 from tfkfp.components.common.platform.cpus import tensorflow_threads
@@ -35,10 +41,12 @@ from tfkfp.components.common.tflite import modes as tflite_modes
 from tfkfp.components.common.tflite import packing as tflite_packing
 from tfkfp.components.common.tflite import parity as tflite_parity
 from tfkfp.components.common.tflite import quantized
+from tfkfp.components.common.tflite.budget import Deadline, OutOfTime
 from tfkfp.components.common.tflite.convert import ConversionError
 from tfkfp.components.common.tflite.litert import LiteRTError
-from tfkfp.components.common.tflite.parity import Figures, Gate, QualityGateError, Reading, Timing
+from tfkfp.components.common.tflite.parity import Gate, Reading, Timing
 from tfkfp.components.freeze_quantize import freeze
+from tfkfp.components.freeze_quantize.choice import choose
 from tfkfp.components.freeze_quantize.options import check_options
 from tfkfp.components.freeze_quantize.result import FreezeQuantizeResult
 
@@ -68,7 +76,7 @@ def freeze_quantize(
     max_relative_error: float = 0.05,
     modes: Sequence[str] | None = None,
     max_rmse_increase: float = 0.05,
-    sweep_seconds: float = 0.0,
+    sweep_seconds: float = 900.0,
     input_layout: str = "packed",
 ) -> FreezeQuantizeResult:
     """Freeze, quantize and measure; see the module docstring.
@@ -92,7 +100,8 @@ def freeze_quantize(
         eval_examples: examples of eval_split every mode is measured on.
         integer_io: int8: float inputs and outputs become int8 as well.
         select_tf_ops: allow TensorFlow (Flex) ops with no TFLite builtin.
-        timing: latency settings (batch size, timed runs, threads); None: default Timing.
+        timing: latency settings (batch size, timed runs, seconds per mode, threads); None:
+            the default Timing.
         input_mapping: signature input -> Dataset column (a dict or its JSON); inputs not
             named are fed by name (see common.tflite.binding).
         max_relative_error: largest accepted relative error of outputs that are neither
@@ -102,9 +111,9 @@ def freeze_quantize(
             whose int16x8 kernels are slow reference ones).
         max_rmse_increase: a regressor's largest accepted RMSE increase over the
             SavedModel's on the eval examples, relative (0.05: 5% higher).
-        sweep_seconds: auto's time budget, counted from its first conversion: once a mode
-            is measured, a mode not started within it is skipped and named in the report;
-            0: no budget.
+        sweep_seconds: auto's time budget for the whole sweep, counted from its first
+            conversion: a mode that would not end within it is not started, or cut short
+            and not chosen, and named in the report; 0: no budget.
         input_layout: packed: the model takes its scalar float columns as one float32
             [batch, n] input and its whole-number columns as one int32 [batch, n] input,
             other inputs (strings, images) as their own (common.tflite.packing); columns:
@@ -112,8 +121,9 @@ def freeze_quantize(
     """
     started = time.monotonic()
     tensorflow_threads()  # before TensorFlow's first op: pools sized to the CPU limit
+    timing = timing or Timing()
     check_options(quantization, calibration_examples, eval_examples, modes, sweep_seconds,
-                  input_layout)
+                  input_layout, timing.batch_size, timing.runs, timing.seconds)
     mapping = tflite_binding.parse_mapping(input_mapping)
     loaded, fn, signature = tflite_inputs.load_model(model_dir, signature)
     schema = tflite_inputs.dataset_schema(dataset)
@@ -133,17 +143,17 @@ def freeze_quantize(
     frozen_figures = tflite_parity.outputs_figures(frozen_out, reference, binding.reading, None)
     gate = Gate(max_accuracy_drop, max_relative_error, max_rmse_increase=max_rmse_increase)
     run = _Run(model_dir, signature, calibration, integer_io, select_tf_ops, examples,
-               reference, timing or Timing(), prepared.feeding.fills, binding.reading, packing)
+               reference, timing, prepared.feeding.fills, binding.reading, packing)
     with tflite_convert.convertible(model_dir, signature, fn, prepared, packing) as source:
-        contents, figures, skipped = _measure_modes(run, source, sweep)
-    chosen = _choose(figures, skipped, quantization, gate, model_dir)
+        contents, figures, skipped, cut = _measure_modes(run, source, sweep)
+    chosen = choose(figures, skipped, cut, quantization, gate, model_dir, sweep_seconds)
     result = FreezeQuantizeResult(
         mode=chosen.mode, signature=signature, figures=figures, frozen=frozen.spec(),
         frozen_agreement=frozen_figures["agreement"],
         frozen_max_abs_diff=frozen_figures["max_abs_diff"], tflite_dir=tflite_dir,
         frozen_dir=frozen_dir, seconds=time.monotonic() - started, skipped=skipped,
         input_columns=binding.columns, gate=gate, model_dir=model_dir,
-        sweep_seconds=sweep_seconds)
+        sweep_seconds=sweep.seconds, cut=cut)
     uris.publish_dir(frozen.files(), frozen_dir)
     options = {"integer_io": integer_io, "select_tf_ops": select_tf_ops,
                "fills": {k: tflite_feeding.to_json(v)
@@ -192,38 +202,59 @@ class _Sweep:
         op_types = set(frozen.ops_before) | set(frozen.ops_after)
         return cls(*tflite_modes.default_sweep(op_types), True, seconds)
 
-    def out_of_time(self, started: float) -> str:
-        """Why a mode is not started now (empty: it may start)."""
-        spent = time.monotonic() - started
-        if not self.auto or not self.seconds or spent < self.seconds:
+    def deadline(self) -> Deadline:
+        """Set at the sweep's first conversion: auto's budget, none for one explicit mode."""
+        return Deadline.after(self.seconds if self.auto else 0.0)
+
+    def not_started(self, deadline: Deadline, conversion: float | None) -> str:
+        """Why a mode is not started now, its conversion expected to take ``conversion``
+        seconds (empty: it may start; None: no mode has started, and the first one always
+        does: the deadline counts from it)."""
+        if conversion is None or not deadline.bounded or deadline.allows(conversion):
             return ""
-        return (f"not started: the sweep had spent {spent:.1f}s of its sweep_seconds "
-                f"budget of {self.seconds:g}s")
+        spent = self.seconds - deadline.left()
+        return (f"not started: the sweep had spent {spent:.1f}s of its sweep_seconds budget "
+                f"of {self.seconds:g}s and a conversion took up to {conversion:.1f}s")
 
 
 def _measure_modes(run: _Run, source: str, sweep: _Sweep):
-    """({mode: bytes}, [Figures], {mode: why skipped}); auto skips a mode that does not
-    convert, load or run in LiteRT, or is not started within the budget; an explicit mode
-    fails the step."""
-    contents, figures, skipped = {}, [], dict(sweep.left_out)
-    started = time.monotonic()
+    """({mode: bytes}, [Figures], {mode: why skipped}, {mode: why cut short}); auto skips
+    a mode that does not convert, load or run in LiteRT, or would not end in time; an
+    explicit mode fails the step. A cut mode measured in part is in the figures too."""
+    contents, figures, skipped, cut = {}, [], dict(sweep.left_out), {}
+    deadline, conversion = sweep.deadline(), None
+    if deadline.bounded:
+        log.info("auto: sweeping %s within sweep_seconds %gs", ", ".join(sweep.modes),
+                 sweep.seconds)
     for mode in sweep.modes:
-        late = sweep.out_of_time(started) if figures else ""  # one mode always runs
+        late = sweep.not_started(deadline, conversion)
         if late:
             skipped[mode] = late
             log.warning("auto: skipping %s: %s", mode, late)
             continue
         began = time.monotonic()
         try:
-            contents[mode], measured = _convert_and_measure(run, source, mode)
+            contents[mode], measured, took, nothing = _convert_and_measure(run, source, mode,
+                                                                           deadline)
         except CONVERSION_FAILURES as err:
             if not sweep.auto:
                 raise
+            conversion = max(conversion or 0.0, time.monotonic() - began)
             skipped[mode] = f"{_reason(err)} (after {time.monotonic() - began:.1f}s)"
             log.warning("auto: skipping %s: %s", mode, skipped[mode])
             continue
-        figures.append(measured)
-    return contents, figures, {m: skipped[m] for m in tflite_modes.MODES if m in skipped}
+        conversion = max(conversion or 0.0, took)
+        if measured is None:
+            cut[mode] = nothing
+        else:
+            figures.append(measured)
+            if measured.cut_short:
+                cut[mode] = f"cut short: {measured.cut_short}"
+        if mode in cut:
+            log.warning("auto: %s %s", mode, cut[mode])
+    order = tflite_modes.MODES
+    return (contents, figures, {m: skipped[m] for m in order if m in skipped},
+            {m: cut[m] for m in order if m in cut})
 
 
 def _reason(err: Exception) -> str:
@@ -231,7 +262,9 @@ def _reason(err: Exception) -> str:
     return f"{type(err).__name__}: {text[:400]}"
 
 
-def _convert_and_measure(run: _Run, source: str, mode: str):
+def _convert_and_measure(run: _Run, source: str, mode: str, deadline: Deadline):
+    """(content, figures, seconds the conversion took, ""); figures None and why, when the
+    deadline leaves no time to measure the converted model at all."""
     started = time.monotonic()
     packing, fills = run.packing, run.packing.fills(run.fills)
     representative = (tflite_convert.representative_dataset(
@@ -241,28 +274,15 @@ def _convert_and_measure(run: _Run, source: str, mode: str):
                                      integer_io=run.integer_io,
                                      select_tf_ops=run.select_tf_ops, source=source,
                                      packed=bool(packing))
-    figures = tflite_parity.compare(mode, content, run.signature,
-                                    tflite_packing.pack_examples(packing, run.examples),
-                                    run.reference, run.timing, fills, run.reading)
+    converted = time.monotonic() - started
+    try:
+        figures = tflite_parity.compare(mode, content, run.signature,
+                                        tflite_packing.pack_examples(packing, run.examples),
+                                        run.reference, run.timing, fills, run.reading,
+                                        deadline)
+    except OutOfTime as err:
+        return content, None, converted, (f"cut short: converted in {converted:.1f}s, then "
+                                          f"{err}; nothing was measured")
     figures = dataclasses.replace(figures, seconds=time.monotonic() - started)
     log.info("%s: %s (%.1fs)", mode, figures.summary(), figures.seconds)
-    return content, figures
-
-
-def _choose(figures: List[Figures], skipped: Dict[str, str], quantization: str,
-            gate: Gate, model_dir: str) -> Figures:
-    if quantization != tflite_modes.AUTO:
-        tflite_parity.check(figures[0], gate,
-                            f"quantization {quantization!r} of model {model_dir}")
-        return figures[0]
-    if not figures:
-        raise QualityGateError(f"auto: no mode of model {model_dir} was measured (" + "; ".join(
-            f"{m}: skipped, {why}" for m, why in skipped.items()) + ")")
-    within = [f for f in figures if not tflite_parity.failures(f, gate)]
-    if not within:
-        tried = "; ".join([f"{f.mode}: {' and '.join(tflite_parity.failures(f, gate))}"
-                           for f in figures] +
-                          [f"{m}: skipped, {why}" for m, why in skipped.items()])
-        raise QualityGateError(f"auto: no mode of model {model_dir} passes the gate "
-                               f"({tried})")
-    return min(within, key=lambda f: (f.size_bytes, f.shortfall))
+    return content, figures, converted, ""

@@ -9,7 +9,8 @@ from tfkfp.components.common.tflite.options import QuantizeInputError, check_inp
 
 def check_options(quantization: str, calibration_examples: int, eval_examples: int,
                   modes: Sequence[str] | None = None, sweep_seconds: float = 0.0,
-                  input_layout: str = "packed") -> None:
+                  input_layout: str = "packed", latency_batch_size: int = 256,
+                  latency_runs: int = 20, latency_seconds: float = 10.0) -> None:
     """Refuse what cannot work before any work; the pipelines call it before a run starts."""
     tflite_modes.check_mode(quantization)  # a mode, or auto (sweep)
     check_input_layout(input_layout)
@@ -19,9 +20,20 @@ def check_options(quantization: str, calibration_examples: int, eval_examples: i
                                  "give one or the other")
     if not sweep_seconds >= 0:  # NaN too
         raise QuantizeInputError(f"sweep_seconds {sweep_seconds} is below 0; expected the "
-                                 "seconds auto may spend starting modes, or 0 for no budget")
+                                 "seconds auto's whole sweep may take, or 0 for no budget")
+    _check_latency(latency_batch_size, latency_runs, latency_seconds)
     if calibration_examples < 1:
         raise QuantizeInputError(f"calibration_examples {calibration_examples}: the "
                                  "calibration set would be empty; expected e.g. 100-500")
     if eval_examples < 1:
         raise QuantizeInputError(f"eval_examples {eval_examples} is below 1")
+
+
+def _check_latency(batch_size: int, runs: int, seconds: float) -> None:
+    if batch_size < 1 or runs < 1:
+        raise QuantizeInputError(f"latency_batch_size {batch_size} and latency_runs {runs}: "
+                                 "each must be at least 1 (a batch of rows, a count of "
+                                 "timed calls)")
+    if not seconds > 0 or seconds == float("inf"):  # NaN too
+        raise QuantizeInputError(f"latency_seconds {seconds}: expected the seconds (above 0) "
+                                 "each mode's latency may be timed for, e.g. 10")

@@ -7,10 +7,14 @@ from tfkfp.components.common.tflite.parity import Figures
 
 def mode_table(figures: List[Figures], chosen: str, float_size: int | None,
                skipped: Dict[str, str] | None = None,
-               refused: Dict[str, str] | None = None) -> str:
+               refused: Dict[str, str] | None = None,
+               cut: Dict[str, str] | None = None) -> str:
     """One row per mode measured (accuracy and agreement "n/a" where there are no labels or
-    class scores; a regressor's RMSE and its increase in their place; the seconds it took;
-    why the gate refused it), then one per mode auto skipped, with the reason."""
+    class scores; a regressor's RMSE and its increase in their place; latency with the
+    calls timed; the seconds it took; why the gate refused it, or why the budget cut it
+    short: then its figures are those measured by then), then one per mode cut short before
+    anything was measured and one per mode auto skipped, with the reason."""
+    cut = cut or {}
     regressor = any(f.rmse is not None for f in figures)
     quality = "RMSE | increase" if regressor else "accuracy | drop (points)"
     rows = [f"| mode | size | vs float32 | {quality} | agreement | "
@@ -19,9 +23,10 @@ def mode_table(figures: List[Figures], chosen: str, float_size: int | None,
     for f in figures:
         ratio = f"{f.size_bytes / float_size:.2f}x" if float_size else ""
         name = f"**{f.mode}** (chosen)" if f.mode == chosen else f.mode
-        batch = (f"{f.latency_batch_ms:.2f} (x{f.batch_size})"
+        batch = (f"{f.latency_batch_ms:.2f} (x{f.batch_size}, {_runs(f.latency_runs_batch)})"
                  if f.latency_batch_ms is not None else "")
-        example = f"{f.latency_example_ms:.3f}" if f.latency_example_ms is not None else ""
+        example = (f"{f.latency_example_ms:.3f} ({_runs(f.latency_runs_example)})"
+                   if f.latency_example_ms is not None else "")
         if regressor:
             quality = (f"{f.rmse:.4g} | {100 * f.rmse_increase:+.2f}%" if f.rmse is not None
                        else "n/a | n/a")
@@ -29,15 +34,30 @@ def mode_table(figures: List[Figures], chosen: str, float_size: int | None,
             drop = "n/a" if f.accuracy_drop is None else f"{100 * f.accuracy_drop:+.2f}"
             quality = f"{_num(f.accuracy)} | {drop}"
         seconds = f"{f.seconds:.1f}" if f.seconds is not None else ""
-        gate = ("refused: " + (refused or {})[f.mode].replace("|", "/")
-                if f.mode in (refused or {}) else "passed")
+        gate = _gate_cell(f.mode, refused or {}, cut)
         rows.append(f"| {name} | {_size(f.size_bytes)} | {ratio} | {quality} | "
                     f"{_num(f.agreement)} | {f.relative_error:.2e} | "
                     f"{f.max_abs_diff:.2e} | {example} | {batch} | {seconds} | {gate} |")
+    measured = {f.mode for f in figures}
+    for mode, why in cut.items():
+        if mode not in measured:
+            rows.append(f"| {mode} | {why.replace('|', '/')} | | | | | | | | | | |")
     for mode, why in (skipped or {}).items():
         reason = why.replace("|", "/")
         rows.append(f"| {mode} | skipped: {reason} | | | | | | | | | | |")
     return "\n".join(rows)
+
+
+def _gate_cell(mode: str, refused: Dict[str, str], cut: Dict[str, str]) -> str:
+    if mode in cut:
+        return f"not chosen, {cut[mode]}".replace("|", "/")
+    if mode in refused:
+        return "refused: " + refused[mode].replace("|", "/")
+    return "passed"
+
+
+def _runs(count: int | None) -> str:
+    return f"{count} call{'s' if count != 1 else ''}" if count is not None else "calls n/a"
 
 
 def _num(value: float | None) -> str:

@@ -25,6 +25,8 @@ class FreezeQuantizeResult:
     gate: Gate = Gate()
     model_dir: str = ""
     sweep_seconds: float = 0.0  # auto's budget; 0: none
+    # auto: mode -> why the budget cut it short (a mode measured in part is in figures too)
+    cut: Dict[str, str] = dataclasses.field(default_factory=dict)
 
     @property
     def chosen(self) -> Figures:
@@ -38,7 +40,8 @@ class FreezeQuantizeResult:
     def metadata(self) -> Dict:
         return {"mode": self.mode, "signature": self.signature, **self.chosen.to_dict(),
                 "modes": {f.mode: f.to_dict() for f in self.figures},
-                "skipped": dict(self.skipped), "input_columns": dict(self.input_columns),
+                "skipped": dict(self.skipped), "cut_short": dict(self.cut),
+                "input_columns": dict(self.input_columns),
                 "seconds": round(self.seconds, 2), "sweep_seconds": self.sweep_seconds,
                 "not_chosen": self.not_chosen(),
                 "gate": {"max_accuracy_drop": self.gate.max_accuracy_drop,
@@ -46,9 +49,9 @@ class FreezeQuantizeResult:
                          "max_rmse_increase": self.gate.max_rmse_increase}}
 
     def not_chosen(self) -> Dict[str, str]:
-        """Each measured mode the gate refused: why."""
+        """Each mode measured in full that the gate refused: why."""
         return {f.mode: "; ".join(reasons) for f in self.figures
-                if (reasons := tflite_parity.failures(f, self.gate))}
+                if not f.cut_short and (reasons := tflite_parity.failures(f, self.gate))}
 
     def frozen_metadata(self) -> Dict:
         return {"nodes_before": self.frozen["nodes"]["before"],
@@ -70,10 +73,13 @@ class FreezeQuantizeResult:
                         f"{f.mode}_rmse": f.rmse, f"{f.mode}_rmse_increase": f.rmse_increase})
             if f.seconds is not None:
                 out[f"{f.mode}_seconds"] = f.seconds
-            if f.latency_batch_ms is not None:
-                out[f"{f.mode}_latency_ms_example"] = f.latency_example_ms
-                out[f"{f.mode}_latency_ms_batch"] = f.latency_batch_ms
+            out.update({f"{f.mode}_latency_ms_example": f.latency_example_ms,
+                        f"{f.mode}_latency_runs_example": f.latency_runs_example,
+                        f"{f.mode}_latency_ms_batch": f.latency_batch_ms,
+                        f"{f.mode}_latency_runs_batch": f.latency_runs_batch,
+                        f"{f.mode}_cut_short": 1 if f.cut_short else None})
         out["modes_skipped"] = len(self.skipped)
+        out["modes_cut_short"] = len(self.cut)
         return {k: float(v) for k, v in out.items() if v is not None}
 
     def markdown(self) -> str:
@@ -83,7 +89,7 @@ class FreezeQuantizeResult:
             f"{self.chosen.examples} eval examples, {self.seconds:.1f}s"
             f"{_budget_text(self.sweep_seconds)}.", "",
             report.mode_table(self.figures, self.mode, self.float_size, self.skipped,
-                              self.not_chosen()), "",
+                              self.not_chosen(), self.cut), "",
             "### Frozen graph", "",
             report.freeze_table(self.frozen, self.frozen_max_abs_diff, self.frozen_agreement),
             ""])

@@ -5,6 +5,7 @@ types."""
 import json
 import os
 import re
+import time
 
 import pytest
 from kfp import compiler
@@ -74,4 +75,73 @@ def test_a_plain_savedmodel_with_constant_outputs_is_refused_in_every_mode(
         assert f"{mode}: outputs predictions are the same for all 40 examples" in printed
     assert "the SavedModel's are constant too" in printed
     assert "int16x8: skipped, RuntimeError: " in printed and "DEPTHWISE_CONV_2D" in printed
+    assert next(root.rglob("export-tflite/bundle/model.tflite"), None) is None
+
+
+@pytest.mark.parametrize("setting, message", [
+    ("latency_runs=0", "latency_batch_size 256 and latency_runs 0: each must be at least 1"),
+    ("latency_seconds=-1", "latency_seconds -1.0: expected the seconds (above 0)"),
+    ("sweep_seconds=-5", "sweep_seconds -5.0 is below 0"),
+])
+def test_latency_and_budget_settings_are_refused_before_a_run(setting, message, tmp_path,
+                                                              capsys):
+    code = main(["run", "edge_export", "--local", "--set", f"model_uri={tmp_path}",
+                 "--set", f"dataset_uri={tmp_path}", "--set", setting])
+    assert code != 0
+    assert message in " ".join("".join(capsys.readouterr()).split())
+
+
+def test_the_sweep_has_a_budget_and_bounded_latency_by_default():
+    inputs = edge_export.component_spec.inputs
+    assert inputs["sweep_seconds"].default == 900.0
+    assert (inputs["latency_batch_size"].default, inputs["latency_runs"].default,
+            inputs["latency_seconds"].default) == (256, 20, 10.0)
+
+
+@pytest.fixture(scope="module")
+def cnn_299(tmp_path_factory):
+    """A small untrained CNN on 299x299 images (InceptionV3's input size at a fraction of its
+    work), saved with tf.saved_model.save: what a user brings."""
+    import tensorflow as tf
+    import tf_keras
+
+    tf_keras.utils.set_random_seed(7)
+    inputs = tf_keras.Input((299, 299, 1), name="pixels")
+    x = tf_keras.layers.Conv2D(8, 3, strides=2, activation="relu")(inputs)
+    x = tf_keras.layers.Conv2D(16, 3, strides=2, activation="relu")(x)
+    x = tf_keras.layers.GlobalAveragePooling2D()(x)
+    outputs = tf_keras.layers.Dense(10, activation="softmax")(x)
+    out = str(tmp_path_factory.mktemp("cnn_299") / "model")
+    tf.saved_model.save(tf_keras.Model(inputs, outputs), out)
+    return out
+
+
+TINY_BUDGET = 1.0
+# Wall time of the whole local run beyond the budget: the runner, TensorFlow's import,
+# loading the model and ~660 digit images resized to 299x299, freezing and one conversion,
+# which cannot be interrupted: about 30 s here, so this is generous. The sweep itself is
+# timed to the second in tests/components/freeze_quantize/test_sweep.py.
+RUN_MARGIN = 240.0
+
+
+@pytest.mark.slow
+def test_a_299x299_cnn_sweep_honours_a_tiny_budget_with_the_defaults(cnn_299, digit_images,
+                                                                     tmp_path, capsys):
+    """The pipeline's defaults (eval_examples 1000, latency 20 runs of 256 rows, every mode
+    but int16x8) and a budget the first conversion alone spends: the mode in progress is
+    cut short, the others are not started, the run fails naming them and ships nothing."""
+    root = tmp_path / "root"
+    settings = {"model_uri": cnn_299, "dataset_uri": digit_images,
+                "sweep_seconds": TINY_BUDGET}
+    started = time.monotonic()
+    code = main(["run", "edge_export", "--local", "--pipeline-root", str(root)]
+                + [arg for k, v in settings.items() for arg in ("--set", f"{k}={v}")])
+    assert time.monotonic() - started < TINY_BUDGET + RUN_MARGIN
+    assert code != 0
+    printed = " ".join("".join(capsys.readouterr()).split())
+    assert (f"auto: no mode of model {cnn_299} was measured in full within sweep_seconds 1 "
+            "(none: cut short: ") in printed  # in its evaluation or latency: the load decides
+    for mode in ("dynamic", "float16", "int8"):
+        assert f"{mode}: skipped, not started: the sweep had spent " in printed
+    assert "raise sweep_seconds, or lower eval_examples or latency_seconds" in printed
     assert next(root.rglob("export-tflite/bundle/model.tflite"), None) is None

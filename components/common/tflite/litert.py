@@ -9,8 +9,7 @@ fills (common.tflite.feeding), a gap (NaN) in a float input is replaced by its f
 quantizing: a NaN does not survive a QUANTIZE op or an int8 input.
 """
 
-import statistics
-import time
+import math
 from typing import Any, Dict, List
 
 import numpy as np
@@ -18,6 +17,7 @@ import numpy as np
 from tfkfp.components.common.data.missing import fill_gaps
 from tfkfp.components.common.platform import uris
 from tfkfp.components.common.platform.cpus import threads_or_cpus
+from tfkfp.components.common.tflite.budget import NO_DEADLINE, Deadline, Timed, time_calls
 from tfkfp.components.common.tflite.inputs import fixed_batches
 
 
@@ -114,15 +114,12 @@ def output_value(values: np.ndarray, details: Dict) -> np.ndarray:
 
 
 def latency(runner, inputs: Dict[str, np.ndarray], batch_size: int, runs: int,
-            fills: Dict[str, np.ndarray] | None = None) -> float:
-    """Median seconds per call of the signature on the first batch_size examples."""
+            fills: Dict[str, np.ndarray] | None = None, seconds: float = math.inf,
+            deadline: Deadline = NO_DEADLINE, expected: float = 0.0) -> Timed:
+    """Median seconds per call of the signature on the first batch_size examples, over up
+    to ``runs`` calls made within ``seconds`` and before ``deadline`` (see
+    common.tflite.budget.time_calls: the first call warms up)."""
     details = runner.get_input_details()
     batch = {k: feed_value(v[:batch_size], details[k], (fills or {}).get(k))
              for k, v in inputs.items()}
-    runner(**batch)  # warm-up: allocation, delegate preparation
-    times = []
-    for _ in range(max(runs, 1)):
-        started = time.perf_counter()
-        runner(**batch)
-        times.append(time.perf_counter() - started)
-    return statistics.median(times)
+    return time_calls(lambda: runner(**batch), max(runs, 1), seconds, deadline, expected)

@@ -16,8 +16,9 @@ means a different thing in each component:
 - freeze_quantize: *sweep*. Convert and measure the modes of its ``modes`` parameter, or
   by default the modes worth their time for the model's kind (``default_sweep``: every mode
   but one whose kernels for the model's ops are LiteRT's slow reference ones), in table
-  order, skip one that fails to convert or run in LiteRT or is not started within the
-  sweep's time budget, and keep the smallest model that passes the gate.
+  order, skip one that fails to convert or run in LiteRT or would not end within the
+  sweep's time budget, and keep the smallest model that passes the gate among the modes
+  measured in full (a mode the budget cut short is reported, never chosen).
 
 Why a CNN's default sweep leaves int16x8 out (measured on 2 cores, LiteRT 2.x): int16x8
 convolutions run on reference kernels, so a 4-layer CNN on 128x128 images took 173 ms per

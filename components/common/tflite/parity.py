@@ -16,12 +16,15 @@ answer all zeros) while the accuracy alone may still pass.
 """
 
 import dataclasses
+import time
 from typing import Dict, List, Tuple
 
 import numpy as np
 
-from tfkfp.components.common.tflite import litert
+from tfkfp.components.common.tflite import budget, litert
+from tfkfp.components.common.tflite.budget import NO_DEADLINE, Deadline, OutOfTime
 from tfkfp.components.common.tflite.inputs import Examples
+from tfkfp.components.common.tflite.latency import Timing, latencies
 
 
 @dataclasses.dataclass(frozen=True)
@@ -65,6 +68,11 @@ class Figures:
     constant: Tuple[str, ...] = ()
     reference_constant: bool = False
     seconds: float | None = None  # converting and measuring it (freeze_quantize's sweep)
+    latency_runs_example: int | None = None  # calls timed for each latency figure's median
+    latency_runs_batch: int | None = None
+    # why the sweep's deadline stopped its measurement (the figures are what was measured
+    # by then: fewer examples, or latency from fewer calls or none); "": measured in full
+    cut_short: str = ""
 
     @property
     def accuracy_drop(self) -> float | None:
@@ -116,52 +124,62 @@ class Figures:
         return ", ".join(parts)
 
 
-@dataclasses.dataclass(frozen=True)
-class Timing:
-    batch_size: int = 256
-    runs: int = 20  # calls timed per figure (median)
-    num_threads: int = 0
-
-
 def compare(mode: str, content: bytes, signature: str, examples: Examples,
             reference: Dict[str, np.ndarray], timing: Timing | None = None,
             fills: Dict[str, np.ndarray] | None = None,
-            reading: Reading | None = None) -> Figures:
+            reading: Reading | None = None, deadline: Deadline = NO_DEADLINE) -> Figures:
     """Run the .tflite model on every example (gaps fed as the model's fills, see
-    common.tflite.feeding) and, if timing is given, time it."""
-    return measure(mode, content, signature, examples, reference, timing, fills, reading)[0]
+    common.tflite.feeding) and, if timing is given, time it; see :func:`measure`."""
+    return measure(mode, content, signature, examples, reference, timing, fills, reading,
+                   deadline)[0]
 
 
 def measure(mode: str, content: bytes, signature: str, examples: Examples,
             reference: Dict[str, np.ndarray], timing: Timing | None = None,
-            fills: Dict[str, np.ndarray] | None = None, reading: Reading | None = None
-            ) -> Tuple[Figures, Dict[str, np.ndarray]]:
-    """:func:`compare`, with the .tflite model's outputs on the examples beside the figures."""
+            fills: Dict[str, np.ndarray] | None = None, reading: Reading | None = None,
+            deadline: Deadline = NO_DEADLINE) -> Tuple[Figures, Dict[str, np.ndarray]]:
+    """:func:`compare`, with the .tflite model's outputs on the examples beside the figures.
+
+    Before ``deadline``, the examples are run in chunks that each would end in time and
+    the calls timed are those that would; what the deadline stops is said in the figures'
+    ``cut_short``, which are then those of the examples and calls measured. OutOfTime when
+    not one example could be run in time.
+    """
     reading = reading or Reading()
     interpreter = litert.load_interpreter(content, timing.num_threads if timing else 0)
     runner = litert.signature_runner(interpreter, signature)
-    got = litert.run(runner, examples.features, fills=fills, fixed_batch=examples.batch)
+    got, per_row = _evaluate(runner, examples, fills, deadline)
+    done, cut = len(next(iter(got.values()))), ""
+    if done < len(examples):
+        cut = f"evaluated {done} of {len(examples)} examples before {deadline.describe()} ran out"
+        examples = Examples({k: v[:done] for k, v in examples.features.items()},
+                            None if examples.labels is None else examples.labels[:done],
+                            examples.batch)
+        reference = {k: v[:done] for k, v in reference.items()}
     figures = dict(mode=mode, size_bytes=len(content), examples=len(examples),
                    **outputs_figures(got, reference, reading, examples.labels))
-    if timing is not None:
-        figures.update(_latencies(runner, examples, timing, fills))
-    return Figures(**figures), got
+    if timing is not None and not cut:  # a cut evaluation leaves no time to time it
+        timed, cut = latencies(runner, examples, timing, fills, deadline, per_row)
+        figures.update(timed)
+    return Figures(**figures, cut_short=cut), got
 
 
-def _latencies(runner, examples: Examples, timing: Timing, fills) -> Dict[str, float]:
-    """Per example and per batch; a model with a fixed batch size is timed on calls of that
-    batch (its per-example figure is a call's share per row)."""
-    if examples.batch:
-        rows, _ = next(examples.batches(examples.batch))
-        call = litert.latency(runner, rows, examples.batch, timing.runs, fills)
-        return dict(latency_example_ms=1000 * call / examples.batch,
-                    latency_batch_ms=1000 * call, batch_size=examples.batch)
-    batch = min(timing.batch_size, len(examples))
-    return dict(latency_example_ms=1000 * litert.latency(runner, examples.features, 1,
-                                                         timing.runs * 5, fills),
-                latency_batch_ms=1000 * litert.latency(runner, examples.features, batch,
-                                                       timing.runs, fills),
-                batch_size=batch)
+def _evaluate(runner, examples: Examples, fills, deadline: Deadline):
+    """(outputs on the examples run before the deadline, seconds per row): every example in
+    one pass without a deadline, else in chunks that each would end in time."""
+    if not deadline.bounded:
+        return litert.run(runner, examples.features, fills=fills,
+                          fixed_batch=examples.batch), 0.0
+    parts, done, started = [], 0, time.perf_counter()
+    for size in budget.chunk_sizes(len(examples), examples.batch or 1, deadline):
+        rows = {k: v[done:done + size] for k, v in examples.features.items()}
+        parts.append(litert.run(runner, rows, size, fills, examples.batch))
+        done += size
+    if not parts:
+        raise OutOfTime(f"not one of {len(examples)} examples was evaluated before "
+                        f"{deadline.describe()} ran out")
+    per_row = (time.perf_counter() - started) / done
+    return {k: np.concatenate([p[k] for p in parts]) for k in parts[0]}, per_row
 
 
 def outputs_figures(got: Dict[str, np.ndarray], reference: Dict[str, np.ndarray],
