@@ -24,7 +24,7 @@ EXTRA_MODULES = {
 INCLUDES = {"serve": ("local",), "beam": ("local",)}
 # What a command runs on this machine needs beyond the light install.
 COMMAND_EXTRAS = {"shard": "local", "demo-data": "local", "demo": "local", "run": "local",
-                  "loadtest": "local", "serve": "serve"}
+                  "loadtest": "local", "serve": "serve", "stream": "beam"}
 # Modules a command does without (tfkfp serve falls back to asyncio's event loop).
 OPTIONAL = ("uvloop",)
 # Pipeline parameter values whose task imports an extra beyond the command's own: the

@@ -7,7 +7,7 @@ import os
 import sys
 from typing import Dict, List
 
-from tfkfp.cli import check, extras, pipeline_help
+from tfkfp.cli import check, extras, pipeline_help, stream
 from tfkfp.components._image import IMAGE, IMAGE_ENV, __version__
 from tfkfp.components.common.data.layouts import DEFAULT_BLOCK_ROWS, DEFAULT_LAYOUT, LAYOUTS
 from tfkfp.pipelines import registry
@@ -131,6 +131,7 @@ def _parser() -> argparse.ArgumentParser:
     _add_store_options(submit)
     check.add_mounted_option(submit)
     check.add_parser(commands)
+    stream.add_parser(commands)
 
     demo = commands.add_parser("demo", help="the main job on the built-in demo data")
     demo.add_argument("--out", default="tfkfp-demo", help="working folder (default "
@@ -172,6 +173,10 @@ def _add_loadtest_parser(commands) -> None:
     loadtest.add_argument("--insecure", action="store_true",
                           help="https: do not verify the server's certificate (a self-signed "
                           "test endpoint)")
+    loadtest.add_argument("--exclude-precomputed", action="store_true",
+                          help="leave out the rows a server's precomputed set answers "
+                          "(tfkfp serve --precomputed), so the levels load the model; "
+                          "without it their count is printed")
     loadtest.add_argument("--json", metavar="PATH", help="also write the figures as JSON")
 
 
@@ -267,7 +272,21 @@ def _add_image_option(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--image", default=os.environ.get(IMAGE_ENV, ""),
                         metavar="REGISTRY/NAME:TAG",
                         help=f"run every step in this image (GPU steps in TAG-gpu) instead of "
-                        f"{IMAGE}; default ${IMAGE_ENV}")
+                        f"{IMAGE}; REGISTRY/NAME[:TAG]@sha256:DIGEST is kept as given (no "
+                        "GPU steps); auto: the digest scripts/build-image.sh recorded in "
+                        f"images/built-image.txt; default ${IMAGE_ENV}")
+
+
+def _image(args: argparse.Namespace, gpu) -> str:
+    """--image checked, ``auto`` resolved, before anything is written ("": the suite's)."""
+    if not args.image:
+        return ""
+    from tfkfp.pipelines.images import gpu_variant, resolve_image
+
+    image = resolve_image(args.image)
+    if gpu is not None:
+        gpu_variant(image)  # a digest cannot name the GPU steps' image: refused here
+    return image
 
 
 def _add_sizes_option(parser: argparse.ArgumentParser) -> None:
@@ -314,14 +333,11 @@ def _compile(args: argparse.Namespace) -> None:
     from tfkfp.pipelines import registry
 
     gpu, store = _gpu(args), _store(args)  # checked before anything is written
-    if args.image:
-        from tfkfp.pipelines.images import check_image
-
-        check_image(args.image)
+    image = _image(args, gpu)
     os.makedirs(args.out, exist_ok=True)
     for name in registry.names():
         print(registry.compile_pipeline(name, os.path.join(args.out, f"{name}.yaml"), gpu,
-                                        args.sizes, args.image, store))
+                                        args.sizes, image, store))
 
 
 def _run(args: argparse.Namespace) -> None:
@@ -343,7 +359,7 @@ def _submit(args: argparse.Namespace) -> None:
                                            mounted=check.mounted_folders(args.mounted))
     gpu, store = _gpu(args), _store(args)
     run_id = submit.submit(args.name, parameters, args.host, args.experiment,
-                           args.service_account, gpu, args.sizes, image=args.image,
+                           args.service_account, gpu, args.sizes, image=_image(args, gpu),
                            namespace=args.namespace, token=args.token,
                            cache=not args.no_cache, token_file=args.token_file, store=store)
     print(f"started run {run_id} of {args.name!r} on {args.host}")
@@ -363,10 +379,12 @@ def _loadtest(args: argparse.Namespace) -> None:
             headers.append(f"Authorization: Bearer {f.read().strip()}")
     levels = loadtest(args.url, args.dataset, args.concurrency, args.requests, args.seconds,
                       args.rows_per_request, args.model, stream=sys.stdout, rates=args.rate,
-                      headers=headers, insecure=args.insecure, cafile=args.cacert or "")
+                      headers=headers, insecure=args.insecure, cafile=args.cacert or "",
+                      exclude_precomputed=args.exclude_precomputed)
     if args.json:
         figures = {"url": args.url, "model": args.model, "open_loop": bool(args.rate),
                    "rows_per_request": args.rows_per_request,
+                   "exclude_precomputed": args.exclude_precomputed,
                    "levels": [level.to_dict() for level in levels]}
         uris.write_text_atomic(args.json, json.dumps(figures, indent=2) + "\n")
 
@@ -397,7 +415,7 @@ def main(argv: List[str] | None = None) -> int:
     logging.basicConfig(level=logging.INFO, format="%(message)s", stream=sys.stderr)
     handlers = {"shard": _shard, "demo-data": _demo_data, "demo": _demo, "compile": _compile,
                 "run": _run, "submit": _submit, "serve": _serve,
-                "loadtest": _loadtest, "check": _check}
+                "loadtest": _loadtest, "check": _check, "stream": stream.run}
     try:
         extras.require(args.command)  # its runtime here, before any work
         status = handlers[args.command](args)  # None: done; check: its exit status

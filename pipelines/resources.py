@@ -65,6 +65,8 @@ PROFILES: Dict[str, Dict[str, Size]] = {
         "deploy_model": Size("500m", "1Gi", 0),  # the model only, when it is published
         "publish_precomputed": Size("500m", "1Gi", 1),
         "smoke_test": Size("1", "4Gi", 0),
+        # the model; rows stream through (a local job's, or a Dataflow launcher's)
+        "stream_predict": Size("2", "8Gi", 0),
     },
     "kind": {
         "group_numbers": Size("250m", "512Mi", 0),
@@ -81,6 +83,7 @@ PROFILES: Dict[str, Dict[str, Size]] = {
         "deploy_model": Size("500m", "1Gi", 0),
         "publish_precomputed": Size("500m", "1Gi", 1),
         "smoke_test": Size("1", "2Gi", 0),
+        "stream_predict": Size("1", "2Gi", 0),
     },
 }
 # Each step container's ephemeral storage: the overlays' LimitRange default (the limit) and

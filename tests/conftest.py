@@ -4,6 +4,8 @@ os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "2")
 
 import numpy as np
 import pytest
+from beam_table import beam_table  # noqa: F401  (a session fixture for every test)
+from pubsub_emulator import pubsub_emulator  # noqa: F401  (likewise)
 
 
 def pytest_configure(config):

@@ -5,10 +5,12 @@ import functools
 import pathlib
 import re
 import shlex
+import textwrap
 from typing import List, NamedTuple, Tuple
 
 ROOT = pathlib.Path(__file__).resolve().parents[1]
-FENCE = re.compile(r"^(```+|~~~+)([^\n]*)\n(.*?)^\1[ \t]*$", re.S | re.M)
+# a fence at the margin or indented in a list item (its body dedented by as much)
+FENCE = re.compile(r"^([ \t]*)(```+|~~~+)([^\n]*)\n(.*?)^\1\2[ \t]*$", re.S | re.M)
 SHELL_LANGUAGES = ("bash", "sh", "shell", "console")
 SHELL_SYNTAX = ("for", "done")  # loop lines of a block: their body is classified
 
@@ -56,9 +58,10 @@ def blocks() -> List[Tuple[str, List[Command]]]:
     for path in markdown_files():
         page = str(path.relative_to(ROOT))
         shell = [m for m in FENCE.finditer(path.read_text())
-                 if m.group(2).strip() in SHELL_LANGUAGES]
+                 if m.group(3).strip() in SHELL_LANGUAGES]
         for number, match in enumerate(shell, 1):
-            lines = block_lines(match.group(2).strip(), match.group(3))
+            body = textwrap.dedent(match.group(4)) if match.group(1) else match.group(4)
+            lines = block_lines(match.group(3).strip(), body)
             found.append((f"{page}#{number}", [Command(page, words) for line in lines
                                                for words in commands_of(line)]))
     return found

@@ -60,7 +60,7 @@ def check(*args, capsys):
 
 def test_the_committed_pipelines_pass_a_cluster_that_admits_them(tmp_path, capsys):
     code, lines = check(*COMMITTED, "--overlay", overlay(tmp_path), *RUN_DATA, capsys=capsys)
-    assert (code, lines) == (0, [f"OK: 4 pipeline(s), images, LimitRange, ResourceQuota and "
+    assert (code, lines) == (0, [f"OK: 5 pipeline(s), images, LimitRange, ResourceQuota and "
                                  f"parameters against {tmp_path / 'cluster.yaml'}"])
 
 
@@ -82,6 +82,22 @@ def test_an_image_outside_the_allow_list_is_refused(tmp_path, capsys):
     assert (f"{TRAINING}: step train: image '{IMAGE}' is not in the allow-list of {cluster} "
             "(ConfigMap tfkfp-config, key replicaImages: registry.example/ml/tfkfp:0.1.0); "
             "list it there, or compile with --image set to one that is") in lines
+
+
+def test_a_pipeline_compiled_for_a_digest_passes_only_where_that_digest_is_listed(
+        tmp_path, capsys):
+    repository = "europe-docker.pkg.dev/acme/ml/tfkfp"
+    pinned = f"{repository}:0.1.0@sha256:{'ab' * 32}"
+    assert main(["compile", "--image", pinned, "--out", str(tmp_path / "out")]) == 0
+    compiled = str(tmp_path / "out" / "training.yaml")
+    code, lines = check(compiled, "--overlay", overlay(tmp_path, images=(pinned,)),
+                        capsys=capsys)
+    assert code == 0, lines
+    # the tag alone does not admit the digest: a tag can be pushed again
+    code, lines = check(compiled, "--overlay", overlay(tmp_path, images=(f"{repository}"
+                                                                          ":0.1.0",)),
+                        capsys=capsys)
+    assert code == 1 and f"image {pinned!r} is not in the allow-list" in "\n".join(lines)
 
 
 def test_a_replica_image_or_account_outside_the_allow_list_is_refused(tmp_path, capsys):
@@ -206,7 +222,7 @@ def test_check_imports_neither_tensorflow_nor_numpy(tmp_path):
                              "--overlay", overlay(tmp_path), *RUN_DATA, "--set", "epochs=3"],
                             capture_output=True, text=True, timeout=300)
     assert result.returncode == 0, result.stdout + result.stderr
-    assert result.stdout.startswith("OK: 4 pipeline(s)")
+    assert result.stdout.startswith("OK: 5 pipeline(s)")
 
 
 @pytest.fixture(scope="module")
@@ -265,7 +281,7 @@ def test_the_ci_page_s_commands_compile_and_check_the_pipelines(rendered, tmp_pa
     for words in commands:
         args = [a for word in words[1:] for a in (sorted(glob.glob(word)) or [word])]
         assert main(args) == 0, capsys.readouterr()
-    assert capsys.readouterr().out.strip().splitlines()[-1].startswith("OK: 4 pipeline(s)")
+    assert capsys.readouterr().out.strip().splitlines()[-1].startswith("OK: 5 pipeline(s)")
 
 
 def test_pipelines_compiled_with_the_stores_secret_give_every_step_its_keys(

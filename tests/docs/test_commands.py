@@ -78,6 +78,24 @@ EXCUSED = {
     "tfkfp check compiled/*.yaml --overlay cluster.yaml --set dataset_uri=gs://bucket/dataset":
         CI_PAGE,
     "scripts/kind-up.sh": "needs Docker and kind",
+    'tfkfp run batch_prediction --set model_uri=gs://bucket/models/digits --set '
+    'dataset_uri=gs://bucket/datasets/digits --set beam_runner=dataflow --set '
+    'beam_options={"project": "my-project", "region": "europe-west4", "temp_location": '
+    '"gs://bucket/tmp", "sdk_container_image": "REGISTRY/ml/tfkfp-beam:0.1.0"}':
+        GCP + " (Dataflow)",
+    'tfkfp stream tfkfp-runs/RUN/train/model --subscription '
+    'projects/local-project/subscriptions/rows-sub --output-topic '
+    'projects/local-project/topics/predictions --dead-letter-topic '
+    'projects/local-project/topics/dead-letters --keys id --max-messages 1000':
+        "needs Pub/Sub or its emulator (tests/cli/test_stream.py runs tfkfp stream on one)",
+    'tfkfp run streaming_prediction --set model_uri=gs://bucket/models/digits --set '
+    'subscription=projects/my-project/subscriptions/rows-sub --set '
+    'output_topic=projects/my-project/topics/predictions --set '
+    'dead_letter_topic=projects/my-project/topics/dead-letters --set beam_options={"project": '
+    '"my-project", "region": "europe-west4", "temp_location": "gs://bucket/tmp", '
+    '"sdk_container_image": "REGISTRY/ml/tfkfp-beam:0.1.0"}':
+        GCP + " (Pub/Sub and Dataflow)",
+    "export PUBSUB_EMULATOR_HOST=127.0.0.1:8085": "the emulator of the command before it",
     "INPUT_URI=gs://bucket/digits.csv scripts/kind-up.sh": "needs Docker, kind and a bucket",
     "kubectl apply -k manifests/overlays/gke": CLUSTER,
     "kubectl apply --server-side -k manifests/trainer": CLUSTER,

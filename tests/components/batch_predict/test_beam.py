@@ -9,9 +9,9 @@ import shutil
 
 import numpy as np
 import pytest
-from beam_table import beam_table, rows, write_csv  # noqa: F401  (a session fixture)
-from conftest import flip_byte
+from beam_table import rows, write_csv
 
+from conftest import flip_byte
 from tfkfp.components.batch_predict.core import batch_predict
 from tfkfp.components.batch_predict.errors import PredictInputError
 

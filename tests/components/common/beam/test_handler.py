@@ -10,7 +10,7 @@ import numpy as np
 import pytest
 from apache_beam.ml.inference.base import RunInference
 from apache_beam.options.pipeline_options import PipelineOptions
-from beam_table import HEADER, beam_table, rows  # noqa: F401  (a session fixture)
+from beam_table import HEADER, rows
 
 from tfkfp.components.batch_predict.core import batch_predict
 from tfkfp.components.common.beam import handler

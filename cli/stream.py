@@ -1,0 +1,61 @@
+"""``tfkfp stream``: predictions for a Pub/Sub stream, on this machine (Beam's streaming
+DirectRunner) or launched on Dataflow, until ``--max-messages``, ``--duration`` or Ctrl-C.
+
+It prints a progress line every few seconds (messages in, predicted, dead-lettered, rate)
+and, when it stops, the counts and how many rows pulled may be unfinished: the local runner
+acknowledges a message when it pulls it, so a kill loses the rows in flight.
+"""
+
+import argparse
+import json
+import sys
+
+
+def add_parser(commands) -> None:
+    stream = commands.add_parser(
+        "stream", help="predict the rows of a Pub/Sub subscription, one message per row",
+        description="Predict the rows of a Pub/Sub subscription with a tfkfp model in an "
+        "Apache Beam streaming job: one prediction message per row to --output-topic, each "
+        "row that cannot be predicted to --dead-letter-topic naming why. Set "
+        "PUBSUB_EMULATOR_HOST to use the Pub/Sub emulator.")
+    stream.add_argument("model", help="a tfkfp SavedModel or TFLite bundle directory")
+    stream.add_argument("--subscription", required=True,
+                        help="projects/PROJECT/subscriptions/NAME: a message is one row (a "
+                        "JSON object) or several (a JSON array)")
+    stream.add_argument("--output-topic", required=True, help="projects/PROJECT/topics/NAME")
+    stream.add_argument("--dead-letter-topic", required=True,
+                        help="projects/PROJECT/topics/NAME")
+    stream.add_argument("--keys", nargs="*", default=[], help="row fields each prediction "
+                        "carries")
+    stream.add_argument("--top-k", type=int, default=1)
+    stream.add_argument("--max-batch-size", type=int, default=64)
+    stream.add_argument("--max-batch-wait", type=float, default=1.0, metavar="SECONDS")
+    stream.add_argument("--max-messages", type=int, default=0, help="stop after N messages")
+    stream.add_argument("--duration", type=float, default=0.0, metavar="SECONDS",
+                        help="stop after this long")
+    stream.add_argument("--drain", type=float, default=10.0, metavar="SECONDS",
+                        help="after a stop, how long to wait for rows already pulled")
+    stream.add_argument("--runner", default="direct", choices=("direct", "dataflow"),
+                        help="direct: here, until a limit or Ctrl-C; dataflow: launch the "
+                        "job and return")
+    stream.add_argument("--beam-options", default="{}", type=json.loads, metavar="JSON",
+                        help='the runner\'s settings, e.g. {"project": "p", "region": '
+                        '"europe-west4", "temp_location": "gs://b/tmp"}')
+
+
+def run(args: argparse.Namespace) -> None:
+    from tfkfp.components.common.platform.quiet import import_tensorflow_quietly
+
+    import_tensorflow_quietly()  # before the job's own lines, not among them
+    from tfkfp.components.stream_predict.core import stream_predict
+    from tfkfp.components.stream_predict.options import stream_options
+
+    options = stream_options(args.subscription, args.output_topic, args.dead_letter_topic,
+                             args.keys, args.top_k, args.max_batch_size, args.max_batch_wait,
+                             args.max_messages, args.duration, args.drain)
+    result = stream_predict(args.model, options, args.runner, args.beam_options)
+    if result.job_id:
+        print(f"Dataflow job {result.job_id} launched")
+    else:
+        print(result.line())
+    sys.stdout.flush()

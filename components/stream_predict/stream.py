@@ -1,0 +1,156 @@
+"""The streaming job: Pub/Sub messages in, one prediction message per row out, each row that
+cannot be predicted to a dead-letter topic with its reason.
+
+A message is one row (a JSON object) or several (a JSON array). Each row is encoded on its
+own (``common.beam.rows``): a message that is not JSON, a row missing a column or holding a
+non-finite value is a dead letter of its own, never its batch. The rows are batched by
+RunInference (``max_batch_size``, ``max_batch_wait_s``) and predicted by the suite's handler,
+the model loaded once per worker process; a row the model fails on is a dead letter too.
+
+A prediction message holds the row's key fields and batch_predict's prediction fields as
+JSON; its attributes are the input's, plus ``message_id`` (the input message's), ``row``
+(its place in the message) and ``model``. A dead letter holds the reason, the message id,
+the row's place and the row (or the message's text) as JSON, the reason also as an
+attribute. Counters (``tfkfp`` namespace): messages, rows, predicted, dead_lettered.
+"""
+
+import json
+import threading
+from typing import Any, Dict, List
+
+import apache_beam as beam
+from apache_beam.io.gcp.pubsub import PubsubMessage, ReadFromPubSub, WriteToPubSub
+from apache_beam.metrics import Metrics
+from apache_beam.ml.inference.base import RunInference
+
+from tfkfp.components.common.beam.handler import (
+    NAMESPACE,
+    KeyedTfkfpModelHandler,
+    RowFailure,
+    TfkfpModelHandler,
+)
+from tfkfp.components.common.beam.rows import RowEncoder, RowError, model_schema
+from tfkfp.components.stream_predict.options import StreamOptions, attributes_of
+
+MAX_TEXT = 10_000  # characters of a bad message's text kept in its dead letter
+MAX_ATTRIBUTE = 1024  # bytes Pub/Sub allows an attribute's value
+COUNTERS = ("messages", "rows", "predicted", "dead_lettered")
+
+# The same counts in this process, for a local run to watch: asking the DirectRunner for
+# its metrics while it runs stalled its Pub/Sub reads (one pull, then none for a minute)
+_LOCAL = dict.fromkeys(COUNTERS, 0)
+_LOCAL_LOCK = threading.Lock()
+
+
+def local_counts(reset: bool = False) -> Dict[str, int]:
+    """This process's counts since the last reset (a local run's own)."""
+    with _LOCAL_LOCK:
+        found = dict(_LOCAL)
+        if reset:
+            _LOCAL.update(dict.fromkeys(COUNTERS, 0))
+        return found
+
+
+def _count(name: str, amount: int = 1) -> None:
+    Metrics.counter(NAMESPACE, name).inc(amount)
+    with _LOCAL_LOCK:
+        _LOCAL[name] += amount
+
+
+def build(pipeline, options: StreamOptions, model_uri: str, id_label: str = "",
+          spread: bool = True) -> None:
+    """The job's stages on a streaming Beam pipeline."""
+    handler = KeyedTfkfpModelHandler(TfkfpModelHandler(
+        model_uri, top_k=options.top_k, max_batch_size=options.max_batch_size,
+        max_batch_duration_secs=max(1, round(options.max_batch_wait_s))))
+    read = {"subscription": options.subscription, "with_attributes": True}
+    if id_label:  # Dataflow de-duplicates on it; the DirectRunner refuses it
+        read["id_label"] = id_label
+    messages = pipeline | "Read" >> ReadFromPubSub(**read)
+    if spread:  # the model stage scales apart from the read (on Dataflow; the local
+        # runner then held every pull after its first)
+        messages = messages | "Spread" >> beam.Reshuffle()
+    rows = messages | "Rows" >> beam.ParDo(_Rows(model_uri, options.keys)).with_outputs(
+        "dead", main="rows")
+    answered, failed = (rows.rows | "Predict" >> RunInference(handler)
+                        .with_exception_handling())
+    out = answered | "Answer" >> beam.ParDo(_Answer(model_uri)).with_output_types(
+        PubsubMessage).with_outputs("dead", main="predictions")
+    lost = failed.failed_inferences | "FailedBatches" >> beam.FlatMap(
+        _failed_batch).with_output_types(PubsubMessage)
+    _ = out.predictions | "WritePredictions" >> WriteToPubSub(options.output_topic,
+                                                            with_attributes=True)
+    _ = ((rows.dead, out.dead, lost) | "AllDead" >> beam.Flatten()
+         | "WriteDeadLetters" >> WriteToPubSub(options.dead_letter_topic,
+                                               with_attributes=True))
+
+
+class _Rows(beam.DoFn):
+    """A message's rows, each encoded alone: ((message id, row, keys, attributes), row)."""
+
+    def __init__(self, model_uri: str, keys: List[str]):
+        self.model_uri, self.keys = model_uri, list(keys)
+
+    def setup(self):
+        self.encoder = RowEncoder(model_schema(self.model_uri).features)
+
+    def process(self, message: PubsubMessage):
+        _count("messages")
+        attributes = attributes_of(dict(message.attributes or {}))
+        try:
+            body = json.loads(message.data)
+        except ValueError as err:
+            _count("rows")
+            text = message.data[:MAX_TEXT].decode("utf-8", "replace")
+            yield _dead(message.message_id, -1, f"the message is not JSON: {err}", text)
+            return
+        for place, row in enumerate(body if isinstance(body, list) else [body]):
+            _count("rows")
+            try:
+                encoded = self.encoder.encode(row)
+            except RowError as err:
+                yield _dead(message.message_id, place, str(err), row)
+                continue
+            keys = tuple((k, row.get(k)) for k in self.keys)
+            yield (message.message_id, place, keys, tuple(attributes.items())), encoded
+
+
+class _Answer(beam.DoFn):
+    """A prediction message per answered row, or a dead letter for a row the model failed."""
+
+    def __init__(self, model_uri: str):
+        self.model_uri = model_uri
+
+    def process(self, keyed):
+        (message_id, place, keys, attributes), result = keyed
+        if isinstance(result.inference, RowFailure):
+            yield _dead(message_id, place, result.inference.reason, None)
+            return
+        _count("predicted")
+        body = {**dict(keys), **result.inference.fields()}
+        yield PubsubMessage(json.dumps(body).encode(), {
+            **dict(attributes), "message_id": message_id, "row": str(place),
+            "model": self.model_uri[-MAX_ATTRIBUTE:]})
+
+
+def _failed_batch(failure) -> List:
+    """A batch RunInference gave up on: a dead letter for each of its rows."""
+    batch, err = failure
+    reason = f"prediction failed: {' '.join(str(err).split()) or type(err).__name__}"
+    return [dead_letter(message_id, place, reason, None)
+            for (message_id, place, _keys, _attributes), _row in batch]
+
+
+def _dead(message_id: str, place: int, reason: str, row: Any):
+    return beam.pvalue.TaggedOutput("dead", dead_letter(message_id, place, reason, row))
+
+
+def dead_letter(message_id: str, place: int, reason: str, row: Any) -> PubsubMessage:
+    """The dead letter of a row (place -1: the whole message), counted."""
+    _count("dead_lettered")
+    body: Dict[str, Any] = {"reason": reason, "message_id": message_id, "row": place}
+    if row is not None:
+        body["data"] = row
+    attributes = {"message_id": message_id, "row": str(place),
+                  "reason": reason.encode()[:MAX_ATTRIBUTE].decode("utf-8", "ignore")}
+    return PubsubMessage(json.dumps(body, default=str).encode(), attributes)

@@ -1,0 +1,88 @@
+"""The streaming_prediction pipeline: a model's predictions for a Pub/Sub stream.
+
+The model comes in by URI through ``dsl.importer``; stream_predict runs the Apache Beam
+streaming job: on Dataflow (the default) it launches the job and returns once it runs, the
+job's ``gcp_resources`` naming it (a stream outlives the pipeline run; ``follow`` keeps the
+step until the job ends and drains it when the step is stopped); with ``runner=direct``
+the job runs inside the step until ``max_messages`` or ``duration_s``.
+"""
+
+from typing import Any, Dict, List
+
+from kfp import dsl
+
+from tfkfp.components.stream_predict.component import stream_predict
+from tfkfp.pipelines import checks
+from tfkfp.pipelines.resources import sized
+
+
+@sized  # every step's CPU and memory: pipelines/resources.py
+@dsl.pipeline(name="tfkfp-streaming-prediction")
+def streaming_prediction(
+    model_uri: str,
+    subscription: str,
+    output_topic: str,
+    dead_letter_topic: str,
+    keys: List[str] = [],  # noqa: B006 - KFP reads defaults from the signature
+    top_k: int = 1,
+    max_batch_size: int = 64,
+    max_batch_wait_s: float = 1.0,
+    max_messages: int = 0,
+    duration_s: float = 0.0,
+    drain_s: float = 10.0,
+    id_label: str = "",
+    runner: str = "dataflow",
+    beam_options: Dict[str, str] = {},  # noqa: B006
+    follow: bool = False,
+):
+    """Predictions for the rows of a Pub/Sub subscription, one message per row to
+    output_topic, every row that cannot be predicted to dead_letter_topic.
+
+    Args:
+        model_uri: A tfkfp SavedModel or TFLite bundle directory (gs:// on Dataflow).
+        subscription: The input, projects/P/subscriptions/S: a message is one row (a JSON
+            object) or several (a JSON array).
+        output_topic: One prediction message per row, projects/P/topics/T.
+        dead_letter_topic: One message per row that cannot be predicted, naming why.
+        keys: Row fields carried into each prediction.
+        top_k: How many best classes and scores each prediction lists.
+        max_batch_size: Rows per model call at most.
+        max_batch_wait_s: Seconds a row may wait for its batch to fill.
+        max_messages: Stop a local job after this many messages (0: no limit).
+        duration_s: Stop a local job after this many seconds (0: no limit).
+        drain_s: Seconds a stopped local job waits for the rows it pulled to be written.
+        id_label: The attribute publishers set to a unique id, by which Dataflow drops a
+            message published twice.
+        runner: dataflow (the default), direct (inside the step, bounded by
+            max_messages or duration_s) or portable.
+        beam_options: The runner's settings, e.g. {"project": "p", "region":
+            "us-central1", "temp_location": "gs://b/tmp", "sdk_container_image": "..."}.
+        follow: With dataflow, stay until the job ends and drain it when stopped.
+    """
+    model = dsl.importer(artifact_uri=model_uri, artifact_class=dsl.Model, reimport=False)
+    stream_predict(model=model.output, subscription=subscription, output_topic=output_topic,
+                   dead_letter_topic=dead_letter_topic, keys=keys, top_k=top_k,
+                   max_batch_size=max_batch_size, max_batch_wait_s=max_batch_wait_s,
+                   max_messages=max_messages, duration_s=duration_s, drain_s=drain_s,
+                   id_label=id_label, runner=runner, beam_options=beam_options,
+                   follow=follow)
+
+
+def check_arguments(arguments: Dict[str, Any]) -> None:
+    """Refuse what stream_predict would refuse before any work, before a run starts."""
+    from tfkfp.components.common.beam.runners import check_runner
+    from tfkfp.components.stream_predict.options import check_runner_fits, stream_options
+
+    values = checks.with_defaults(streaming_prediction, arguments)
+
+    def check(subscription, output_topic, dead_letter_topic, keys, top_k, max_batch_size,
+              max_batch_wait_s, max_messages, duration_s, drain_s, id_label, runner,
+              beam_options):
+        options = stream_options(subscription, output_topic, dead_letter_topic, keys, top_k,
+                                 max_batch_size, max_batch_wait_s, max_messages, duration_s,
+                                 drain_s, id_label)
+        if beam_options or runner != "dataflow":  # Dataflow's are set per run, not compiled
+            check_runner(runner, dict(beam_options or {}))
+        check_runner_fits(options, runner, in_step=True)
+
+    checks.check_step(stream_predict, check, values)
