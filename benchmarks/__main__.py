@@ -1,10 +1,14 @@
-"""``python -m benchmarks [--quick] [--json PATH]``: run every scenario and print ratios."""
+"""``python -m benchmarks [--quick | --smoke] [--only NAME | --skip NAME...] [--json PATH]``:
+run every scenario (or one) and print ratios."""
 
 import argparse
+import importlib.util
 import json
 import os
 import sys
 import tempfile
+import time
+from typing import Callable, Dict, List
 
 os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "2")
 
@@ -23,58 +27,86 @@ from benchmarks import (
     training,
     workers,
 )
-from benchmarks.harness import load_average, parse_options, print_records
+from benchmarks.harness import (
+    Record,
+    Run,
+    exit_status,
+    load_average,
+    parse_options,
+    print_records,
+)
 
-SCENARIOS = ["sharding", "reading", "training", "quantization", "prediction", "bottleneck",
-             "edge", "edge_table", "edge_quantizer", "endpoint",
-             "object_store", "workers"]
+# name -> the scenario on the run's shared table; a new scenario is one entry. In this order.
+SCENARIOS: Dict[str, Callable[[Run], List[Record]]] = {
+    "sharding": lambda r: sharding.run(r.csv_path, r.work, r.repeats,
+                                       ["none"] if r.quick else ["none", "gzip"]),
+    "reading": lambda r: reading.run(r.csv_path, r.work, r.repeats),
+    "training": lambda r: training.run(r.csv_path, r.work, r.quick),
+    "quantization": lambda r: quantization.run(r.work, r.repeats, r.quick, r.smoke),
+    "prediction": lambda r: prediction.run(r.csv_path, r.work, r.repeats, r.smoke),
+    "bottleneck": lambda r: bottleneck.run(r.csv_path, r.work, r.quick, smoke=r.smoke),
+    "edge": lambda r: edge.run(r.work, r.quick, smoke=r.smoke),
+    "edge_table": lambda r: edge_table.run(r.work, r.smoke),
+    "edge_quantizer": lambda r: edge_quantizer.run(r.work, r.repeats),
+    "endpoint": lambda r: endpoint.run(r.csv_path, r.work, r.repeats, smoke=r.smoke),
+    "object_store": lambda r: object_store.run(r.csv_path, r.work, r.repeats, r.quick),
+    "workers": lambda r: workers.run(r.work, r.quick, smoke=r.smoke),
+}
+OPT_IN = {"edge_quantizer"}  # only with --only: it needs litert-quantizer, not a dependency
+# scenario -> (a module it imports, the package to install), checked before anything runs
+NEEDS = {"edge_table": ("sklearn", "scikit-learn"),
+         "edge_quantizer": ("litert_quantizer", "litert-quantizer==0.11.0")}
 
 
 def parse_args(argv=None) -> argparse.Namespace:
     """The command line, rows and repeats resolved (the docs' commands are checked with it)."""
     return parse_options("python -m benchmarks", argv, "20k rows, 2 repeats", rows=200_000,
-                         kept="best is kept", json=True,
-                         more=lambda parser: parser.add_argument("--only", choices=SCENARIOS))
+                         kept="best is kept", json=True, more=_choice_options)
+
+
+def _choice_options(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument("--only", choices=list(SCENARIOS), help="run this scenario alone")
+    parser.add_argument("--skip", nargs="+", choices=list(SCENARIOS), default=[],
+                        metavar="NAME", help="leave these scenarios out")
+
+
+def chosen(args: argparse.Namespace) -> List[str]:
+    """The scenarios a command line runs, in the suite's order: --only's, or every one but
+    the opt-in ones and those --skip names."""
+    if args.only:
+        return [args.only]
+    return [n for n in SCENARIOS if n not in OPT_IN and n not in args.skip]
+
+
+def lacking(names: List[str]) -> List[str]:
+    """What each of these scenarios needs and this machine lacks, one phrase each."""
+    return [f"{name} needs {NEEDS[name][1]} (pip install {NEEDS[name][1]})"
+            for name in names
+            if name in NEEDS and importlib.util.find_spec(NEEDS[name][0]) is None]
 
 
 def main(argv=None) -> int:
     args = parse_args(argv)
+    missing = lacking(chosen(args))
+    if missing:  # said now, not after the scenarios before it have run
+        print(f"python -m benchmarks: {'; '.join(missing)}; or leave it out with --skip",
+              file=sys.stderr)
+        return 2
     rows, repeats = args.rows, args.repeats
     print(f"table: {rows:,} rows x {data.FLOAT_COLUMNS} float columns; best of {repeats}; "
           f"{os.cpu_count()} cores; load average {load_average()}", flush=True)
-    records = []
+    records: List[Record] = []
     with tempfile.TemporaryDirectory(prefix="tfkfp-bench-") as work:
-        csv_path = data.write_table(work, rows)
-        if args.only in (None, "sharding"):
-            compressions = ["none"] if args.quick else ["none", "gzip"]
-            records += sharding.run(csv_path, work, repeats, compressions)
-        if args.only in (None, "reading"):
-            records += reading.run(csv_path, work, repeats)
-        if args.only in (None, "training"):
-            records += training.run(csv_path, work, args.quick)
-        if args.only in (None, "quantization"):
-            records += quantization.run(work, repeats, quick=args.quick)
-        if args.only in (None, "prediction"):
-            records += prediction.run(csv_path, work, repeats)
-        if args.only in (None, "bottleneck"):
-            records += bottleneck.run(csv_path, work, args.quick)
-        if args.only in (None, "edge"):
-            records += edge.run(work, args.quick)
-        if args.only in (None, "edge_table"):
-            records += edge_table.run(work)
-        if args.only == "edge_quantizer":  # opt-in: needs litert-quantizer, not a dependency
-            records += edge_quantizer.run(work, repeats)
-        if args.only in (None, "endpoint"):
-            records += endpoint.run(csv_path, work, repeats)
-        if args.only in (None, "object_store"):
-            records += object_store.run(csv_path, work, repeats, args.quick)
-        if args.only in (None, "workers"):
-            records += workers.run(work, args.quick)
+        run = Run(data.write_table(work, rows), work, repeats, args.quick, args.smoke)
+        for name in chosen(args):
+            started = time.monotonic()
+            records += SCENARIOS[name](run)
+            print(f"{name}: {time.monotonic() - started:,.0f} s", flush=True)
     print_records(records)
     if args.json:
         with open(args.json, "w") as f:
             json.dump([r.to_dict() for r in records], f, indent=2)
-    return 0 if all(r.met is not False for r in records) else 1
+    return exit_status(records, args.smoke)
 
 
 if __name__ == "__main__":

@@ -13,11 +13,13 @@ feature per column. Reported per table and batch:
   it: the top remedy's gain over the best of the three (target 0.7x), judged where the
   best gains more than run-to-run noise (10%).
 
-``python -m benchmarks.bottleneck [--quick]``
+``python -m benchmarks.bottleneck [--quick | --smoke]`` (smoke: one diagnosis per table at
+batch 64, its top remedy measured, seconds in all)
 """
 
 import ast
 import collections
+import dataclasses
 import math
 import os
 import re
@@ -27,32 +29,49 @@ from typing import Dict, List, Tuple
 os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "2")
 
 from benchmarks import data
-from benchmarks.harness import (
-    QUICK_ROWS,
-    Record,
-    load_average,
-    parse_options,
-    print_records,
-)
+from benchmarks.harness import Record, load_average, parse_options, print_records
 
 RUNS, QUICK_RUNS = 5, 2  # diagnoses per table and batch
 BATCHES = (64, 256)  # train's default, and the training benchmark's
+TABLES = ("demo", "packed", "gzip columns")
 TRAIN_EXAMPLES = 100_000  # per measured remedy, at least 3 epochs: train's rate after the first
 NOISE = 0.10  # train's examples/s moves this much between identical runs on this machine
 KNOB = re.compile(r"^(shard_tfrecords|train) (\w+)=(.+)$")  # a remedy that can be applied
 
 
-def tables(csv_path: str, work: str) -> Dict[str, Tuple[str, Dict]]:
-    """name -> (Dataset folder, the shard_tfrecords options that made it)."""
+@dataclasses.dataclass(frozen=True)
+class Plan:
+    """How hard each table is measured."""
+
+    runs: int  # diagnoses per table and batch size
+    seconds: float  # per diagnose_bottleneck measurement
+    batches: Tuple[int, ...] = BATCHES
+    remedies: int = 3  # of the last diagnosis, each measured with train
+    epochs: int = 3  # at least, per measured train (its rate counts after the first)
+    examples: int = TRAIN_EXAMPLES  # at least, per measured train
+    tables: Tuple[str, ...] = TABLES
+
+
+PLANS = {"full": Plan(RUNS, 3.0), "quick": Plan(QUICK_RUNS, 1.0),
+         "smoke": Plan(1, 0.5, BATCHES[:1], remedies=1, epochs=2, examples=0,
+                       tables=("packed",))}
+
+
+def tables(csv_path: str, work: str, names=TABLES) -> Dict[str, Tuple[str, Dict]]:
+    """name -> (Dataset folder, the shard_tfrecords options that made it), for ``names``."""
     from tfkfp.components.common.data.demo_data import write_demo_data
 
-    demo = write_demo_data(os.path.join(work, "demo")).csv
-    made = {"demo": (demo, {"keys": ["id"]}),
+    sources = {"demo": lambda: write_demo_data(os.path.join(work, "demo")).csv}
+    made = {"demo": ("demo", {"keys": ["id"]}),
             "packed": (csv_path, {"num_shards": 4, "layout": "packed"}),
             "gzip columns": (csv_path, {"num_shards": 4, "layout": "columns",
-                                              "compression": "gzip"})}
-    return {name: (shard(source, work, name, options), {"source": source, **options})
-            for name, (source, options) in made.items()}
+                                        "compression": "gzip"})}
+    out = {}
+    for name in names:
+        source, options = made[name]
+        source = sources[source]() if source in sources else source
+        out[name] = (shard(source, work, name, options), {"source": source, **options})
+    return out
 
 
 def shard(source: str, work: str, name: str, options: Dict) -> str:
@@ -78,18 +97,18 @@ def diagnose_runs(dataset: str, batch_size: int, runs: int, seconds: float):
     return results
 
 
-def train_rate(dataset: str, work: str, **options) -> float:
+def train_rate(dataset: str, work: str, plan: Plan, **options) -> float:
     """train's examples/s (after its first epoch) with train's defaults and ``options``."""
     from tfkfp.components.common.data.dataset import Manifest
     from tfkfp.components.train.core import train
 
-    epochs = max(3, math.ceil(TRAIN_EXAMPLES / Manifest.load(dataset).records("train")))
+    epochs = max(plan.epochs, math.ceil(plan.examples / Manifest.load(dataset).records("train")))
     model_dir = tempfile.mkdtemp(prefix="model-", dir=work)
     return train(dataset, model_dir, epochs=epochs, **options).figures["examples_per_second"]
 
 
 def remedy_gain(knob: str, table: str, dataset: str, made: Dict, work: str, base: float,
-                batch_size: int) -> float | None:
+                batch_size: int, plan: Plan) -> float | None:
     """The measured gain of one remedy on ``table`` (rate with it / rate without, less 1);
     None when it cannot be applied here (no knob, several values, another machine)."""
     match = KNOB.match(knob)
@@ -101,23 +120,24 @@ def remedy_gain(knob: str, table: str, dataset: str, made: Dict, work: str, base
         options[name] = value
         # one folder per table and option: both batches train on the same resharding
         changed = shard(made["source"], work, f"{table} {name}={value}", options)
-        return train_rate(changed, work, batch_size=batch_size) / base - 1
-    return train_rate(dataset, work, **{"batch_size": batch_size, name: value}) / base - 1
+        return train_rate(changed, work, plan, batch_size=batch_size) / base - 1
+    return train_rate(dataset, work, plan, **{"batch_size": batch_size, name: value}) / base - 1
 
 
-def judge(name: str, dataset: str, made: Dict, work: str, batch_size: int, runs: int,
-          seconds: float) -> List[Record]:
+def judge(name: str, dataset: str, made: Dict, work: str, batch_size: int,
+          plan: Plan) -> List[Record]:
     print(f"\n{name}, batch_size={batch_size}:", flush=True)
-    results = diagnose_runs(dataset, batch_size, runs, seconds)
+    runs = plan.runs
+    results = diagnose_runs(dataset, batch_size, runs, plan.seconds)
     verdicts = collections.Counter(r.verdict for r in results)
     waited = sum(r.verdict == "compute-bound" and r.figures["input_wait_fraction"] > 0.5
                  for r in results)
     print(f"  verdicts {dict(verdicts)}; compute-bound while waiting over half: {waited}")
-    top = results[-1].remedies[:3]
-    base = train_rate(dataset, work, batch_size=batch_size)
-    gains = [(r.knob, remedy_gain(r.knob, name, dataset, made, work, base, batch_size))
+    top = results[-1].remedies[:plan.remedies]
+    base = train_rate(dataset, work, plan, batch_size=batch_size)
+    gains = [(r.knob, remedy_gain(r.knob, name, dataset, made, work, base, batch_size, plan))
              for r in top]
-    print(f"  train {base:,.0f} examples/s; the last run's top three remedies:")
+    print(f"  train {base:,.0f} examples/s; the last run's top {len(top)} remedies:")
     for i, (knob, gain) in enumerate(gains, 1):
         measured = "not measurable here" if gain is None else f"{gain:+.0%}"
         print(f"    {i}. {knob or '(no knob)'}: {measured}")
@@ -138,23 +158,22 @@ def judge(name: str, dataset: str, made: Dict, work: str, batch_size: int, runs:
     return records
 
 
-def run(csv_path: str, work: str, quick: bool) -> List[Record]:
-    seconds = 1.0 if quick else 3.0
-    runs = QUICK_RUNS if quick else RUNS
+def run(csv_path: str, work: str, quick: bool, smoke: bool = False) -> List[Record]:
+    plan = PLANS["smoke" if smoke else "quick" if quick else "full"]
     records = []
-    for name, (dataset, made) in tables(csv_path, work).items():
-        for batch_size in BATCHES:
-            records += judge(name, dataset, made, work, batch_size, runs, seconds)
+    for name, (dataset, made) in tables(csv_path, work, plan.tables).items():
+        for batch_size in plan.batches:
+            records += judge(name, dataset, made, work, batch_size, plan)
     return records
 
 
 def main(argv=None) -> int:
     args = parse_options("python -m benchmarks.bottleneck", argv,
-                         f"20k rows, 1 s per measurement, {QUICK_RUNS} diagnoses per table")
-    rows = QUICK_ROWS if args.quick else 200_000
+                         f"20k rows, 1 s per measurement, {QUICK_RUNS} diagnoses per table",
+                         rows=200_000)
     print(f"{os.cpu_count()} cores; load average {load_average()}", flush=True)
     with tempfile.TemporaryDirectory(prefix="tfkfp-bench-") as work:
-        records = run(data.write_table(work, rows), work, args.quick)
+        records = run(data.write_table(work, args.rows), work, args.quick, args.smoke)
     print_records(records)
     return 0
 

@@ -13,7 +13,7 @@ same calibration images. Sizes are compared; the target is int8 at least 74% sma
 float, as in the published headline (Inception v3, 91 MB -> 23 MB).
 
 ``python -m benchmarks --only edge`` (``--quick``: 96x96 images resized by the binding, fewer
-calibration images).
+calibration images; ``--smoke``: a two-layer CNN on 32x32 images in InceptionV3's place).
 """
 
 import logging
@@ -28,6 +28,7 @@ from benchmarks.quantization import AtMost
 
 INT8_TARGET = 0.26  # int8 size / float size, at most (>= 74% smaller)
 MODES = ("none", "dynamic", "float16", "int8")
+SMOKE_SIZE = 32  # a smoke run's image side
 
 
 def write_images(folder: str, count: int, size: int) -> None:
@@ -47,11 +48,19 @@ def write_images(folder: str, count: int, size: int) -> None:
             os.path.join(folder, label, f"{i:04d}.png"))
 
 
-def save_inception(path: str) -> int:
+def save_inception(path: str, smoke: bool = False) -> int:
+    """InceptionV3 (or for a smoke run a small CNN with an image input as well) saved as a
+    plain SavedModel; its parameter count."""
     import tensorflow as tf
     import tf_keras
 
-    model = tf_keras.applications.InceptionV3(weights=None)
+    if smoke:
+        layers = tf_keras.layers
+        model = tf_keras.Sequential([
+            layers.Input((SMOKE_SIZE, SMOKE_SIZE, 3)), layers.Conv2D(8, 3, activation="relu"),
+            layers.GlobalAveragePooling2D(), layers.Dense(10, activation="softmax")])
+    else:
+        model = tf_keras.applications.InceptionV3(weights=None)
     tf.saved_model.save(model, path)
     return model.count_params()
 
@@ -80,7 +89,7 @@ def plain_converter(model_dir: str, calibration: Dict[str, np.ndarray]) -> Dict[
     return sizes
 
 
-def run(work: str, quick: bool = False) -> List[Record]:
+def run(work: str, quick: bool = False, smoke: bool = False) -> List[Record]:
     from tfkfp.components.common.tflite import binding as tflite_binding
     from tfkfp.components.common.tflite import inputs as tflite_inputs
     from tfkfp.components.common.tflite.parity import Timing
@@ -89,12 +98,13 @@ def run(work: str, quick: bool = False) -> List[Record]:
 
     logging.getLogger("tfkfp").setLevel(logging.WARNING)
     images, dataset = os.path.join(work, "edge-images"), os.path.join(work, "edge-dataset")
-    calibration_examples = 8 if quick else 32
-    write_images(images, 3 * calibration_examples, 96 if quick else 299)
+    calibration_examples = 4 if smoke else 8 if quick else 32
+    write_images(images, 3 * calibration_examples,
+                 SMOKE_SIZE if smoke else 96 if quick else 299)
     shard_tfrecords(images, dataset, eval_fraction=0.25)
     model_dir = os.path.join(work, "inception-v3")
     print("saving InceptionV3 (weights=None) with tf.saved_model.save", flush=True)
-    params = save_inception(model_dir)
+    params = save_inception(model_dir, smoke)
     started = time.monotonic()
     result = freeze_quantize(model_dir, dataset, os.path.join(work, "edge-tflite"),
                              os.path.join(work, "edge-frozen"), quantization="auto",

@@ -9,7 +9,7 @@ block). For each bundle: the file's size, its op count, and the LiteRT latency o
 (median of many one-row calls through a signature runner, one thread). Targets: the packed
 int8 file at most 0.35x its float file; one packed row no slower than one per-column row.
 
-``python -m benchmarks --only edge_table``.
+``python -m benchmarks --only edge_table`` (``--smoke``: one epoch, a few latency calls).
 """
 
 import logging
@@ -49,7 +49,7 @@ def op_count(content: bytes) -> int:
     return sum(len(g.operators) for g in model.subgraphs)
 
 
-def row_latency_us(bundle: str, features: Dict[str, np.ndarray]) -> float:
+def row_latency_us(bundle: str, features: Dict[str, np.ndarray], calls: int = CALLS) -> float:
     """Median microseconds of one-row calls, fed as the bundle's signature.json says."""
     from tfkfp.components.common.model.bundle import Bundle
     from tfkfp.components.common.tflite import litert
@@ -65,14 +65,14 @@ def row_latency_us(bundle: str, features: Dict[str, np.ndarray]) -> float:
     feed = {k: v.astype(signature["inputs"][k]["dtype"]) for k, v in feed.items()}
     runner(**feed)  # warm-up
     times = []
-    for _ in range(CALLS):
+    for _ in range(calls):
         started = time.perf_counter()
         runner(**feed)
         times.append(time.perf_counter() - started)
     return 1e6 * statistics.median(times)
 
 
-def run(work: str) -> List:
+def run(work: str, smoke: bool = False) -> List:
     from tfkfp.components.export_tflite.core import export_tflite
     from tfkfp.components.shard_tfrecords.core import shard_tfrecords
     from tfkfp.components.train.core import train
@@ -81,7 +81,7 @@ def run(work: str) -> List:
     dataset = shard_tfrecords(write_table(work), os.path.join(work, "bc-dataset"),
                               label="target", keys=["id"]).dataset
     model = os.path.join(work, "bc-model")
-    train(dataset, model, epochs=5, seed=1)
+    train(dataset, model, epochs=1 if smoke else 5, seed=1)
     features = _row_features(dataset)
     found = {}
     for layout in LAYOUTS:
@@ -92,7 +92,7 @@ def run(work: str) -> List:
             with open(os.path.join(out, "model.tflite"), "rb") as f:
                 content = f.read()
             found[layout, mode] = dict(bytes=len(content), ops=op_count(content),
-                                       us=row_latency_us(out, features),
+                                       us=row_latency_us(out, features, 20 if smoke else CALLS),
                                        accuracy=result.figures.accuracy)
     _print(found)
     load = load_average()

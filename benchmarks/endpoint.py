@@ -1,5 +1,5 @@
 """Scenario: the three ways to add predictions to a batch job, measured here.
-``python -m benchmarks.endpoint [--quick] [--rows N] [--repeats N]``.
+``python -m benchmarks.endpoint [--quick | --smoke] [--rows N] [--repeats N]``.
 
 On the same table and model (the prediction scenario's 32-256-256-10 MLP over 32 float
 columns, TFRecord shards), in one run:
@@ -31,7 +31,13 @@ from typing import Callable, Dict, List
 os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "2")
 
 from benchmarks import data
-from benchmarks.harness import Record, load_average, parse_options, print_records
+from benchmarks.harness import (
+    Record,
+    exit_status,
+    load_average,
+    parse_options,
+    print_records,
+)
 
 MINI_BATCHES = ((64, 4), (256, 1), (256, 4), (1024, 4))  # (rows per request, in flight)
 SINGLE_SAMPLE = 2000  # rows predicted one per request
@@ -77,7 +83,8 @@ def client_json_seconds_per_row(dataset_dir: str, rows: int) -> float:
     return (time.perf_counter() - started) / (repeats * count)
 
 
-def run(csv_path: str, work: str, repeats: int) -> List[Record]:
+def run(csv_path: str, work: str, repeats: int, smoke: bool = False) -> List[Record]:
+    """The records above; ``smoke``: one row per request on a few rows only."""
     from benchmarks.prediction import build_model
     from benchmarks.serving import free_port, serve_command, start, stop
     from tfkfp.components.batch_predict.core import batch_predict
@@ -90,8 +97,9 @@ def run(csv_path: str, work: str, repeats: int) -> List[Record]:
     sample_dir = os.path.join(work, "ep-sample")
     shard_tfrecords(csv_path, dataset_dir, label="label", num_shards=4)
     sample_csv = os.path.join(work, "ep-sample.csv")
+    sample = SINGLE_SAMPLE // 20 if smoke else SINGLE_SAMPLE
     with open(csv_path) as src, open(sample_csv, "w") as out:
-        out.writelines(line for _, line in zip(range(SINGLE_SAMPLE + 1), src))
+        out.writelines(line for _, line in zip(range(sample + 1), src))
     shard_tfrecords(sample_csv, sample_dir, label="label", num_shards=1)
     build_model(dataset_dir, model_dir)
     saved = load_predictor(model_dir)
@@ -124,7 +132,7 @@ def run(csv_path: str, work: str, repeats: int) -> List[Record]:
     anchor = rates["in-step batch_predict"]
     best = max((name for name in rates if name.startswith("endpoint") and
                 not name.endswith(" 1x4")), key=rates.__getitem__)
-    client = client_json_seconds_per_row(dataset_dir, 20_000)
+    client = client_json_seconds_per_row(dataset_dir, 1000 if smoke else 20_000)
     print(f"  wall time per row: in the step {1e6 / anchor:.1f} us, through the endpoint "
           f"({best}) {1e6 / rates[best]:.1f} us, one row per request "
           f"{1e6 / rates['endpoint v2 1x4']:.0f} us; the client's JSON alone (encode rows, "
@@ -146,9 +154,9 @@ def main(argv=None) -> int:
           f"median of {repeats}; {os.cpu_count()} cores; load average {load_average()}",
           flush=True)
     with tempfile.TemporaryDirectory(prefix="tfkfp-bench-") as work:
-        records = run(data.write_table(work, rows), work, repeats)
+        records = run(data.write_table(work, rows), work, repeats, args.smoke)
     print_records(records)
-    return 0 if all(r.met is not False for r in records) else 1
+    return exit_status(records, args.smoke)
 
 
 if __name__ == "__main__":

@@ -9,7 +9,10 @@ import time
 from typing import Callable, Dict, Iterator, List, Sequence
 
 QUICK_ROWS = 20_000  # a table's rows with --quick
-REPEATS, QUICK_REPEATS = 3, 2  # runs per contender, without and with --quick
+SMOKE_ROWS = 2_000  # with --smoke
+REPEATS, QUICK_REPEATS = 3, 2  # runs per contender, without and with --quick (--smoke: 1)
+SMOKE_HELP = ("seconds, not minutes: every step once on a tiny table, to check that the "
+              "benchmark runs end to end (the figures mean nothing; implies --quick)")
 
 
 @dataclasses.dataclass
@@ -40,15 +43,18 @@ def parse_options(prog: str, argv: Sequence[str] | None, quick_help: str, rows: 
                   kept: str = "", json: bool = False,
                   more: Callable[[argparse.ArgumentParser], None] | None = None
                   ) -> argparse.Namespace:
-    """A benchmark's command line: --quick (``quick_help`` says what it shrinks); --rows when
-    ``rows`` sizes its table (QUICK_ROWS with --quick); --repeats when ``kept`` says which of
-    the runs per contender counts (REPEATS, QUICK_REPEATS with --quick); --json PATH when
-    ``json``; ``more`` adds the benchmark's own flags. rows and repeats come back resolved."""
+    """A benchmark's command line: --quick (``quick_help`` says what it shrinks) and --smoke
+    (SMOKE_HELP); --rows when ``rows`` sizes its table (QUICK_ROWS with --quick, SMOKE_ROWS
+    with --smoke); --repeats when ``kept`` says which of the runs per contender counts
+    (REPEATS, QUICK_REPEATS with --quick, 1 with --smoke); --json PATH when ``json``;
+    ``more`` adds the benchmark's own flags. quick, rows and repeats come back resolved."""
     parser = argparse.ArgumentParser(prog=prog)
     parser.add_argument("--quick", action="store_true", help=quick_help)
+    parser.add_argument("--smoke", action="store_true", help=SMOKE_HELP)
     if rows:
         parser.add_argument("--rows", type=int,
-                            help=f"table rows (default {rows}, quick {QUICK_ROWS})")
+                            help=f"table rows (default {rows}, quick {QUICK_ROWS}, smoke "
+                            f"{SMOKE_ROWS})")
     if kept:
         parser.add_argument("--repeats", type=int, help=f"runs per contender ({kept})")
     if json:
@@ -56,11 +62,29 @@ def parse_options(prog: str, argv: Sequence[str] | None, quick_help: str, rows: 
     if more is not None:
         more(parser)
     args = parser.parse_args(argv)
+    args.quick = args.quick or args.smoke
     if rows:
-        args.rows = args.rows or (QUICK_ROWS if args.quick else rows)
+        args.rows = args.rows or sized(args, rows, QUICK_ROWS, SMOKE_ROWS)
     if kept:
-        args.repeats = args.repeats or (QUICK_REPEATS if args.quick else REPEATS)
+        args.repeats = args.repeats or sized(args, REPEATS, QUICK_REPEATS, 1)
     return args
+
+
+def sized(args: argparse.Namespace, full, quick, smoke):
+    """``full``, ``quick`` or ``smoke``, as the command line asked (parse_options' args)."""
+    return smoke if args.smoke else quick if args.quick else full
+
+
+@dataclasses.dataclass(frozen=True)
+class Run:
+    """What each scenario of the suite (``python -m benchmarks``) is given: the shared table,
+    a scratch folder, the runs per contender and how short the run is."""
+
+    csv_path: str
+    work: str
+    repeats: int
+    quick: bool = False
+    smoke: bool = False
 
 
 def load_average() -> float:
@@ -107,6 +131,15 @@ def _rounds(names: List[str], repeats: int) -> Iterator[str]:
         for name in names[round_no % len(names):] + names[:round_no % len(names)]:
             gc.collect()
             yield name
+
+
+def exit_status(records: List[Record], smoke: bool = False) -> int:
+    """A benchmark's exit status: 1 when a target was missed, 0 otherwise and after a smoke
+    run (whose figures mean nothing), which then says so."""
+    if smoke:
+        print("(smoke run: every step ran; the figures are not judged)")
+        return 0
+    return 0 if all(r.met is not False for r in records) else 1
 
 
 def print_records(records: List[Record]) -> None:

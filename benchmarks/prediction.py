@@ -1,4 +1,4 @@
-"""Scenario: batch prediction. ``python -m benchmarks.prediction [--quick]``.
+"""Scenario: batch prediction. ``python -m benchmarks.prediction [--quick | --smoke]``.
 
 The model is a 32-256-256-10 MLP over the benchmark table's 32 float columns, exported as
 a tfkfp SavedModel. Ours (batch_predict: read + parse + predict + write JSON Lines, from
@@ -35,6 +35,7 @@ from benchmarks import data
 from benchmarks.harness import (
     Record,
     best_rates,
+    exit_status,
     load_average,
     parse_options,
     print_records,
@@ -114,7 +115,8 @@ def raw_read(shards: List[str]) -> int:
     return count
 
 
-def run(csv_path: str, work: str, repeats: int) -> List[Record]:
+def run(csv_path: str, work: str, repeats: int, smoke: bool = False) -> List[Record]:
+    """The records above; ``smoke``: the per-example loops on a few rows only."""
     from tfkfp.components.batch_predict.core import batch_predict
     from tfkfp.components.common.model.predictor import load_predictor
     from tfkfp.components.shard_tfrecords.core import shard_tfrecords
@@ -129,6 +131,7 @@ def run(csv_path: str, work: str, repeats: int) -> List[Record]:
     model = build_model(dataset_dir, model_dir)
     features = in_memory_table(csv_path)
     rows = len(features["f00"])
+    call_sample, predict_sample = (20, 5) if smoke else (CALL_SAMPLE, PREDICT_SAMPLE)
     saved = load_predictor(model_dir)
     lite = load_predictor(tflite_int8(model_dir, features, os.path.join(work, "lite")))
 
@@ -158,9 +161,9 @@ def run(csv_path: str, work: str, repeats: int) -> List[Record]:
                                                              verbose=0)),
         "raw read + model.predict in memory": ceiling,
         "per-example model(x)": lambda: per_example_loop(
-            lambda x: model(x, training=False), features, min(CALL_SAMPLE, rows)),
+            lambda x: model(x, training=False), features, min(call_sample, rows)),
         "per-example model.predict": lambda: per_example_loop(
-            lambda x: model.predict(x, verbose=0), features, min(PREDICT_SAMPLE, rows)),
+            lambda x: model.predict(x, verbose=0), features, min(predict_sample, rows)),
     }, repeats)
     mine = rates["tfkfp batch_predict (SavedModel)"]
     stages = batch_predict(model_dir, dataset_dir, os.path.join(work, "out-stages"),
@@ -209,9 +212,9 @@ def main(argv=None) -> int:
           f"best of {repeats}; {os.cpu_count()} cores; load average {load_average()}",
           flush=True)
     with tempfile.TemporaryDirectory(prefix="tfkfp-bench-") as work:
-        records = run(data.write_table(work, rows), work, repeats)
+        records = run(data.write_table(work, rows), work, repeats, args.smoke)
     print_records(records)
-    return 0 if all(r.met is not False for r in records) else 1
+    return exit_status(records, args.smoke)
 
 
 if __name__ == "__main__":

@@ -7,7 +7,7 @@ inputs). Each is frozen and converted in every mode by freeze_quantize; sizes an
 are compared with the float32 TFLite model and the SavedModel. Then the int8 model in LiteRT
 races the float SavedModel in TensorFlow on the same batches (interleaved, best of N).
 
-``python -m benchmarks.quantization [--quick] [--json PATH]``
+``python -m benchmarks.quantization [--quick | --smoke] [--json PATH]``
 """
 
 import dataclasses
@@ -23,6 +23,7 @@ os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "2")
 from benchmarks.harness import (
     Record,
     best_rates,
+    exit_status,
     load_average,
     parse_options,
     print_records,
@@ -112,24 +113,28 @@ def print_modes(name: str, params: int, result) -> None:
     print(f"  published reference: {REFERENCE}")
 
 
-def latency_rates(model_dir: str, int8_path: str, dataset: str, batch: int, calls: int,
+def latency_rates(model_dir: str, int8_dir: str, dataset: str, batch: int, calls: int,
                   repeats: int) -> Dict[str, float]:
-    """Examples/s of int8 LiteRT and of the float SavedModel in TF, same batch, same data."""
+    """Examples/s of int8 LiteRT and of the float SavedModel in TF, same batch, same data:
+    the SavedModel takes a tensor per column, the LiteRT model its inputs as its
+    quantization.json lays them out (the columns packed into blocks by default)."""
     import tensorflow as tf
 
     from tfkfp.components.common.tflite import inputs as tflite_inputs
-    from tfkfp.components.common.tflite import litert
+    from tfkfp.components.common.tflite import litert, quantized
 
     _, fn = tflite_inputs.load_signature(model_dir, "serving_raw")
     names = sorted(tflite_inputs.signature_inputs(fn))
     examples = tflite_inputs.load_examples(dataset, "eval", batch, names, "latency")
     feed = {k: v[:batch] for k, v in examples.features.items()}
     tensors = {k: tf.constant(v) for k, v in feed.items()}
-    runner = litert.signature_runner(litert.load_interpreter(int8_path), "serving_raw")
+    content, _, _, packing = quantized.read(int8_dir, "serving_raw")
+    packed = packing.feed(feed)
+    runner = litert.signature_runner(litert.load_interpreter(content), "serving_raw")
 
     def tflite() -> int:
         for _ in range(calls):
-            runner(**feed)
+            runner(**packed)
         return calls * batch
 
     def savedmodel() -> int:
@@ -141,7 +146,9 @@ def latency_rates(model_dir: str, int8_path: str, dataset: str, batch: int, call
     return best_rates({"int8 LiteRT": tflite, "float SavedModel (TF)": savedmodel}, repeats)
 
 
-def run(work: str, repeats: int, quick: bool = False) -> List[Record]:
+def run(work: str, repeats: int, quick: bool = False, smoke: bool = False) -> List[Record]:
+    """The records of both models; ``smoke``: each a fraction of its size, one epoch, a few
+    latency calls (the figures mean nothing)."""
     from tfkfp.components.common.data.demo_data import write_demo_data
     from tfkfp.components.shard_tfrecords.core import shard_tfrecords
 
@@ -149,11 +156,13 @@ def run(work: str, repeats: int, quick: bool = False) -> List[Record]:
     data = write_demo_data(os.path.join(work, "quant-data"))
     dataset = os.path.join(work, "quant-dataset")
     shard_tfrecords(data.csv, dataset, label="label", keys=["id"])
-    epochs = 4 if quick else 10
+    epochs = 1 if smoke else 4 if quick else 10
+    shrink = 16 if smoke else 1
     records: List[Record] = []
     load = load_average()
     for name, hidden, stacked in [("mlp-1m", [1024, 1024], True),
                                   ("demo-mlp", [512, 256], False)]:
+        hidden = [units // shrink for units in hidden]
         model_dir = os.path.join(work, f"{name}-model")
         print(f"training {name}", flush=True)
         params = train_and_export(dataset, model_dir, hidden, stacked, epochs)
@@ -173,10 +182,10 @@ def run(work: str, repeats: int, quick: bool = False) -> List[Record]:
         if name == "mlp-1m":
             int8_dir = os.path.join(work, "mlp-1m-int8")
             _convert_int8(model_dir, dataset, int8_dir)
-            for batch, calls in [(1, 200 if quick else 500), (256, 10 if quick else 30)]:
+            for batch, calls in [(1, 20 if smoke else 200 if quick else 500),
+                                 (256, 2 if smoke else 10 if quick else 30)]:
                 print(f"latency, batch {batch}", flush=True)
-                rates = latency_rates(model_dir, os.path.join(int8_dir, "model.tflite"),
-                                      dataset, batch, calls, repeats)
+                rates = latency_rates(model_dir, int8_dir, dataset, batch, calls, repeats)
                 records.append(Record(f"quant_latency_b{batch}", "examples/s",
                                       rates["int8 LiteRT"], "float SavedModel in TF",
                                       rates["float SavedModel (TF)"],
@@ -198,14 +207,14 @@ def main(argv=None) -> int:
     print(f"quantization benchmark; best of {repeats}; {os.cpu_count()} cores; load average "
           f"{load_average()}", flush=True)
     with tempfile.TemporaryDirectory(prefix="tfkfp-bench-quant-") as work:
-        records = run(work, repeats, quick=args.quick)
+        records = run(work, repeats, quick=args.quick, smoke=args.smoke)
     print_records(records)
     print("(size rows: met when ratio <= target; accuracy rows: met when the drop is at most "
           f"{DROP_TARGET:g} point; latency rows: met when ratio >= target)")
     if args.json:
         with open(args.json, "w") as f:
             json.dump([r.to_dict() for r in records], f, indent=2)
-    return 0 if all(r.met is not False for r in records) else 1
+    return exit_status(records, args.smoke)
 
 
 if __name__ == "__main__":

@@ -1,4 +1,5 @@
-"""Scenario: online prediction. ``python -m benchmarks.serving [--quick] [--runs 3] [--json F]``.
+"""Scenario: online prediction.
+``python -m benchmarks.serving [--quick | --smoke] [--runs 3] [--json F]``.
 
 The model is the issue's pilot: a 64-1024-1024-10 MLP (about 1.1M parameters) over 64 float
 columns, briefly trained by tfkfp and served as a tfkfp SavedModel. One row per request, on
@@ -33,11 +34,11 @@ import subprocess
 import sys
 import tempfile
 import time
-from typing import Callable, Dict, List
+from typing import Callable, Dict, List, Tuple
 
 import numpy as np
 
-from benchmarks.harness import parse_options
+from benchmarks.harness import parse_options, sized
 from tfkfp.components.common.model import routes
 from tfkfp.components.serve.loadtest import run_level
 
@@ -52,8 +53,22 @@ def free_port() -> int:
 
 
 def start(command: List[str], port: int) -> subprocess.Popen:
-    process = subprocess.Popen(command, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
+    """A server started and ready (its output kept for the error, should it not be)."""
+    return wait_ready(launch(command), port)
+
+
+def launch(command: List[str]) -> subprocess.Popen:
+    """The server's process, its log in an unnamed temporary file (``process.log``)."""
+    log = tempfile.TemporaryFile()  # noqa: SIM115 - open while the server runs: stop()
+    process = subprocess.Popen(command, stdout=log, stderr=subprocess.STDOUT,
                                env={**os.environ, "TF_CPP_MIN_LOG_LEVEL": "2"})
+    process.log = log
+    return process
+
+
+def wait_ready(process: subprocess.Popen, port: int) -> subprocess.Popen:
+    """``process`` once its port answers ready; RuntimeError with the end of its log if it
+    exits or is not ready within 300 s."""
     deadline = time.monotonic() + 300
     while time.monotonic() < deadline and process.poll() is None:
         try:
@@ -63,7 +78,10 @@ def start(command: List[str], port: int) -> subprocess.Popen:
             pass
         time.sleep(0.2)
     process.kill()
-    raise RuntimeError(f"{' '.join(command[:4])} did not become ready")
+    process.wait()
+    process.log.seek(0)
+    said = process.log.read().decode(errors="replace")[-2000:]
+    raise RuntimeError(f"{' '.join(process.args[:5])} did not become ready:\n{said}")
 
 
 def _get(port: int, path: str) -> int:
@@ -86,7 +104,7 @@ def anchor_command(kind: str, port: int, *args: str) -> List[str]:
     return [sys.executable, "-m", "benchmarks.serving_anchors", kind, str(port), *args]
 
 
-def build(work: str, rows: int) -> Dict[str, str]:
+def build(work: str, rows: int, hidden=(1024, 1024)) -> Dict[str, str]:
     """The table, its Dataset, the trained SavedModel, the same network as a .keras file,
     a TFLite int8 bundle (export_tflite's) and batch_predict's answers for every key."""
     import logging
@@ -105,7 +123,7 @@ def build(work: str, rows: int) -> Dict[str, str]:
     _write_table(paths["csv"], rows)
     shard_tfrecords(paths["csv"], paths["dataset"], label="label", keys=["id"], num_shards=2)
     # the pilot's 64-1024-1024-10 network, exported as a tfkfp SavedModel
-    model = build_model(paths["dataset"], paths["model"], hidden=(1024, 1024), batch_size=256)
+    model = build_model(paths["dataset"], paths["model"], hidden=hidden, batch_size=256)
     model.save(paths["keras"])
     # int8 weights and activations, calibrated on the table; the gate is left open (the
     # briefly trained model's accuracy is not what is measured here)
@@ -162,6 +180,8 @@ def stop(process: subprocess.Popen) -> None:
         process.wait(timeout=60)
     except subprocess.TimeoutExpired:
         process.kill()
+        process.wait()
+    process.log.close()
 
 
 def contenders(paths: Dict[str, str]) -> Dict[str, Callable[[int], List[str]]]:
@@ -203,21 +223,34 @@ def _serving_options(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--requests", type=int, default=100_000, help="requests per run")
 
 
+def serve_all(commands: Dict[str, Callable[[int], List[str]]]
+              ) -> Tuple[Dict[str, int], List[subprocess.Popen]]:
+    """Every contender started at once (they load side by side), then waited for: their
+    ports and processes; any that fails stops the others."""
+    ports = {name: free_port() for name in commands}
+    processes = {name: launch(command(ports[name])) for name, command in commands.items()}
+    try:
+        for name, process in processes.items():
+            wait_ready(process, ports[name])
+    except BaseException:
+        for process in processes.values():
+            stop(process)
+        raise
+    return ports, list(processes.values())
+
+
 def main(argv=None) -> int:
     args = parse_options("python -m benchmarks.serving", argv, "1 run of 2 s per level",
                          json=True, more=_serving_options)
     runs = args.runs or (1 if args.quick else 3)
-    seconds = args.seconds or (2.0 if args.quick else 8.0)
+    seconds = args.seconds or sized(args, 8.0, 2.0, 0.5)
     print(f"{os.cpu_count()} cores; load average {os.getloadavg()[0]:.2f}", flush=True)
     with tempfile.TemporaryDirectory(prefix="tfkfp-serving-") as work:
-        paths = build(work, 5_000 if args.quick else 20_000)
+        paths = build(work, sized(args, 20_000, 5_000, 1_000),
+                      sized(args, (1024, 1024), (1024, 1024), (64, 64)))
         body = one_row(paths["csv"])
-        commands = contenders(paths)
-        ports = {name: free_port() for name in commands}
-        processes = []
+        ports, processes = serve_all(contenders(paths))
         try:
-            for name, command in commands.items():
-                processes.append(start(command(ports[name]), ports[name]))
             results = measure(ports, body, runs, args.requests, seconds)
         finally:
             for process in processes:

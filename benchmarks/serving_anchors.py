@@ -89,18 +89,12 @@ def main(argv=None) -> int:
     argv = sys.argv[1:] if argv is None else argv
     kind, port = argv[0], int(argv[1])
     sys.argv = sys.argv[:1]  # kserve.model_server parses sys.argv on import
-    from kserve import logging as kserve_logging
-    from kserve import model_server
-
-    from tfkfp.components.serve import server
     from tfkfp.components.serve.options import ServeOptions
+    from tfkfp.components.serve.server import serve_model
 
     cls = _model_classes()[kind]
-    model = cls("model", *argv[2:3])
-    options = ServeOptions(name="model", host="127.0.0.1", http_port=port)
-    rest, grpc = server._servers(model, options, model_server.app)
-    server._quiet_logs(kserve_logging)
-    server.new_event_loop().run_until_complete(server._run(model, rest, grpc))
+    options = ServeOptions(name="model", host="127.0.0.1", http_port=port).check()
+    serve_model(cls("model", *argv[2:3]), options, rebuild=lambda: cls("model", *argv[2:3]))
     return 0
 
 

@@ -8,7 +8,7 @@
   (target under 5% on blocks).
 - Workers (multi_worker_mirrored) are measured in ``benchmarks.workers``.
 
-``python -m benchmarks.training [--quick]``
+``python -m benchmarks.training [--quick | --smoke]``
 """
 
 import os
@@ -19,13 +19,7 @@ from typing import List
 os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "2")
 
 from benchmarks import data
-from benchmarks.harness import (
-    QUICK_ROWS,
-    Record,
-    load_average,
-    parse_options,
-    print_records,
-)
+from benchmarks.harness import Record, load_average, parse_options, print_records
 
 BATCH = 256
 EPOCHS = 3
@@ -119,10 +113,10 @@ def run(csv_path: str, work: str, quick: bool) -> List[Record]:
 
 
 def main(argv=None) -> int:
-    args = parse_options("python -m benchmarks.training", argv, "20k rows, 2 epochs")
-    rows = QUICK_ROWS if args.quick else 200_000
+    args = parse_options("python -m benchmarks.training", argv, "20k rows, 2 epochs",
+                         rows=200_000)
     with tempfile.TemporaryDirectory(prefix="tfkfp-bench-") as work:
-        records = run(data.write_table(work, rows), work, args.quick)
+        records = run(data.write_table(work, args.rows), work, args.quick)
     print_records(records)
     return 0
 

@@ -14,7 +14,8 @@ one worker's step measured alone, at its share of the batch, pinned to one core.
 Contenders alternate over rounds; medians are reported. Judge it at a load average of 1
 or less: two workers on two cores have nothing to spare.
 
-``python -m benchmarks.workers [--quick]`` (about 12 minutes; quick: 1 round, about 4)
+``python -m benchmarks.workers [--quick | --smoke]`` (about 12 minutes; quick: 1 round, about
+4; smoke: the CNN's three contenders, 1 round on 100 images, 2 epochs)
 """
 
 import json
@@ -23,14 +24,26 @@ import statistics
 import subprocess
 import sys
 import tempfile
-from typing import Dict, List
+from typing import Dict, List, Tuple
 
 from benchmarks import data
-from benchmarks.harness import QUICK_ROWS, Record, load_average, parse_options, print_records
+from benchmarks.harness import (
+    QUICK_ROWS,
+    Record,
+    exit_status,
+    load_average,
+    parse_options,
+    print_records,
+)
 
 IMAGE_SIZE, CLASSES = 48, 10
 CNN_BATCH, CNN_EPOCHS, CNN_TARGET = 192, 10, 0.95
 MLP_BATCH, MLP_LARGE_BATCH, MLP_EPOCHS = 256, 2048, 3
+# (rounds, images, table rows, cnn epochs, mlp epochs) of a full, quick and smoke run; a
+# smoke run has no table: it runs the CNN's contenders only
+SIZES = {"full": (3, 8000, 200_000, CNN_EPOCHS, MLP_EPOCHS),
+         "quick": (1, 3000, QUICK_ROWS, 5, MLP_EPOCHS),
+         "smoke": (1, 100, 0, 2, 0)}
 FIGURES = ("examples_per_second", "mean_step_ms", "seconds_to_target", "eval_accuracy")
 
 
@@ -78,35 +91,48 @@ def median_figures(runs: List[Dict]) -> Dict:
             for k in FIGURES}
 
 
-def run(work: str, quick: bool) -> List[Record]:
+def contenders(images: str, table: str | None, epochs: int, mlp_epochs: int
+               ) -> Dict[str, Tuple[str, Dict, bool]]:
+    """name -> (Dataset, train's options, whether pinned to one core); the MLP's only with a
+    ``table``."""
+    two = {"strategy": "multi_worker_mirrored", "workers": 2}
+    cnn = {
+        "cnn one": (images, {"batch_size": CNN_BATCH, "epochs": epochs}, False),
+        "cnn two": (images, {"batch_size": CNN_BATCH // 2, "epochs": epochs, **two}, False),
+        "cnn alone": (images, {"batch_size": CNN_BATCH // 2, "epochs": min(3, epochs)}, True),
+    }
+    if table is None:
+        return cnn
+    half = {"batch_size": MLP_BATCH // 2, "epochs": mlp_epochs}
+    return {**cnn,
+            "mlp one": (table, {"batch_size": MLP_BATCH, "epochs": mlp_epochs}, False),
+            "mlp two": (table, {**half, **two}, False),
+            "mlp alone": (table, half, True),
+            "mlp two, 32 a call": (table, {**half, "steps_per_execution": 32, **two}, False),
+            "mlp one large": (table, {"batch_size": MLP_LARGE_BATCH, "epochs": mlp_epochs},
+                              False),
+            "mlp two large": (table, {"batch_size": MLP_LARGE_BATCH // 2,
+                                      "epochs": mlp_epochs, **two}, False)}
+
+
+def run(work: str, quick: bool, smoke: bool = False) -> List[Record]:
+    """The records above; ``smoke``: the CNN's three contenders only (one process, two
+    workers, one worker alone: every kind of run, once) on a few images."""
     from tfkfp.components.shard_tfrecords.core import shard_tfrecords
 
-    rounds, images = (1, 3000) if quick else (3, 8000)
-    epochs = 5 if quick else CNN_EPOCHS
+    rounds, images, rows, epochs, mlp_epochs = SIZES[
+        "smoke" if smoke else "quick" if quick else "full"]
     image_dataset = os.path.join(work, "images-dataset")
     shard_tfrecords(write_images(os.path.join(work, "images"), images), image_dataset,
                     num_shards=4)
-    table = os.path.join(work, "table-dataset")
-    shard_tfrecords(data.write_table(work, QUICK_ROWS if quick else 200_000), table,
-                    label="label", num_shards=4)
-    two = {"strategy": "multi_worker_mirrored", "workers": 2}
-    contenders = {
-        "cnn one": (image_dataset, {"batch_size": CNN_BATCH, "epochs": epochs}, False),
-        "cnn two": (image_dataset, {"batch_size": CNN_BATCH // 2, "epochs": epochs, **two},
-                    False),
-        "cnn alone": (image_dataset, {"batch_size": CNN_BATCH // 2, "epochs": 3}, True),
-        "mlp one": (table, {"batch_size": MLP_BATCH, "epochs": MLP_EPOCHS}, False),
-        "mlp two": (table, {"batch_size": MLP_BATCH // 2, "epochs": MLP_EPOCHS, **two}, False),
-        "mlp alone": (table, {"batch_size": MLP_BATCH // 2, "epochs": MLP_EPOCHS}, True),
-        "mlp two, 32 a call": (table, {"batch_size": MLP_BATCH // 2, "epochs": MLP_EPOCHS,
-                                       "steps_per_execution": 32, **two}, False),
-        "mlp one large": (table, {"batch_size": MLP_LARGE_BATCH, "epochs": MLP_EPOCHS}, False),
-        "mlp two large": (table, {"batch_size": MLP_LARGE_BATCH // 2, "epochs": MLP_EPOCHS,
-                                  **two}, False),
-    }
-    runs: Dict[str, List[Dict]] = {name: [] for name in contenders}
+    table = None
+    if rows:
+        table = os.path.join(work, "table-dataset")
+        shard_tfrecords(data.write_table(work, rows), table, label="label", num_shards=4)
+    chosen = contenders(image_dataset, table, epochs, mlp_epochs)
+    runs: Dict[str, List[Dict]] = {name: [] for name in chosen}
     for round_ in range(rounds):
-        for name, (dataset, options, one_core) in contenders.items():
+        for name, (dataset, options, one_core) in chosen.items():
             model = "cnn" if name.startswith("cnn") else "mlp"
             target = {"target_value": CNN_TARGET} if name in ("cnn one", "cnn two") else {}
             runs[name].append(train_figures(
@@ -114,7 +140,7 @@ def run(work: str, quick: bool) -> List[Record]:
                 model_name=model, **options, **target))
             print(f"  round {round_ + 1}, {name}: {_said(runs[name][-1])}", flush=True)
     figures = {name: median_figures(r) for name, r in runs.items()}
-    return _records(figures)
+    return _cnn_records(figures) + (_mlp_records(figures) if table else [])
 
 
 def _said(f: Dict) -> str:
@@ -123,22 +149,13 @@ def _said(f: Dict) -> str:
             + (f", {CNN_TARGET:.0%} after {to:.1f} s" if to else ""))
 
 
-def _records(f: Dict[str, Dict]) -> List[Record]:
+def _cnn_records(f: Dict[str, Dict]) -> List[Record]:
     load = load_average()
     cnn_sync = 1 - f["cnn alone"]["mean_step_ms"] / f["cnn two"]["mean_step_ms"]
-    mlp_overhead = f["mlp two"]["mean_step_ms"] - f["mlp alone"]["mean_step_ms"]
     print(f"  cnn: one process's step {f['cnn one']['mean_step_ms']:.1f} ms at batch "
           f"{CNN_BATCH}; two workers' {f['cnn two']['mean_step_ms']:.1f} ms; one worker alone "
           f"at {CNN_BATCH // 2} rows on one core {f['cnn alone']['mean_step_ms']:.1f} ms, so "
           f"synchronising takes {cnn_sync:.0%} of a worker's step")
-    print(f"  mlp: two workers' step {f['mlp two']['mean_step_ms']:.2f} ms, one worker alone "
-          f"{f['mlp alone']['mean_step_ms']:.2f} ms: {mlp_overhead:.2f} ms a step to "
-          f"synchronise ({mlp_overhead / f['mlp two']['mean_step_ms']:.0%} of it); at global "
-          f"batch {MLP_LARGE_BATCH}: two workers' step "
-          f"{f['mlp two large']['mean_step_ms']:.2f} ms, one process's "
-          f"{f['mlp one large']['mean_step_ms']:.2f} ms")
-    print(f"  mlp: two workers with 32 steps per call (8 by default): step "
-          f"{f['mlp two, 32 a call']['mean_step_ms']:.2f} ms")
     cnn_one, cnn_two = f["cnn one"], f["cnn two"]
     records = [
         Record("2 workers, cnn 48x48", "examples/s", cnn_two["examples_per_second"],
@@ -151,7 +168,21 @@ def _records(f: Dict[str, Dict]) -> List[Record]:
     else:
         print(f"  cnn: {CNN_TARGET:.0%} eval accuracy not reached by the median run of "
               f"{'two workers' if reached[0] == float('inf') else 'one process'}")
-    return records + [
+    return records
+
+
+def _mlp_records(f: Dict[str, Dict]) -> List[Record]:
+    load = load_average()
+    mlp_overhead = f["mlp two"]["mean_step_ms"] - f["mlp alone"]["mean_step_ms"]
+    print(f"  mlp: two workers' step {f['mlp two']['mean_step_ms']:.2f} ms, one worker alone "
+          f"{f['mlp alone']['mean_step_ms']:.2f} ms: {mlp_overhead:.2f} ms a step to "
+          f"synchronise ({mlp_overhead / f['mlp two']['mean_step_ms']:.0%} of it); at global "
+          f"batch {MLP_LARGE_BATCH}: two workers' step "
+          f"{f['mlp two large']['mean_step_ms']:.2f} ms, one process's "
+          f"{f['mlp one large']['mean_step_ms']:.2f} ms")
+    print(f"  mlp: two workers with 32 steps per call (8 by default): step "
+          f"{f['mlp two, 32 a call']['mean_step_ms']:.2f} ms")
+    return [
         Record(f"2 workers, mlp, batch {MLP_BATCH}", "examples/s",
                f["mlp two"]["examples_per_second"], "one process",
                f["mlp one"]["examples_per_second"], None, load),
@@ -165,9 +196,9 @@ def main(argv=None) -> int:
     args = parse_options("python -m benchmarks.workers", argv, "1 round, 3,000 images, 20k rows")
     print(f"load average {load_average()} (judge at 1 or less)", flush=True)
     with tempfile.TemporaryDirectory(prefix="tfkfp-bench-") as work:
-        records = run(work, args.quick)
+        records = run(work, args.quick, args.smoke)
     print_records(records)
-    return 0 if all(r.met is not False for r in records) else 1
+    return exit_status(records, args.smoke)
 
 
 if __name__ == "__main__":

@@ -20,3 +20,11 @@ class OverloadedError(RuntimeError):
 
 class BodyTooLargeError(RequestError):
     """A request body past max_request_bytes (raised while reading it: answered 413)."""
+
+
+def too_deep() -> RequestError:
+    """The answer to a JSON body nested past what a JSON reader recurses into (orjson stops
+    at 1024 levels, Python's reader at its recursion limit): a 400, not a RecursionError."""
+    return RequestError("the JSON body is nested too deeply to read (about 1,000 levels or "
+                        'more); a predict request needs a few: {"instances": [...]} or '
+                        '{"inputs": [...]}')

@@ -1,5 +1,6 @@
 """An ASGI middleware in front of the app: refuses a body over the size limit (413) or of a
-type that is not JSON (415), and logs one line for every request answered 4xx."""
+type that is not JSON (415), hands a form-encoded or untyped body on as JSON, and logs one
+line for every request answered 4xx."""
 
 import json
 import logging
@@ -12,8 +13,10 @@ WITH_BODY = frozenset({"POST", "PUT", "PATCH"})
 # JSON, and form-encoded because `curl -d` sends it (TF Serving's own examples do so); no
 # type at all is read as JSON too. A binary v2 body (application/octet-stream) is taken only
 # with the Inference-Header-Content-Length header of the binary tensor extension.
-ACCEPTED = frozenset({b"", b"application/json", b"application/x-www-form-urlencoded"})
+AS_JSON = frozenset({b"", b"application/x-www-form-urlencoded"})
+ACCEPTED = AS_JSON | {b"application/json"}
 BINARY_V2 = b"inference-header-content-length"
+JSON_TYPE = (b"content-type", b"application/json")
 
 
 class RequestGate:
@@ -37,12 +40,17 @@ class RequestGate:
         if scope["method"] in WITH_BODY and not _accepted(headers):
             await self._refuse(scope, send, 415, _unsupported(headers[b"content-type"]))
             return
+        if scope["method"] in WITH_BODY and _read_as_json(headers):
+            scope = _typed_as_json(scope)
         seen = 0
-        state = {"status": 0, "over": False, "replaced": False, "logged": False}
+        state = {"status": 0, "over": False, "replaced": False, "logged": False,
+                 "gone": False}
 
         async def limited_receive():
             nonlocal seen
             message = await receive()
+            if message["type"] == "http.disconnect":  # no one is left to answer or log
+                state["gone"] = True
             seen += len(message.get("body", b""))
             if seen > self.limit:
                 state["over"] = True
@@ -58,7 +66,8 @@ class RequestGate:
                     await self._refuse(scope, send, 413, _too_large(seen, self.limit))
                     return
                 state["status"] = message["status"]
-            elif 400 <= state["status"] < 500 and not state["logged"]:  # its first body
+            elif 400 <= state["status"] < 500 and not (state["logged"] or state["gone"]):
+                # its first body
                 state["logged"] = True
                 refused(scope, state["status"], _error_text(message.get("body", b"")))
             await send(message)
@@ -98,6 +107,18 @@ def _accepted(headers: Dict[bytes, bytes]) -> bool:
     if kind in ACCEPTED or (kind.startswith(b"application/") and kind.endswith(b"+json")):
         return True
     return kind == b"application/octet-stream" and BINARY_V2 in headers
+
+
+def _read_as_json(headers: Dict[bytes, bytes]) -> bool:
+    """A form-encoded or untyped body, not the binary tensor extension's: read as JSON,
+    by KServe's v1 and v2 alike (FastAPI would hand a v2 one on as binary)."""
+    kind = headers.get(b"content-type", b"").split(b";", 1)[0].strip().lower()
+    return kind in AS_JSON and BINARY_V2 not in headers
+
+
+def _typed_as_json(scope: Dict[str, Any]) -> Dict[str, Any]:
+    kept = [(k, v) for k, v in scope["headers"] if k != b"content-type"]
+    return {**scope, "headers": [*kept, JSON_TYPE]}
 
 
 def _too_large(size: int, limit: int) -> str:

@@ -33,6 +33,12 @@ class ServeOptions:
         precomputed_reload_s: how often a newer set is looked for (0: never).
         model_repository_api: serve KServe's model-repository API (load and unload the
             model), to clients on 127.0.0.1 or ::1 only; off by default.
+        header_timeout_s: seconds a client has to send a request's headers, from the
+            request's first byte (from connecting, for the first request); past it the
+            server answers 408 and disconnects.
+        read_timeout_s: seconds a client has to send a whole request, body included (at
+            least header_timeout_s); past it, 408 and disconnected. The default lets the
+            largest body (max_request_bytes) arrive at about 140 KB/s.
     """
 
     name: str = "model"
@@ -53,6 +59,8 @@ class ServeOptions:
     precomputed_max_age_s: float = 0.0
     precomputed_reload_s: float = 30.0
     model_repository_api: bool = False
+    header_timeout_s: float = 10.0
+    read_timeout_s: float = 60.0
 
     def check(self) -> "ServeOptions":
         """Raise ServeOptionsError naming the first option out of range."""
@@ -82,4 +90,8 @@ class ServeOptions:
             raise ServeOptionsError("precomputed_max_age_s and precomputed_reload_s must be "
                                     f">= 0; found {self.precomputed_max_age_s}, "
                                     f"{self.precomputed_reload_s}")
+        if not 0 < self.header_timeout_s <= self.read_timeout_s:
+            raise ServeOptionsError("header_timeout_s and read_timeout_s: expected 0 < "
+                                    "header_timeout_s <= read_timeout_s; found "
+                                    f"{self.header_timeout_s}, {self.read_timeout_s}")
         return self

@@ -11,7 +11,12 @@ import logging
 import re
 from typing import Callable, List
 
-from tfkfp.components.serve.errors import BodyTooLargeError, OverloadedError, RequestError
+from tfkfp.components.serve.errors import (
+    BodyTooLargeError,
+    OverloadedError,
+    RequestError,
+    too_deep,
+)
 from tfkfp.components.serve.limits import printable
 
 log = logging.getLogger("tfkfp.serve")
@@ -29,6 +34,8 @@ def add_rest_handlers(app) -> None:
         ServerNotReady,
         UnsupportedProtocol,
     )
+    from starlette.exceptions import HTTPException
+    from starlette.requests import ClientDisconnect
 
     def answer(status: int, message: Callable = str, headers=None):
         async def handler(_, err: Exception):
@@ -42,7 +49,34 @@ def add_rest_handlers(app) -> None:
         for error in errors:
             app.add_exception_handler(error, answer(status))
     app.add_exception_handler(OverloadedError, answer(503, headers={"Retry-After": "1"}))
+    app.add_exception_handler(ClientDisconnect, _client_gone)
+    app.add_exception_handler(HTTPException, _http_error)
     app.add_exception_handler(Exception, _internal_error)
+
+
+async def _client_gone(request, err: Exception):
+    """A client that left before sending its whole body (or was disconnected for being too
+    slow, which the listener logged): nothing to answer, nothing wrong here."""
+    from fastapi.responses import Response
+
+    log.debug("client left %s %s before its body was read", request.method,
+              printable(request.url.path, 200))
+    return Response(status_code=499)
+
+
+async def _http_error(request, err: Exception):
+    """FastAPI's own errors as FastAPI answers them, but for a v2 body it could not read
+    because the JSON is nested too deeply (a RecursionError under FastAPI's generic "error
+    parsing the body"): that error says so; a client that left: as _client_gone."""
+    from fastapi.exception_handlers import http_exception_handler
+    from fastapi.responses import ORJSONResponse
+    from starlette.requests import ClientDisconnect
+
+    if isinstance(err.__cause__, RecursionError):
+        return ORJSONResponse({"error": str(too_deep())}, status_code=400)
+    if isinstance(err.__cause__, ClientDisconnect):
+        return await _client_gone(request, err.__cause__)
+    return await http_exception_handler(request, err)
 
 
 async def _internal_error(request, err: Exception):

@@ -8,9 +8,10 @@ body limit, 415 for a body that is not JSON, a log line per refusal: limits.py),
 answered by name without server internals (refusals.py), and readiness that is false while
 a served model is not loaded; taken out: the model-repository API unless asked for, then for
 local clients only (repository.py), and KServe's per-request timing middleware, whose log
-lines are silenced anyway. The event loop is uvloop's, as ``kserve.ModelServer`` picks by
-default. SIGTERM stops accepting connections, answers the requests in flight (up to
-``grace_seconds``), then exits 0.
+lines are silenced anyway. The REST port is bound before the model loads, and uvicorn's
+HTTP protocol gets header and body deadlines (listener.py). The event loop is uvloop's, as
+``kserve.ModelServer`` picks by default. SIGTERM stops accepting connections, answers the
+requests in flight (up to ``grace_seconds``), then exits 0.
 """
 
 import asyncio
@@ -18,13 +19,14 @@ import contextlib
 import logging
 import signal
 import sys
-from typing import Iterator
+from typing import Callable, Iterator
 
 from tfkfp.components.common.platform import uris
 from tfkfp.components.common.platform.cpus import container_cpus
 from tfkfp.components.serve import tfserving
-from tfkfp.components.serve.errors import ServeOptionsError
+from tfkfp.components.serve.errors import ServeOptionsError, too_deep
 from tfkfp.components.serve.limits import RequestGate
+from tfkfp.components.serve.listener import bind, timed_protocol
 from tfkfp.components.serve.options import ServeOptions
 
 log = logging.getLogger("tfkfp.serve")
@@ -42,36 +44,59 @@ def _own_argv() -> Iterator[None]:
 
 
 def serve(model_uri: str, options: ServeOptions) -> int:
-    """Serve the model until SIGTERM or SIGINT; returns the exit status (1: load failed)."""
+    """Serve the model until SIGTERM or SIGINT; returns the exit status (1: load failed).
+    The REST port is taken first: a port in use stops the start before the model loads."""
     options.check()
     if not uris.exists(model_uri):
         raise ServeOptionsError(f"model {model_uri} does not exist")
+    listener = bind(options.host, options.http_port)
+    try:
+        with _own_argv():
+            from tfkfp.components.serve.model import TfkfpModel
+        threads = options.threads or model_threads(container_cpus())
+        precomputed = _precomputed(options)  # loaded before listening: a broken set stops it
+        model = TfkfpModel(model_uri, options, threads, precomputed=precomputed)
+        log.info("serving %s with %d model threads", model_uri, threads)
+        serve_model(model, options, rebuild=lambda: TfkfpModel(
+            model_uri, options, threads, precomputed=_precomputed(options)), listener=listener)
+    finally:
+        listener.close()
+    return 1 if model.failure is not None else 0
+
+
+def serve_model(model, options: ServeOptions, rebuild: Callable, listener=None) -> None:
+    """Serve a kserve.Model on this module's stack until SIGTERM or SIGINT (the benchmarks'
+    anchors use it too, so that only the model differs).
+
+    Args:
+        model: the served model; its ``on_failure`` (where it has one) stops the server.
+        options: checked serving options (name, addresses, limits, timeouts).
+        rebuild: builds the model anew (the model-repository API's load).
+        listener: the REST socket, bound (``listener.bind``); None binds it here.
+    """
+    if listener is None:
+        with bind(options.host, options.http_port) as own:
+            serve_model(model, options, rebuild, own)
+        return
     with _own_argv():
         from kserve import logging as kserve_logging
         from kserve import model_server
-
-        from tfkfp.components.serve.model import TfkfpModel
     _quiet_logs(kserve_logging)
-    threads = options.threads or model_threads(container_cpus())
-    precomputed = _precomputed(options)  # loaded before listening: a broken set stops it
     loop = new_event_loop()
-    model = TfkfpModel(model_uri, options, threads, on_failure=lambda: loop.call_soon_threadsafe(
-        setattr, rest._server, "should_exit", True),  # uvicorn's own exit flag
-        precomputed=precomputed)
-    rest, grpc = _servers(model, options, model_server.app, rebuild=lambda: TfkfpModel(
-        model_uri, options, threads, precomputed=_precomputed(options)))
-    log.info("serving %s as %r on http://%s:%d%s (%d model threads, batches of at most %d "
-             "rows; model-repository API %s)", model_uri, options.name, options.host,
-             options.http_port, f" and gRPC {grpc.address}" if grpc else "", threads,
-             options.max_batch_size,
+    rest, grpc = _servers(model, options, model_server.app, rebuild)
+    if hasattr(model, "on_failure"):  # uvicorn's own exit flag, set from the loading thread
+        model.on_failure = lambda: loop.call_soon_threadsafe(
+            setattr, rest._server, "should_exit", True)
+    log.info("serving %r on http://%s:%d%s (batches of at most %d rows; model-repository "
+             "API %s)", options.name, options.host, options.http_port,
+             f" and gRPC {grpc.address}" if grpc else "", options.max_batch_size,
              "on, for local clients" if options.model_repository_api else "off")
     for sig in (signal.SIGTERM, signal.SIGINT):
         signal.signal(sig, lambda *_: None)  # uvicorn handles them while it serves
     try:
-        loop.run_until_complete(_run(model, rest, grpc))
+        loop.run_until_complete(_run(model, rest, grpc, listener))
     finally:
         loop.close()
-    return 1 if model.failure is not None else 0
 
 
 def _precomputed(options: ServeOptions):
@@ -113,11 +138,12 @@ def _quiet_logs(kserve_logging) -> None:
     warnings.filterwarnings("ignore", message=".*ORJSONResponse is deprecated")
 
 
-def _servers(model, options: ServeOptions, app, rebuild):
+def _servers(model, options: ServeOptions, app, rebuild: Callable):
     from kserve.constants.constants import PredictorProtocol
     from kserve.errors import InvalidInput
     from kserve.protocol.dataplane import DataPlane
     from kserve.protocol.rest.server import RESTServer
+    from uvicorn.protocols.http.auto import AutoHTTPProtocol
 
     from tfkfp.components.serve import repository as repo
     from tfkfp.components.serve.grpc_server import GrpcServer
@@ -167,9 +193,15 @@ def _servers(model, options: ServeOptions, app, rebuild):
             super()._add_exception_handlers(app)
             add_rest_handlers(app)
 
+        async def start(self, sockets=None):  # KServe's binds a socket of its own
+            self.create_application()
+            await self._server.serve(sockets=sockets)
+
     rest = _RESTServer("kserve.model_server:app", dataplane, None, options.http_port,
                        grace_period=options.grace_seconds, event_loop="asyncio")
     rest.config.host = options.host  # KServe's RESTServer says 0.0.0.0
+    rest.config.http = timed_protocol(AutoHTTPProtocol, options.header_timeout_s,
+                                      options.read_timeout_s)
     grpc = None
     if options.grpc_port:
         grpc = GrpcServer(options.host, options.grpc_port,
@@ -181,11 +213,14 @@ def _servers(model, options: ServeOptions, app, rebuild):
 def _json_with_nan(body):
     """A v1 body orjson refused, read as TF Serving reads JSON, where ``NaN`` (a gap) and
     ``Infinity`` (then refused by the decoder, naming its instance and column) are tokens;
-    None where it is not JSON even so. Only on the failure path."""
+    None where it is not JSON even so; RequestError where it is nested too deeply to read.
+    Only on the failure path."""
     import json
 
     try:
         return json.loads(body) if isinstance(body, (bytes, str)) else None
+    except RecursionError:
+        raise too_deep() from None
     except ValueError:
         return None
 
@@ -206,11 +241,11 @@ def _extend_app(app, max_bytes: int) -> None:
     app.add_middleware(RequestGate, limit=max_bytes)
 
 
-async def _run(model, rest, grpc) -> None:
+async def _run(model, rest, grpc, listener) -> None:
     if grpc is not None:  # bound first: an address it cannot bind stops the start
         await grpc.start()
     model.load()
-    tasks = [asyncio.ensure_future(rest.start())]
+    tasks = [asyncio.ensure_future(rest.start([listener]))]
     if grpc is not None:
         tasks.append(asyncio.ensure_future(grpc.wait()))
     await tasks[0]  # returns after SIGTERM/SIGINT, once requests in flight are answered

@@ -23,7 +23,7 @@ from tfkfp.components.common.model.savedmodel import (
     SIGNATURE_EXAMPLES,
     SIGNATURE_RAW,
 )
-from tfkfp.components.serve.errors import RequestError
+from tfkfp.components.serve.errors import RequestError, too_deep
 
 # the SavedModel's two signatures (a TFLite bundle's serving_raw and the default name): the
 # server answers both with the same rows
@@ -56,6 +56,8 @@ def predict_request(body: Any, decoder) -> PredictRequest:
     if isinstance(body, (bytes, str)):  # sent without a JSON content type
         try:
             body = json.loads(body)
+        except RecursionError:
+            raise too_deep() from None
         except ValueError as err:
             raise RequestError(f"the body is not JSON: {err}") from None
     if not isinstance(body, dict):

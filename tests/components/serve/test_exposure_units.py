@@ -118,6 +118,40 @@ def test_a_v2_binary_body_is_taken_with_its_header():
     assert run_gate(100, [b"{}"], headers)[0] == 200
 
 
+@pytest.mark.parametrize("headers,seen", [
+    ([(b"content-type", b"application/x-www-form-urlencoded")], b"application/json"),
+    ([(b"content-type", b"application/x-www-form-urlencoded; charset=utf-8")],
+     b"application/json"),
+    ([], b"application/json"),
+    ([(b"content-type", b"application/json")], b"application/json"),
+    ([(b"content-type", b"application/x-www-form-urlencoded"),
+      (b"inference-header-content-length", b"2")], b"application/x-www-form-urlencoded"),
+    ([(b"content-type", b"application/octet-stream"),
+      (b"inference-header-content-length", b"2")], b"application/octet-stream")])
+def test_a_form_encoded_or_untyped_body_reaches_the_app_typed_as_json(headers, seen):
+    """So KServe reads a v2 `curl -d` body as JSON, as it does a v1 one; a binary tensor
+    extension body (with its header) keeps its type."""
+    from tfkfp.components.serve.limits import RequestGate
+
+    types = []
+
+    async def app(scope, receive, send):
+        types.append([v for k, v in scope["headers"] if k == b"content-type"])
+        await send({"type": "http.response.start", "status": 200, "headers": []})
+        await send({"type": "http.response.body", "body": b""})
+
+    async def receive():
+        return {"type": "http.request", "body": b"{}", "more_body": False}
+
+    async def send(message):
+        pass
+
+    scope = {"type": "http", "method": "POST", "path": "/v2/models/m/infer",
+             "client": ("10.1.2.3", 4000), "headers": list(headers)}
+    asyncio.run(RequestGate(app, 100)(scope, receive, send))
+    assert types == [[seen]]
+
+
 def test_the_first_record_that_is_not_an_example_is_named_in_few_parse_calls():
     from tfkfp.components.serve.refusals import example_refusal
 

@@ -19,6 +19,8 @@ from tfkfp.components.serve.rows import Field, RowDecoder, _column
     ({"http_port": 70000}, "http_port 70000 is not a port"),
     ({"name": "a/b"}, "model name 'a/b'"),
     ({"max_latency_ms": -1}, "max_latency_ms"),
+    ({"header_timeout_s": 0}, "expected 0 < header_timeout_s <= read_timeout_s; found 0, 60"),
+    ({"header_timeout_s": 5, "read_timeout_s": 2}, "found 5, 2"),
 ])
 def test_options_out_of_range_are_named(change, words):
     with pytest.raises(ServeOptionsError, match=words):
@@ -318,3 +320,14 @@ def test_the_server_runs_on_uvloop_as_kserve_does():
         assert loop.run_until_complete(asyncio.sleep(0, result="ran")) == "ran"
     finally:
         loop.close()
+
+
+def test_a_body_nested_too_deeply_is_a_request_error_not_a_recursion_error():
+    from tfkfp.components.serve.server import _json_with_nan
+    from tfkfp.components.serve.tfserving import predict_request
+
+    deep = b"[" * 100_000 + b"]" * 100_000
+    for read in (_json_with_nan, lambda body: predict_request(body, None)):
+        with pytest.raises(RequestError, match="nested too deeply to read"):
+            read(deep)
+    assert _json_with_nan(b'{"x": NaN}') is not None and _json_with_nan(b"{x") is None
