@@ -13,6 +13,7 @@ from typing import Callable, Dict, List
 os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "2")
 
 from benchmarks import (
+    beam,
     bottleneck,
     data,
     edge,
@@ -24,6 +25,7 @@ from benchmarks import (
     quantization,
     reading,
     sharding,
+    streaming,
     training,
     workers,
 )
@@ -51,10 +53,13 @@ SCENARIOS: Dict[str, Callable[[Run], List[Record]]] = {
     "endpoint": lambda r: endpoint.run(r.csv_path, r.work, r.repeats, smoke=r.smoke),
     "object_store": lambda r: object_store.run(r.csv_path, r.work, r.repeats, r.quick),
     "workers": lambda r: workers.run(r.work, r.quick, smoke=r.smoke),
+    "beam": lambda r: beam.run(r.csv_path, r.work, r.repeats, smoke=r.smoke),
+    "streaming": lambda r: streaming.run(r.csv_path, r.work, r.quick or r.smoke),
 }
 OPT_IN = {"edge_quantizer"}  # only with --only: it needs litert-quantizer, not a dependency
 # scenario -> (a module it imports, the package to install), checked before anything runs
 NEEDS = {"edge_table": ("sklearn", "scikit-learn"),
+         "beam": ("apache_beam", "tfkfp[beam]"), "streaming": ("apache_beam", "tfkfp[beam]"),
          "edge_quantizer": ("litert_quantizer", "litert-quantizer==0.11.0")}
 
 
