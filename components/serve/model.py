@@ -17,11 +17,11 @@ from typing import Callable, Dict, List
 from kserve import Model
 from kserve.protocol.infer_type import InferOutput, InferRequest, InferResponse
 
+from tfkfp.components.common.model.version import answered_version
 from tfkfp.components.serve import metrics
 from tfkfp.components.serve.batcher import Batcher
 from tfkfp.components.serve.errors import OverloadedError, RequestError
 from tfkfp.components.serve.heap import freeze_heap
-from tfkfp.components.serve.model_version import answered_version
 from tfkfp.components.serve.options import ServeOptions
 from tfkfp.components.serve.precomputed import Precomputed
 from tfkfp.components.serve.servable import Servable, load_servable

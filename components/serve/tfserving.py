@@ -23,6 +23,7 @@ from tfkfp.components.common.model.savedmodel import (
     SIGNATURE_EXAMPLES,
     SIGNATURE_RAW,
 )
+from tfkfp.components.common.model.version import version_folder
 from tfkfp.components.serve.errors import RequestError, too_deep
 
 # the SavedModel's two signatures (a TFLite bundle's serving_raw and the default name): the
@@ -106,13 +107,6 @@ def _rows_of_columns(inputs: Any, decoder) -> List[Any]:
         raise RequestError(f'"inputs": every input needs the same rows; found {counts}')
     names = list(inputs)
     return [_row(dict(zip(names, values)), decoder) for values in zip(*inputs.values())]
-
-
-def version_folder(model_uri: str) -> str | None:
-    """The number that ends the model's path (TF Serving's version folder, ``.../model/7``,
-    as deploy_model publishes versions); None when it ends otherwise."""
-    last = model_uri.rstrip("/").rpartition("/")[2]
-    return str(int(last)) if last.isascii() and last.isdigit() and len(last) < 19 else None
 
 
 def served_version(model_uri: str) -> str:

@@ -40,7 +40,7 @@ def stream_predict(
             object) or several (a JSON array).
         output_topic: One prediction message per row, projects/P/topics/T: the row's key
             fields and the prediction's (class, class_id, score, top-k; or value), the
-            input's attributes plus message_id, row and model.
+            input's attributes plus message_id, row, model and model_version.
         dead_letter_topic: One message per row that cannot be predicted (not JSON, a
             column missing, a non-finite value, the model failed), with the reason.
         metrics: Output counts: messages, rows, predicted, dead_lettered, unfinished.

@@ -94,7 +94,7 @@ def attributes_of(message_attributes: Dict[str, str]) -> Dict[str, str]:
     return {k: v for k, v in message_attributes.items() if k not in OWN_ATTRIBUTES}
 
 
-OWN_ATTRIBUTES = ("message_id", "row", "model", "reason")
+OWN_ATTRIBUTES = ("message_id", "row", "model", "model_version", "reason")
 
 
 def check_runner_fits(options: StreamOptions, runner: str, in_step: bool = False) -> None:

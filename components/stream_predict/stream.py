@@ -9,7 +9,8 @@ the model loaded once per worker process; a row the model fails on is a dead let
 
 A prediction message holds the row's key fields and batch_predict's prediction fields as
 JSON; its attributes are the input's, plus ``message_id`` (the input message's), ``row``
-(its place in the message) and ``model``. A dead letter holds the reason, the message id,
+(its place in the message), ``model`` and ``model_version`` (common.model.version: the
+version folder's number or the model's fingerprint). A dead letter holds the reason, the message id,
 the row's place and the row (or the message's text) as JSON, the reason also as an
 attribute. Counters (``tfkfp`` namespace): messages, rows, predicted, dead_lettered.
 """
@@ -30,6 +31,7 @@ from tfkfp.components.common.beam.handler import (
     TfkfpModelHandler,
 )
 from tfkfp.components.common.beam.rows import RowEncoder, RowError, model_schema
+from tfkfp.components.common.model.version import answered_version
 from tfkfp.components.stream_predict.options import StreamOptions, attributes_of
 
 MAX_TEXT = 10_000  # characters of a bad message's text kept in its dead letter
@@ -121,6 +123,11 @@ class _Answer(beam.DoFn):
     def __init__(self, model_uri: str):
         self.model_uri = model_uri
 
+    def setup(self):
+        version = answered_version(self.model_uri)
+        self.model = {"model": self.model_uri[-MAX_ATTRIBUTE:],
+                      **({"model_version": version} if version else {})}
+
     def process(self, keyed):
         (message_id, place, keys, attributes), result = keyed
         if isinstance(result.inference, RowFailure):
@@ -129,8 +136,7 @@ class _Answer(beam.DoFn):
         _count("predicted")
         body = {**dict(keys), **result.inference.fields()}
         yield PubsubMessage(json.dumps(body).encode(), {
-            **dict(attributes), "message_id": message_id, "row": str(place),
-            "model": self.model_uri[-MAX_ATTRIBUTE:]})
+            **dict(attributes), "message_id": message_id, "row": str(place), **self.model})
 
 
 def _failed_batch(failure) -> List:

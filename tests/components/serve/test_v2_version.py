@@ -9,7 +9,7 @@ import shutil
 import numpy as np
 import pytest
 
-from tfkfp.components.serve.model_version import FINGERPRINT_FILE, answered_version
+from tfkfp.components.common.model.version import FINGERPRINT_FILE, answered_version
 
 
 def v2_answer(model_uri: str):

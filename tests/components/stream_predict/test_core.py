@@ -15,6 +15,7 @@ from pubsub_emulator import (
 )
 
 from tfkfp.components.batch_predict.core import batch_predict
+from tfkfp.components.common.model.version import answered_version
 from tfkfp.components.stream_predict.core import stream_predict
 from tfkfp.components.stream_predict.errors import StreamInputError
 from tfkfp.components.stream_predict.options import stream_options
@@ -63,6 +64,8 @@ def test_a_stream_answers_as_batch_predict_and_dead_letters_each_bad_row(
     got = {json.loads(m.data)["row id"]: m for m in predictions}
     assert {m.attributes["source"] for m in predictions} == {"test"}
     assert {m.attributes["model"] for m in predictions} == {beam_table.model}
+    assert {m.attributes["model_version"] for m in predictions} == {
+        answered_version(beam_table.model)} and answered_version(beam_table.model)
     assert got[9035].attributes["message_id"] == ids[30]
     assert got[9035].attributes["row"] == "5"
     good = [r for i, r in enumerate(table) if i not in (4, 7)]

@@ -1,5 +1,6 @@
-"""The ``model_version`` of ``tfkfp serve``'s Open Inference Protocol answers, so a caller
-(batch_predict's endpoint mode records it per row) can tell which model answered.
+"""Which model answered: the ``model_version`` of ``tfkfp serve``'s Open Inference Protocol
+answers (batch_predict's endpoint mode records it per row) and of stream_predict's
+prediction messages.
 
 The version folder's number where the model's path ends in one (TF Serving's layout, the
 versions deploy_model publishes); else the artifact's fingerprint: a SavedModel's
@@ -13,10 +14,16 @@ import hashlib
 
 from tfkfp.components.common.model.bundle import MODEL_FILE, SAVEDMODEL, TFLITE, kind_of
 from tfkfp.components.common.platform import uris
-from tfkfp.components.serve.tfserving import version_folder
 
 FINGERPRINT_FILE = "fingerprint.pb"  # what tf.saved_model.save writes beside saved_model.pb
 DIGEST_CHARS = 16
+
+
+def version_folder(model_uri: str) -> str | None:
+    """The number that ends the model's path (TF Serving's version folder, ``.../model/7``,
+    as deploy_model publishes versions); None when it ends otherwise."""
+    last = model_uri.rstrip("/").rpartition("/")[2]
+    return str(int(last)) if last.isascii() and last.isdigit() and len(last) < 19 else None
 
 
 def answered_version(model_uri: str) -> str | None:
