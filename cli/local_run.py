@@ -7,8 +7,9 @@ that fails ends the run with the component's own error message.
 
 import dataclasses
 import os
+import textwrap
 import time
-from typing import Any, Dict, List, TextIO
+from typing import Any, Dict, List, TextIO, Tuple
 
 from tfkfp.cli import figures
 from tfkfp.cli.local_tasks import run_temp_folder, tasks_die_with_this_process
@@ -43,14 +44,18 @@ class LocalRun:
 
 def run_local(name: str, parameters: Dict[str, Any], pipeline_root: str,
               verbose: bool = False, console: TextIO | None = None) -> LocalRun:
-    """Run the named pipeline; see run_pipeline."""
-    return run_pipeline(registry.load(name), parameters, pipeline_root, verbose, console)
+    """Run the named pipeline; see run_pipeline. The run goes by the name a user types
+    (``training``), not the compiled one (``tfkfp-training``)."""
+    return run_pipeline(registry.load(name), parameters, pipeline_root, verbose, console,
+                        name=name)
 
 
 def run_pipeline(pipeline, parameters: Dict[str, Any], pipeline_root: str,
-                 verbose: bool = False, console: TextIO | None = None) -> LocalRun:
+                 verbose: bool = False, console: TextIO | None = None,
+                 name: str = "") -> LocalRun:
     """Run ``pipeline`` with ``kfp.local.SubprocessRunner(use_venv=False)``, a line per task
-    on ``console`` (default stdout); ``verbose`` streams every task's output there too.
+    on ``console`` (default stdout); ``verbose`` streams every task's output there too. The
+    run goes by ``name`` (default the pipeline's compiled name).
     Raises TaskFailed with the failed component's own message."""
     from kfp import local
 
@@ -70,7 +75,7 @@ def run_pipeline(pipeline, parameters: Dict[str, Any], pipeline_root: str,
                 raise
             raise TaskFailed(failed) from err
     specs = pipeline.component_spec.outputs or {}
-    return LocalRun(pipeline.name, outputs_of(task),
+    return LocalRun(name or pipeline.name, outputs_of(task),
                     {n: " ".join((s.description or "").split()) for n, s in specs.items()},
                     tasks.records, tasks.run_dir, tasks.log_dir, time.monotonic() - started)
 
@@ -81,45 +86,73 @@ def outputs_of(task) -> Dict[str, Any]:
     return dict(getattr(task, "outputs", None) or {})
 
 
+WIDTH = 100  # the summary fits a terminal this wide; the full reports are in the artifacts
+
+
 def summary_lines(run: LocalRun) -> List[str]:
-    """A table of the outputs: what each is, its key figures (rates are the step's own
-    throughput), the wall time of the step that wrote it, and where it is; for a pipeline
-    that declares none, what its tasks made. Then the decisions steps told in their logs."""
-    lines = ["", f"pipeline {run.name!r} finished in {run.seconds:.0f} s"]
-    lines += _outputs_table(run) if run.outputs else _task_outputs_table(run)
+    """What the run made, aligned as the demo's summary: an output (for a pipeline that
+    declares none, each artifact its tasks made) with its key figures and the step and wall
+    time that made it, its path under the run folder on the next line; then the decisions
+    steps told in their logs. Reports (metrics, Markdown) and parameter outputs of tasks
+    (group lists, gcp_resources) are internals: the artifacts keep them."""
+    rows = _output_rows(run) if run.outputs else _task_rows(run)
+    lines = ["", f"pipeline {run.name!r} finished in {run.seconds:.0f} s", ""]
+    if not run.outputs:
+        lines += ["The pipeline declares no outputs; what its tasks made:", ""]
+    width = min(max((len(label) for label, _, _ in rows), default=0) + 2, 24)
+    for label, figures_, path in rows:
+        lines += _wrapped(figures_, label.ljust(width), " " * width)
+        lines += [" " * width + path] if path else []
     told = [f"{t.name}: {account}" for t in run.tasks if (account := figures.told(t.name, t.log))]
-    lines += [""] + told if told else []
-    return lines + ["", f"task logs: {run.log_dir}"]
+    for account in told:
+        lines += [""] + _wrapped(account, "", "    ")
+    return lines + ["", f"{'run folder':<12}{shown_folder(run.run_dir)}",
+                    f"{'task logs':<12}{_relative(run.log_dir, run.run_dir)}{os.sep} in it, "
+                    "a file per task"]
 
 
-def _outputs_table(run: LocalRun) -> List[str]:
-    lines = ["", "| output | what it is | figures | step, wall time | path |",
-             "|---|---|---|---|---|"]
-    for name, artifact in run.outputs.items():
-        task = run.task_of(artifact)
-        wall = f"{task.name}, {task.seconds:.1f} s" if task else ""
-        lines.append(f"| {name} | {_cell(run.descriptions.get(name, ''))} | "
-                     f"{figures.key_figures({name: artifact})} | {wall} | "
-                     f"{where(artifact)} |")
-    return lines
+def _output_rows(run: LocalRun) -> List[Tuple[str, str, str]]:
+    rows = []
+    for name, value in run.outputs.items():
+        task, path = run.task_of(value), getattr(value, "path", None)
+        shown = figures.key_figures({name: value}) if path else str(value)
+        step = f"({task.name}, {task.seconds:.1f} s)" if task else ""
+        rows.append((name, " ".join(p for p in (shown, step) if p),
+                     _relative(where(value), run.run_dir) if path else ""))
+    return rows
 
 
-def _task_outputs_table(run: LocalRun) -> List[str]:
-    """Every task's outputs but its reports (metrics, Markdown) and summaries (a dict output,
-    whose figures its artifacts carry): artifacts with their key figures and path, values
-    (the gate's "deploy") as they are."""
-    lines = ["", "The pipeline declares no outputs; what its tasks made:", "",
-             "| task | output | figures | step wall time | path or value |",
-             "|---|---|---|---|---|"]
+def _task_rows(run: LocalRun) -> List[Tuple[str, str, str]]:
+    """Every artifact the tasks made but their reports; parameter outputs are internals."""
+    rows = []
     for task in run.tasks:
         for name, value in task.outputs.items():
-            if figures.is_report(value) or isinstance(value, dict):
+            if figures.is_report(value) or getattr(value, "path", None) is None:
                 continue
-            path = getattr(value, "path", None)
-            shown = figures.key_figures({name: value}) if path else ""
-            lines.append(f"| {task.name} | {name} | {shown} | {task.seconds:.1f} s | "
-                         f"{_cell(str(where(value) if path else value))} |")
-    return lines
+            shown = figures.key_figures({name: value})
+            rows.append((name, " ".join(p for p in (shown, f"({task.name}, "
+                                                     f"{task.seconds:.1f} s)") if p),
+                         _relative(where(value), run.run_dir)))
+    return rows
+
+
+def _wrapped(text: str, first: str, rest: str) -> List[str]:
+    return textwrap.wrap(text, WIDTH - 1, initial_indent=first, subsequent_indent=rest,
+                         break_long_words=False, break_on_hyphens=False) or [first.rstrip()]
+
+
+def _relative(path: str, folder: str) -> str:
+    """``path`` under ``folder`` as a relative path; a URI or a path elsewhere as it is."""
+    if "://" in path or not folder:
+        return path
+    relative = os.path.relpath(os.path.abspath(path), os.path.abspath(folder))
+    return path if relative.startswith("..") else relative
+
+
+def shown_folder(folder: str) -> str:
+    """The run folder relative to the working directory when it is under it."""
+    relative = os.path.relpath(os.path.abspath(folder))
+    return folder if relative.startswith("..") else relative
 
 
 def where(artifact) -> str:
@@ -131,5 +164,3 @@ def where(artifact) -> str:
     return str(getattr(artifact, "path", artifact))
 
 
-def _cell(text: str) -> str:
-    return text.replace("|", "\\|")

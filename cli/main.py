@@ -8,10 +8,16 @@ import sys
 from typing import Dict, List
 
 from tfkfp.cli import check, extras, pipeline_help, stream
+from tfkfp.cli.submit import ENDPOINT_ENV
 from tfkfp.components._image import IMAGE, IMAGE_ENV, __version__
 from tfkfp.components.common.data.layouts import DEFAULT_BLOCK_ROWS, DEFAULT_LAYOUT, LAYOUTS
 from tfkfp.pipelines import registry
 from tfkfp.pipelines.accelerator import DEFAULT_TYPE, parse_gpu
+
+
+class UsageError(ValueError):
+    """Options the command cannot take together, or one it needs: exit status 2, as for
+    argparse's own usage errors."""
 
 
 def _column_types(pairs: List[str]) -> Dict[str, str]:
@@ -89,8 +95,8 @@ def _parser() -> argparse.ArgumentParser:
     run.add_argument("name", metavar="PIPELINE", help="pipeline name: "
                      + ", ".join(registry.names()))
     run.add_argument("--local", action="store_true",
-                     help="with the KFP local runner: the default and only runner, accepted "
-                     "so that older commands keep working")
+                     help="no longer needed: the KFP local runner is the default and only "
+                     "runner; accepted for older commands, with a note on stderr")
     run.add_argument("--set", action="append", default=[], metavar="KEY=VALUE",
                      dest="parameters", help="pipeline parameter (repeatable; `tfkfp run "
                      "PIPELINE --help` lists them)")
@@ -106,8 +112,10 @@ def _parser() -> argparse.ArgumentParser:
                         help="show this help (after PIPELINE: also its parameters) and exit")
     submit.add_argument("name", metavar="PIPELINE", help="pipeline name: "
                         + ", ".join(registry.names()))
-    submit.add_argument("--host", required=True, help="KFP API endpoint, e.g. "
-                        "http://localhost:8080")
+    submit.add_argument("--endpoint", "--host", dest="host", default="", metavar="URL",
+                        help="KFP API endpoint, e.g. http://localhost:8080 "
+                        f"(default ${ENDPOINT_ENV}, which kfp.Client reads too; "
+                        "--host is the same option)")
     submit.add_argument("--set", action="append", default=[], metavar="KEY=VALUE",
                         dest="parameters", help="pipeline parameter (repeatable)")
     submit.add_argument("--experiment", default="tfkfp", help="experiment name")
@@ -340,23 +348,45 @@ def _compile(args: argparse.Namespace) -> None:
                                         args.sizes, image, store))
 
 
+def _parameters(args: argparse.Namespace, runs_on: str, mounted: List[str] = ()) -> Dict:
+    """The --set values, typed and checked. Their form (an unknown pipeline or parameter, a
+    value not of its type, a required one missing) is a usage error; a value that the steps
+    or where they run would refuse is the command's own error."""
+    try:
+        values = registry.parse_pairs(args.name, args.parameters)
+        inputs = registry.load(args.name).component_spec.inputs or {}
+    except registry.ParameterError as err:
+        raise UsageError(str(err)) from err
+    missing = sorted(k for k, spec in inputs.items() if not spec.optional and k not in values)
+    if missing:
+        raise UsageError(f"pipeline {args.name!r} needs {', '.join(missing)}: pass "
+                         + " ".join(f"--set {k}=..." for k in missing))
+    return registry.parse_parameters(args.name, args.parameters, runs_on, mounted)
+
+
 def _run(args: argparse.Namespace) -> None:
     from tfkfp.cli import local_run
     from tfkfp.pipelines import checks, registry
 
-    parameters = registry.parse_parameters(args.name, args.parameters, runs_on="local")
+    parameters = _parameters(args, runs_on="local")
     # a value whose task imports an extra (launcher=vertex) is refused before the first task
     extras.require_for_parameters(checks.with_defaults(registry.load(args.name), parameters))
+    if args.local:  # the old spelling of the default: said as the run starts, not over errors
+        print("tfkfp run: --local is the default (the KFP local runner is the only one); it "
+              "can be left out", file=sys.stderr)
     run = local_run.run_local(args.name, parameters, args.pipeline_root, args.verbose)
     print("\n".join(local_run.summary_lines(run)))
 
 
 def _submit(args: argparse.Namespace) -> None:
     from tfkfp.cli import submit
-    from tfkfp.pipelines import registry
 
-    parameters = registry.parse_parameters(args.name, args.parameters, runs_on="cluster",
-                                           mounted=check.mounted_folders(args.mounted))
+    args.host = args.host or os.environ.get(ENDPOINT_ENV, "")  # as kfp.Client reads it
+    if not args.host:
+        raise UsageError(f"no KFP API endpoint: pass --endpoint URL or set "
+                         f"${ENDPOINT_ENV}")
+    parameters = _parameters(args, runs_on="cluster",
+                             mounted=check.mounted_folders(args.mounted))
     gpu, store = _gpu(args), _store(args)
     run_id = submit.submit(args.name, parameters, args.host, args.experiment,
                            args.service_account, gpu, args.sizes, image=_image(args, gpu),
@@ -422,6 +452,9 @@ def main(argv: List[str] | None = None) -> int:
     except KeyboardInterrupt:  # Ctrl-C: a line, not a traceback; a rerun starts afresh
         print(f"tfkfp {args.command}: interrupted", file=sys.stderr)
         return 130
+    except UsageError as err:  # the command line's form: argparse's status
+        print(f"tfkfp {args.command}: error: {err}", file=sys.stderr)
+        return 2
     except (ValueError, OSError, RuntimeError, argparse.ArgumentTypeError) as err:
         print(f"tfkfp {args.command}: error: {err}", file=sys.stderr)
         return 1

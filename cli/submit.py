@@ -6,6 +6,8 @@ from typing import Any, Dict, Tuple
 
 from tfkfp.pipelines import registry
 
+# The KFP API endpoint when none is given, as kfp.Client and KFP's own CLI read it.
+ENDPOINT_ENV = "KF_PIPELINES_ENDPOINT"
 TOKEN_ENV = "TFKFP_KFP_TOKEN"  # a bearer token, kept off the command line
 # kfp.Client's own: a file holding the token (a projected service-account token, which the
 # kubelet rotates), and where Kubeflow's PodDefault mounts one when the variable is unset.

@@ -8,7 +8,9 @@ stream that sends what a task's thread writes to that task's log file (ParallelF
 in threads) and the rest to ``pipeline.log``, both under ``<run folder>/logs/``; and it wraps
 kfp.local's ``run_single_task_implementation`` to time each task, print its line, keep its
 outputs and, when it fails, the component's own error message from its log. With
-``verbose`` everything is streamed to the console as well.
+``verbose`` everything is streamed to the console as well. A task goes by the name the
+Kubeflow UI, ``tfkfp check`` and the docs' graphs give it: its display name (``taskInfo``
+in the compiled YAML), which kfp.local's task executor knows and the task runner does not.
 """
 
 import builtins
@@ -29,7 +31,7 @@ PIPELINE_LOG = "pipeline.log"
 
 @dataclasses.dataclass
 class TaskRecord:
-    name: str  # kfp's task name (the folder of its outputs), "#k" for the k-th run of it
+    name: str  # the task's display name, as the UI shows it; "#k" for its k-th run
     log: str
     seconds: float = 0.0
     ok: bool | None = None  # None while it runs
@@ -81,23 +83,29 @@ class TaskConsole:
         self.run_dir = self.log_dir = ""
         self._lock = threading.RLock()
         self._saved: Dict[str, Any] = {}
+        self._shown = threading.local()  # the display name of the task this thread runs
 
     def __enter__(self) -> "TaskConsole":
         from kfp.local import task_dispatcher
+        from kfp.local.orchestrator import task_executor
 
         root = logging.getLogger()
         self._saved = {"stdout": sys.stdout, "stderr": sys.stderr, "print": builtins.print,
                        "level": root.level, "handlers": root.handlers[:],
-                       "task": task_dispatcher.run_single_task_implementation}
+                       "task": task_dispatcher.run_single_task_implementation,
+                       "execute": task_executor.execute_single_task}
         sys.stdout = sys.stderr = self.streams  # stderr: the runner's Python warnings
         root.handlers[:] = [logging.StreamHandler(self.streams)]  # the runner's own lines
         task_dispatcher.run_single_task_implementation = self._wrap(self._saved["task"])
+        task_executor.execute_single_task = self._named(self._saved["execute"])
         return self
 
     def __exit__(self, *exc_info) -> None:
         from kfp.local import task_dispatcher
+        from kfp.local.orchestrator import task_executor
 
         task_dispatcher.run_single_task_implementation = self._saved["task"]
+        task_executor.execute_single_task = self._saved["execute"]
         sys.stdout, sys.stderr = self._saved["stdout"], self._saved["stderr"]
         builtins.print = self._saved["print"]
         root = logging.getLogger()  # kfp swaps these per task, from several threads at once
@@ -110,6 +118,18 @@ class TaskConsole:
 
     def failed(self) -> TaskRecord | None:
         return next((r for r in self.records if r.ok is False), None)
+
+    def _named(self, execute: Callable) -> Callable:
+        """kfp.local's ``execute_single_task``, noting the task's display name for _start
+        (it then runs the task in this thread)."""
+        def run(task_name, task_spec, *args, **kwargs):
+            self._shown.name = task_spec.task_info.name or task_name
+            try:
+                return execute(task_name, task_spec, *args, **kwargs)
+            finally:
+                self._shown.name = ""
+
+        return run
 
     def _wrap(self, run_task: Callable) -> Callable:
         def run(**kwargs):
@@ -134,7 +154,8 @@ class TaskConsole:
                 task_dir = os.path.join(kwargs["pipeline_root"], kwargs["pipeline_resource_name"])
                 first = os.path.relpath(os.path.abspath(task_dir), self.root).split(os.sep)[0]
                 self._open_logs(os.path.join(self.root, first))
-            name = kwargs["component_name"].removeprefix("comp-")
+            name = (getattr(self._shown, "name", "")
+                    or kwargs["component_name"].removeprefix("comp-"))
             runs = sum(1 for r in self.records if r.name.split(" #")[0] == name)
             if runs:
                 name = f"{name} #{runs + 1}"

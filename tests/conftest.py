@@ -10,7 +10,12 @@ from pubsub_emulator import pubsub_emulator  # noqa: F401  (likewise)
 
 def pytest_configure(config):
     """Two logical CPU devices, so the mirrored strategy has two replicas on one CPU (this
-    must happen before TensorFlow initialises its devices)."""
+    must happen before TensorFlow initialises its devices). TensorFlow is first imported
+    here, hushed: its start-up lines (oneDNN, the CUDA probe's cuInit error) are written to
+    file descriptor 2 before TF_CPP_MIN_LOG_LEVEL applies."""
+    from tfkfp.components.common.platform.quiet import import_tensorflow_quietly
+
+    import_tensorflow_quietly()  # lists the physical devices, which leaves them settable
     import tensorflow as tf
 
     cpu = tf.config.list_physical_devices("CPU")[0]

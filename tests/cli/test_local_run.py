@@ -11,7 +11,7 @@ import pytest
 from kfp import dsl
 
 from tfkfp.cli import figures, local_run
-from tfkfp.cli.task_logs import task_error
+from tfkfp.cli.task_logs import TaskRecord, task_error
 
 
 @dsl.component(base_image="python:3.11", install_kfp_package=False)
@@ -147,8 +147,6 @@ def test_key_figures_come_from_the_outputs_metadata():
 def test_a_pipeline_without_outputs_lists_what_its_tasks_made_and_the_decisions(tmp_path):
     """batch_prediction and serving declare no outputs: the summary says where the
     predictions are, and what the gate decided and why, instead of nothing."""
-    from tfkfp.cli.task_logs import TaskRecord
-
     gate_log, merge_log = tmp_path / "deploy-gate.log", tmp_path / "merge.log"
     gate_log.write_text("INFO:tfkfp:deploy gate: keep the serving model: candidate accuracy "
                         "0.9000, serving model (gs://m) 0.9500 on 180 examples\n")
@@ -163,11 +161,88 @@ def test_a_pipeline_without_outputs_lists_what_its_tasks_made_and_the_decisions(
     run = local_run.LocalRun("serving", {}, {}, tasks, str(tmp_path), str(tmp_path / "logs"), 3)
     text = "\n".join(local_run.summary_lines(run))
     assert "has no outputs" not in text
-    assert "| deploy-gate | Output |  | 2.0 s | keep |" in text
-    assert (f"| merge-predictions | all_predictions | 1,797 predictions, 3 errors | 1.0 s | "
-            f"{predictions.path} |") in text
-    assert "| /m |" not in text and "| /s |" not in text  # reports are not what a task made
+    assert "all_predictions  1,797 predictions, 3 errors (merge-predictions, 1.0 s)\n" in text
+    assert "\n                 p\n" in text  # its path, under the run folder, below it
+    shown = {line.strip() for line in text.splitlines()}
+    assert not shown & {"/m", "/s"}  # reports are not what a task made
     assert "shards" not in text  # nor a summary dict, whose figures its artifacts carry
+    assert "keep\n" not in text  # nor the gate's parameter output: its account says it
     assert "deploy-gate: keep the serving model: candidate accuracy 0.9000" in text
     assert tasks[0].line() == ("done   deploy-gate  2.0 s  keep the serving model: candidate "
                                "accuracy 0.9000, serving model (gs://m) 0.9500 on 180 examples")
+
+
+def batch_prediction_run(root):
+    """What batch_prediction's tasks hand back locally: a group list, a Beam step's
+    gcp_resources, per-group predictions with long figures, and their merge."""
+    run_dir = root / "tfkfp-batch-prediction-2026-11-28-14-20-11-123456"
+    logs = run_dir / "logs"
+    logs.mkdir(parents=True)
+    meta = {"predictions": 1797.0, "errors": 0.0, "error_fraction": 0.0,
+            "records_per_second": 2140.5, "records": {"train": 1617.0, "eval": 180.0}}
+    tasks = [TaskRecord("group-numbers", str(logs / "g.log"), 0.1, True, {"Output": [0.0]})]
+    for k in (1, 2):
+        path = run_dir / "tfkfp-predict-shards" / "batch-predict" / f"predictions-{k}"
+        tasks.append(TaskRecord(f"batch-predict #{k}", str(logs / f"b{k}.log"), 12.3, True, {
+            "predictions": dsl.Dataset(name="predictions", uri=str(path), metadata=meta),
+            "gcp_resources": '{"resources": []}', "Output": "sha256:" + "0" * 64,
+            "metrics": dsl.Metrics(name="metrics", uri=str(path) + "-metrics")}))
+    for task in tasks:
+        open(task.log, "w").close()
+    return local_run.LocalRun("batch_prediction", {}, {}, tasks, str(run_dir), str(logs), 31)
+
+
+def test_the_summary_fits_100_columns_with_paths_under_the_run_folder_and_no_internals(
+        tmp_path, monkeypatch):
+    monkeypatch.chdir(tmp_path)
+    run = batch_prediction_run(tmp_path / "tfkfp-runs")
+    lines = local_run.summary_lines(run)
+    text = "\n".join(lines)
+    assert max(len(line) for line in lines) < 100, text
+    assert "|" not in text and str(tmp_path) not in text  # no table; no absolute path
+    assert "tfkfp-predict-shards/batch-predict/predictions-1" in text
+    assert "run folder  tfkfp-runs/tfkfp-batch-prediction-2026-11-28-14-20-11-123456" in text
+    assert "task logs   logs/ in it" in text
+    for internal in ("group-numbers", "gcp_resources", "resources", "sha256", "[0.0]"):
+        assert internal not in text, internal
+    assert text.count("1,797 predictions") == 2 and "(batch-predict #2, 12.3 s)" in text
+
+
+def test_declared_outputs_are_aligned_with_their_figures_step_and_relative_path(tmp_path):
+    model = tmp_path / "run" / "train" / "model"
+    meta = {"eval_accuracy": 0.9611, "examples_per_second": 12345.0, "mode": "dynamic",
+            "size_bytes": 123456.0, "accuracy": 0.95, "agreement": 0.99, "rmse": 0.1,
+            "records": {"train": 1617.0, "eval": 180.0}, "records_per_second": 2140.5,
+            "predictions": 180.0, "errors": 1.0, "error_fraction": 0.005}
+    artifact = dsl.Model(name="model", uri=str(model), metadata=meta)
+    train = TaskRecord("train", str(tmp_path / "t.log"), 20.1, True, {"model": artifact})
+    open(train.log, "w").close()
+    run = local_run.LocalRun("training", {"model": artifact, "deploy": "keep"},
+                             {"model": "The trained SavedModel, " * 8}, [train],
+                             str(tmp_path / "run"), str(tmp_path / "run" / "logs"), 53)
+    lines = local_run.summary_lines(run)
+    assert max(len(line) for line in lines) < 100, "\n".join(lines)
+    first = lines.index(next(line for line in lines if line.startswith("model ")))
+    block = lines[first:lines.index("        train/model") + 1]  # its path last, relative
+    assert block[0].startswith("model   1,797 records (train 1,617, eval 180), ")
+    assert all(line.startswith("        ") for line in block[1:])
+    assert "eval accuracy 0.9611" in " ".join(block) and block[-2].endswith("(train, 20.1 s)")
+    assert "deploy  keep" in lines and "The trained SavedModel" not in "\n".join(lines)
+
+
+def test_a_task_goes_by_its_display_name_and_a_run_by_the_name_typed(tmp_path, monkeypatch):
+    """The name the Kubeflow UI, tfkfp check and the docs give a task (its display name), not
+    its component's; the pipeline's as `tfkfp run` takes it, not its compiled name."""
+    from tfkfp.pipelines import registry
+
+    @dsl.pipeline(name="tfkfp-greeting")
+    def greeting(word: str = "hi") -> str:
+        return say(word=word).set_display_name("greet").output
+
+    monkeypatch.setattr(registry, "load", lambda name: greeting)
+    console = io.StringIO()
+    run = local_run.run_local("greeting", {}, str(tmp_path), console=console)
+    assert [line.split()[:2] for line in console.getvalue().splitlines()[1:]] == [
+        ["start", "greet"], ["done", "greet"]]
+    assert run.name == "greeting" and run.tasks[0].log.endswith("greet.log")
+    assert "pipeline 'greeting' finished" in "\n".join(local_run.summary_lines(run))

@@ -102,30 +102,64 @@ def test_compile_writes_every_pipeline(tmp_path, capsys):
 XY = ["--set", "input_uri=x", "--set", "label=y"]
 
 
-@pytest.mark.parametrize("args,message", [
-    (["run", "training", "--local", "--set", "epoch=3"],
-     "pipeline 'training' has no parameter 'epoch'; its parameters are batch_size"),
-    (["run", "training", "--local", *XY, "--set", "epochs=three"],
-     "--set epochs='three': epochs takes a value of type Integer"),
-    (["run", "training", "--local"], "pipeline 'training' needs input_uri, label"),
-    (["run", "nope", "--local"], "no pipeline 'nope'; the pipelines are"),
-    (["run", "training", "--local", *XY, "--set", "launcher=tfjb"],
+USAGE, REFUSED = 2, 1  # the command line's form (as argparse's own errors); a value refused
+
+
+@pytest.mark.parametrize("args,message,status", [
+    (["run", "training", "--set", "epoch=3"],
+     "pipeline 'training' has no parameter 'epoch'; its parameters are batch_size", USAGE),
+    (["run", "training", *XY, "--set", "epochs=three"],
+     "--set epochs='three': epochs takes a value of type Integer", USAGE),
+    (["run", "training"], "pipeline 'training' needs input_uri, label", USAGE),
+    (["run", "nope"], "no pipeline 'nope'; the pipelines are", USAGE),
+    (["run", "training", *XY, "--set", "epochs"], "--set 'epochs': expected KEY=VALUE", USAGE),
+    (["submit", "nope", "--host", "http://127.0.0.1:9"], "no pipeline 'nope'", USAGE),
+    (["run", "training", *XY, "--set", "launcher=tfjb"],
      "pipeline 'training': launcher 'tfjb' is not known; expected one of local, tfjob, trainjob, "
-     "vertex"),
-    (["run", "training", "--local", *XY, "--set", "launcher=tfjob",
+     "vertex", REFUSED),
+    (["run", "training", *XY, "--set", "launcher=tfjob",
       "--set", 'launcher_options={"gpu": 1}'],
-     "launcher_options ['gpu'] are not known to launcher 'tfjob'; allowed: backoff_limit"),
+     "launcher_options ['gpu'] are not known to launcher 'tfjob'; allowed: backoff_limit",
+     REFUSED),
     (["submit", "training", "--host", "http://127.0.0.1:9", *XY,
       "--set", "strategy=parameter_server", "--set", "parameter_servers=0"],
-     "strategy 'parameter_server' needs 1 to 4 parameter servers"),
+     "strategy 'parameter_server' needs 1 to 4 parameter servers", REFUSED),
     (["submit", "training", "--host", "http://127.0.0.1:9", "--set", "input_uri=gs://b/x",
-      "--set", "label=y"], "could not start 'training' on http://127.0.0.1:9"),
+      "--set", "label=y"], "could not start 'training' on http://127.0.0.1:9", REFUSED),
 ])
-def test_bad_pipeline_requests_are_refused_before_anything_runs(args, message, capsys,
+def test_bad_pipeline_requests_are_refused_before_anything_runs(args, message, status, capsys,
                                                                  tmp_path):
-    assert main(args + (["--pipeline-root", str(tmp_path)] if args[0] == "run" else [])) == 1
+    assert main(args + (["--pipeline-root", str(tmp_path)] if args[0] == "run" else [])) == (
+        status)
     assert message in capsys.readouterr().err
     assert not any(tmp_path.iterdir())
+
+
+def test_an_unknown_pipeline_exits_as_argparse_does_for_its_own_usage_errors(capsys):
+    """`tfkfp run nosuch` exits 2, like an unknown option; one line saying what is known."""
+    with pytest.raises(SystemExit) as parsed:
+        main(["run", "training", "--nosuch-option"])
+    assert parsed.value.code == 2
+    capsys.readouterr()
+    assert main(["run", "nosuch"]) == 2
+    from tfkfp.pipelines import registry
+
+    assert capsys.readouterr().err.splitlines() == [
+        f"tfkfp run: error: no pipeline 'nosuch'; the pipelines are {', '.join(registry.names())}"]
+
+
+def test_local_is_accepted_and_said_to_be_the_default(tmp_path, capsys, monkeypatch):
+    from tfkfp.cli import local_run
+
+    started = []
+    monkeypatch.setattr(local_run, "run_local", lambda *a, **k: started.append(a))
+    monkeypatch.setattr(local_run, "summary_lines", lambda run: [])
+    csv = write_csv(tmp_path / "in.csv", ["x", "label"], [[1, 0]])
+    sets = ["--set", f"input_uri={csv}", "--set", "label=label"]
+    assert main(["run", "training", "--local", *sets]) == 0
+    assert "--local is the default" in capsys.readouterr().err
+    assert main(["run", "training", *sets]) == 0
+    assert "--local" not in capsys.readouterr().err and len(started) == 2
 
 
 DATA = ["--set", "input_uri=in.csv", "--set", "label=label"]
@@ -212,7 +246,7 @@ def test_a_parameter_checkable_without_data_is_refused_before_anything_starts(
     started = []
     monkeypatch.setattr(local_run, "run_local", lambda *a, **k: started.append(a))
     monkeypatch.setattr(submit, "submit", lambda *a, **k: started.append(a))
-    where = (["--local", "--pipeline-root", str(tmp_path)] if command == "run"
+    where = (["--pipeline-root", str(tmp_path)] if command == "run"
              else ["--host", "http://127.0.0.1:9"])
     assert main([command, name, *where, *sets]) == 1
     last = capsys.readouterr().err.strip().splitlines()[-1]
@@ -224,7 +258,7 @@ def test_a_parameter_checkable_without_data_is_refused_before_anything_starts(
 def test_a_data_error_in_a_task_ends_the_command_with_the_tasks_own_message(
         table_csv, tmp_path, capsys):
     csv = table_csv[0]
-    assert main(["run", "training", "--local", "--pipeline-root", str(tmp_path), "--set",
+    assert main(["run", "training", "--pipeline-root", str(tmp_path), "--set",
                  f"input_uri={csv}", "--set", "label=nosuch"]) == 1
     out, err = capsys.readouterr()
     assert err.strip().splitlines()[-1] == (

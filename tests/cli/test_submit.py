@@ -198,3 +198,29 @@ def test_token_and_token_file_together_are_refused(capsys):
         main([*EDGE_EXPORT, "--host", "http://x", "--token", "t", "--token-file", "f"])
     assert exit_.value.code == 2
     assert "not allowed with argument" in capsys.readouterr().err
+
+
+def test_the_endpoint_comes_from_kf_pipelines_endpoint_as_kfp_client_reads_it(
+        kfp_server, monkeypatch, capsys):
+    host, fake = kfp_server
+    monkeypatch.setenv(submit.ENDPOINT_ENV, host)
+    assert main(EDGE_EXPORT) == 0
+    assert f"started run run-1 of 'edge_export' on {host}" in capsys.readouterr().out
+    assert _run_request(fake)
+
+
+@pytest.mark.parametrize("option", ["--endpoint", "--host"])
+def test_endpoint_as_kfps_cli_spells_it_and_host_both_win_over_the_variable(
+        option, kfp_server, monkeypatch):
+    host, fake = kfp_server
+    monkeypatch.setenv(submit.ENDPOINT_ENV, "http://127.0.0.1:9")  # nothing listens there
+    assert main([*EDGE_EXPORT, option, host]) == 0
+    assert _run_request(fake)
+
+
+def test_without_an_endpoint_submit_is_a_usage_error_naming_both_ways(monkeypatch, capsys):
+    monkeypatch.delenv(submit.ENDPOINT_ENV, raising=False)
+    assert main(EDGE_EXPORT) == 2
+    assert capsys.readouterr().err.splitlines() == [
+        "tfkfp submit: error: no KFP API endpoint: pass --endpoint URL or set "
+        "$KF_PIPELINES_ENDPOINT"]
