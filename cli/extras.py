@@ -19,9 +19,10 @@ EXTRA_MODULES = {
     "serve": ("kserve", "uvloop"),
     "vertex": ("google.cloud.aiplatform", "google.cloud.aiplatform_v1"),
     "beam": ("apache_beam",),
+    "tune": ("optuna",),
 }
 # The extras an extra installs besides its own distributions.
-INCLUDES = {"serve": ("local",), "beam": ("local",)}
+INCLUDES = {"serve": ("local",), "beam": ("local",), "tune": ("local",)}
 # What a command runs on this machine needs beyond the light install.
 COMMAND_EXTRAS = {"shard": "local", "demo-data": "local", "demo": "local", "run": "local",
                   "loadtest": "local", "serve": "serve", "stream": "beam"}

@@ -11,7 +11,8 @@ PIPELINES = {"training": "tfkfp.pipelines.training",
              "batch_prediction": "tfkfp.pipelines.batch_prediction",
              "edge_export": "tfkfp.pipelines.edge_export",
              "serving": "tfkfp.pipelines.serving",
-             "streaming_prediction": "tfkfp.pipelines.streaming_prediction"}
+             "streaming_prediction": "tfkfp.pipelines.streaming_prediction",
+             "tuning": "tfkfp.pipelines.tuning"}
 HERE = os.path.dirname(os.path.abspath(__file__))
 # Where a run happens, for check_values: nowhere in particular, this machine, a cluster.
 RUNS_ON = ("", "local", "cluster")

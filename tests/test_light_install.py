@@ -20,6 +20,7 @@ import pytest
 
 from tfkfp.cli import extras
 from tfkfp.components._image import IMAGE
+from tfkfp.pipelines import registry
 
 ROOT = pathlib.Path(__file__).resolve().parents[1]
 # What the light install leaves out: every extra's modules, and what the old install brought.
@@ -32,7 +33,7 @@ for name in {HEAVY!r}:
 from tfkfp.cli.main import main
 sys.exit(main(sys.argv[1:]))
 """
-PIPELINES = ("batch_prediction", "edge_export", "serving", "training")
+PIPELINES = tuple(registry.names())  # every pipeline of the suite
 # A rendered overlay that admits the suite's image and every step's size.
 OVERLAY = f"""
 apiVersion: v1

@@ -49,7 +49,10 @@ def test_each_extra_holds_its_jobs_runtime_and_dev_holds_all():
     assert _names(optional["vertex"]) == {"google-cloud-aiplatform"}
     assert "apache-beam" in _names(optional["beam"])
     assert any(_extras(r) == {"local"} for r in optional["beam"])
-    assert any(_extras(r) == {"local", "serve", "vertex", "beam"} for r in optional["all"])
+    assert "optuna" in _names(optional["tune"])
+    assert any(_extras(r) == {"local"} for r in optional["tune"])
+    assert any(_extras(r) == {"local", "serve", "vertex", "beam", "tune"}
+               for r in optional["all"])
     assert any(_extras(r) == {"all"} for r in optional["dev"])
     everything = {n for extra in optional.values() for n in _names(extra)}
     assert "scikit-learn" not in everything, "the demo data ships with the package"

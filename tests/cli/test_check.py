@@ -60,7 +60,7 @@ def check(*args, capsys):
 
 def test_the_committed_pipelines_pass_a_cluster_that_admits_them(tmp_path, capsys):
     code, lines = check(*COMMITTED, "--overlay", overlay(tmp_path), *RUN_DATA, capsys=capsys)
-    assert (code, lines) == (0, [f"OK: 5 pipeline(s), images, LimitRange, ResourceQuota and "
+    assert (code, lines) == (0, [f"OK: 6 pipeline(s), images, LimitRange, ResourceQuota and "
                                  f"parameters against {tmp_path / 'cluster.yaml'}"])
 
 
@@ -222,7 +222,7 @@ def test_check_imports_neither_tensorflow_nor_numpy(tmp_path):
                              "--overlay", overlay(tmp_path), *RUN_DATA, "--set", "epochs=3"],
                             capture_output=True, text=True, timeout=300)
     assert result.returncode == 0, result.stdout + result.stderr
-    assert result.stdout.startswith("OK: 5 pipeline(s)")
+    assert result.stdout.startswith("OK: 6 pipeline(s)")
 
 
 @pytest.fixture(scope="module")
@@ -281,7 +281,7 @@ def test_the_ci_page_s_commands_compile_and_check_the_pipelines(rendered, tmp_pa
     for words in commands:
         args = [a for word in words[1:] for a in (sorted(glob.glob(word)) or [word])]
         assert main(args) == 0, capsys.readouterr()
-    assert capsys.readouterr().out.strip().splitlines()[-1].startswith("OK: 5 pipeline(s)")
+    assert capsys.readouterr().out.strip().splitlines()[-1].startswith("OK: 6 pipeline(s)")
 
 
 def test_pipelines_compiled_with_the_stores_secret_give_every_step_its_keys(

@@ -204,7 +204,8 @@ def test_run_help_lists_the_pipelines(capsys):
         main(["run", "--help"])
     out = capsys.readouterr().out
     assert exit_.value.code == 0
-    assert "batch_prediction, edge_export, serving, training" in " ".join(out.split())
+    assert ("batch_prediction, edge_export, serving, streaming_prediction, training, tuning"
+            in " ".join(out.split()))
     assert "parameters (--set NAME=VALUE):" not in out
 
 

@@ -1,0 +1,76 @@
+"""KFP component: tune train's settings with a local Optuna study (see core.tune)."""
+
+from kfp import dsl
+from kfp.dsl import Artifact, Dataset, Input, Markdown, Metrics, Model, Output
+
+from tfkfp.components._image import IMAGE
+from tfkfp.components.common.platform.signals import exec_python
+
+
+@exec_python  # a cancelled step's SIGTERM reaches Python; its trial processes follow it
+@dsl.component(base_image=IMAGE, install_kfp_package=False)
+def tune(
+    dataset: Input[Dataset],
+    model: Output[Model],
+    best_settings: Output[Artifact],
+    metrics: Output[Metrics],
+    report: Output[Markdown],
+    search_space: dict = {},  # noqa: B006 - KFP reads the default; it is never mutated
+    objective: str = "",
+    direction: str = "auto",
+    trials: int = 8,
+    parallel_trials: int = 1,
+    study_dir: str = "",
+    pruning: bool = True,
+    algorithm: str = "tpe",
+    sampler_seed: int = 0,
+    train_options: dict = {},  # noqa: B006 - KFP reads the default; it is never mutated
+):
+    """Tunes train's settings with an Optuna study; outputs the best trial's SavedModel.
+
+    Args:
+        dataset: Sharded Dataset from shard_tfrecords (train and eval splits, schema).
+        model: Output SavedModel of the best trial, as train writes it (freeze_quantize,
+            export_tflite and deploy_model take it unchanged).
+        best_settings: Output JSON file of the best trial's train settings.
+        metrics: Output best objective and trials done, pruned and failed.
+        report: Output Markdown report: the best trial and every trial's settings,
+            objective, state, seconds and why it stopped.
+        search_space: Setting -> {"type": "float" or "int", "low", "high", "log"} or
+            {"type": "categorical", "choices": [...]}; settings: learning_rate,
+            batch_size, epochs, hidden_units, optimizer, model_name. Empty: the default
+            space (learning rate, batch size, hidden units, optimizer).
+        objective: The eval figure optimised: eval_accuracy or eval_loss (classification),
+            eval_rmse, eval_mae, eval_r2 or eval_loss (regression); empty: eval_accuracy
+            or eval_rmse.
+        direction: maximize, minimize or auto (the objective's own).
+        trials: Trial budget of the study, trials of earlier runs with this study_dir
+            included.
+        parallel_trials: Trials run at a time, sharing the step's cores.
+        study_dir: A path on a volume that outlives the step (SQLite): a rerun with the
+            same study_dir resumes the study. Empty: inside the output model (no resume).
+        pruning: Stop trials whose per-epoch evaluation trails the median of earlier trials.
+        algorithm: tpe (Bayesian), random, or grid (categorical settings only).
+        sampler_seed: The sampler's random seed; 0 for none (train's own seed goes in
+            train_options).
+        train_options: Train settings every trial shares, e.g. {"epochs": 5,
+            "model_name": "mlp"} (train's parameters; not those searched).
+    """
+    import json
+    import logging
+
+    from tfkfp.components.tune.core import tune as run_tuning
+
+    logging.basicConfig(level=logging.INFO)
+    result = run_tuning(
+        dataset.path, model.path, search_space=search_space, objective=objective,
+        direction=direction, trials=trials, parallel_trials=parallel_trials,
+        study_dir=study_dir, pruning=pruning, algorithm=algorithm, sampler_seed=sampler_seed,
+        train_options=train_options)
+    model.metadata.update({"framework": "tensorflow", "tuned": True, **result.best_metrics})
+    for name, value in result.metrics().items():
+        metrics.log_metric(name, value)
+    with open(best_settings.path, "w") as f:
+        json.dump(result.best_settings, f, indent=2)
+    with open(report.path, "w") as f:
+        f.write(result.markdown())

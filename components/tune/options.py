@@ -1,0 +1,220 @@
+"""The search-space format, the objective and the checks made before any trial.
+
+A search space is JSON, one entry per train setting::
+
+    {"learning_rate": {"type": "float", "low": 1e-4, "high": 1e-1, "log": true},
+     "batch_size": {"type": "categorical", "choices": [32, 64, 128]},
+     "hidden_units": {"type": "categorical", "choices": ["64", "128,64"]}}
+
+Types: ``float`` and ``int`` (``low`` < ``high``, optional ``log``; ``int`` also ``step``)
+and ``categorical`` (``choices``). The same three scales exist in Katib (double, int,
+categorical) and Vertex Vizier, so a space translates one to one.
+"""
+
+import dataclasses
+import json
+from typing import Any, Dict, Mapping, Tuple
+
+from tfkfp.components.common.training import strategies
+from tfkfp.components.common.training.config import (
+    HIGHER_IS_BETTER,
+    TARGET_METRICS,
+    TrainConfig,
+    TrainConfigError,
+    check_fields,
+)
+from tfkfp.components.common.training.request import make_config
+from tfkfp.components.tune.errors import SearchSpaceError, TuneError
+
+# The train settings a space may tune, and the scales each allows.
+SETTINGS: Dict[str, Tuple[str, ...]] = {
+    "learning_rate": ("float", "categorical"),
+    "batch_size": ("int", "categorical"),
+    "epochs": ("int", "categorical"),
+    "hidden_units": ("categorical",),  # a shape: "256,128" is two dense layers
+    "optimizer": ("categorical",),
+    "model_name": ("categorical",),
+}
+TYPES = ("float", "int", "categorical")
+# For the suite's tabular models: rate on a log scale, batch, width and depth, optimizer.
+DEFAULT_SPACE: Dict[str, Dict[str, Any]] = {
+    "learning_rate": {"type": "float", "low": 1e-4, "high": 1e-1, "log": True},
+    "batch_size": {"type": "categorical", "choices": [32, 64, 128]},
+    "hidden_units": {"type": "categorical", "choices": ["64", "128,64", "256,128"]},
+    "optimizer": {"type": "categorical", "choices": ["adam", "rmsprop", "sgd"]},
+}
+DIRECTIONS = ("auto", "maximize", "minimize")
+FIELD_TYPES = {f.name: f.type for f in dataclasses.fields(TrainConfig)}
+ALGORITHMS = ("tpe", "random", "grid")
+
+
+def parse_space(space: Mapping[str, Any] | str | None) -> Dict[str, Dict[str, Any]]:
+    """The checked search space: ``space`` as a mapping or JSON text; empty: the default.
+
+    Raises:
+        SearchSpaceError: naming the setting, for an unknown setting or type, an empty
+            range, a log range through zero, no choices, or a choice train refuses.
+    """
+    if isinstance(space, str):
+        try:
+            space = json.loads(space) if space.strip() else {}
+        except json.JSONDecodeError as err:
+            raise SearchSpaceError(f"search_space is not JSON: {err}") from err
+    if not space:
+        return {k: dict(v) for k, v in DEFAULT_SPACE.items()}
+    if not isinstance(space, Mapping):
+        raise SearchSpaceError(f"search_space must be a JSON object of settings, got "
+                               f"{type(space).__name__}")
+    return {name: _check_param(name, spec) for name, spec in space.items()}
+
+
+def _check_param(name: str, spec: Any) -> Dict[str, Any]:
+    if name not in SETTINGS:
+        raise SearchSpaceError(f"search_space setting {name!r} is not a train setting tune "
+                               f"can search; expected one of {', '.join(SETTINGS)}")
+    if not isinstance(spec, Mapping) or spec.get("type") not in TYPES:
+        raise SearchSpaceError(f"search_space {name!r}: 'type' must be one of "
+                               f"{', '.join(TYPES)}, got {spec!r}")
+    kind = spec["type"]
+    if kind not in SETTINGS[name]:
+        raise SearchSpaceError(f"search_space {name!r}: type {kind!r} does not fit this "
+                               f"setting; expected {' or '.join(SETTINGS[name])}")
+    if kind == "categorical":
+        return _check_choices(name, spec)
+    return _check_range(name, spec)
+
+
+def _check_choices(name: str, spec: Mapping[str, Any]) -> Dict[str, Any]:
+    choices = spec.get("choices")
+    if not isinstance(choices, list) or not choices:
+        raise SearchSpaceError(f"search_space {name!r}: a categorical needs a non-empty "
+                               f"list of choices, got {choices!r}")
+    choices = [typed(name, c) for c in choices]
+    for choice in choices:
+        _check_value(name, choice)
+    return {"type": "categorical", "choices": choices}
+
+
+def _check_range(name: str, spec: Mapping[str, Any]) -> Dict[str, Any]:
+    low, high, log = spec.get("low"), spec.get("high"), bool(spec.get("log", False))
+    number = float if spec["type"] == "float" else int
+    if not all(isinstance(v, (int, float)) and not isinstance(v, bool) for v in (low, high)):
+        raise SearchSpaceError(f"search_space {name!r}: low and high must be numbers, got "
+                               f"low={low!r}, high={high!r}")
+    if number is int and (low != int(low) or high != int(high)):
+        raise SearchSpaceError(f"search_space {name!r}: an int range needs whole low and "
+                               f"high, got low={low}, high={high}")
+    if not low < high:
+        raise SearchSpaceError(f"search_space {name!r}: the range is empty (low={low} >= "
+                               f"high={high}); give low < high")
+    if log and low <= 0:
+        raise SearchSpaceError(f"search_space {name!r}: a log range must stay above zero, "
+                               f"got low={low}; give low > 0 or log false")
+    _check_value(name, number(low))
+    checked = {"type": spec["type"], "low": number(low), "high": number(high), "log": log}
+    if number is int and spec.get("step", 1) != 1:
+        checked["step"] = int(spec["step"])
+    return checked
+
+
+def typed(name: str, value: Any) -> Any:
+    """KFP hands a dict's whole numbers over as floats (64.0): back to train's int fields."""
+    if FIELD_TYPES.get(name) is int and isinstance(value, float) and value.is_integer():
+        return int(value)
+    return value
+
+
+def _check_value(name: str, value: Any) -> None:
+    """A value train itself would refuse, refused here naming the setting."""
+    try:
+        check_fields(make_config("dataset", "model", {name: value}))
+    except (TrainConfigError, TypeError) as err:
+        raise SearchSpaceError(f"search_space {name!r}: value {value!r} is refused by "
+                               f"train: {err}") from err
+
+
+def check_options(search_space: Mapping[str, Any] | str | None = None, objective: str = "",
+                  direction: str = "auto", trials: int = 8, parallel_trials: int = 1,
+                  algorithm: str = "tpe", train_options: Mapping[str, Any] | None = None
+                  ) -> Tuple[Dict[str, Dict[str, Any]], Dict[str, Any]]:
+    """Everything tune refuses without reading its Dataset (a pipeline checks it before a
+    run); the checked space and the train options every trial shares."""
+    space = parse_space(search_space)
+    check_budget(trials, parallel_trials, algorithm, space)
+    fixed = fixed_settings(train_options or {}, space)
+    known = sorted({"eval_" + m for names in TARGET_METRICS.values() for m in names})
+    if objective and objective not in known:
+        raise TuneError(f"objective {objective!r} is not an evaluation figure train reports; "
+                        f"expected one of {', '.join(known)}")
+    if direction not in DIRECTIONS:
+        raise TuneError(f"direction {direction!r} is not one of {', '.join(DIRECTIONS)}")
+    return space, fixed
+
+
+def check_objective(objective: str, direction: str, task: str) -> Tuple[str, str]:
+    """The objective (an ``eval_`` figure train reports for ``task``; empty: the task's
+    first, accuracy or rmse) and its direction, ``auto`` made the figure's own (accuracy
+    and R² up, losses and errors down)."""
+    reported = tuple("eval_" + m for m in TARGET_METRICS[task])
+    objective = objective or reported[0]
+    if objective not in reported:
+        raise TuneError(f"objective {objective!r}: train reports {', '.join(reported)} for "
+                        f"a {task} model (the task the Dataset's label asks for)")
+    if direction not in DIRECTIONS:
+        raise TuneError(f"direction {direction!r} is not one of {', '.join(DIRECTIONS)}")
+    if direction == "auto":
+        direction = "maximize" if HIGHER_IS_BETTER[objective[len("eval_"):]] else "minimize"
+    return objective, direction
+
+
+def check_budget(trials: int, parallel_trials: int, algorithm: str,
+                 space: Mapping[str, Mapping[str, Any]]) -> None:
+    if trials < 1:
+        raise TuneError(f"trials must be at least 1, got {trials}")
+    if parallel_trials < 1:
+        raise TuneError(f"parallel_trials must be at least 1, got {parallel_trials}")
+    if algorithm not in ALGORITHMS:
+        raise TuneError(f"algorithm {algorithm!r} is not one of {', '.join(ALGORITHMS)}")
+    ranges = [n for n, spec in space.items() if spec["type"] != "categorical"]
+    if algorithm == "grid" and ranges:
+        raise SearchSpaceError(f"algorithm 'grid' needs categorical settings only; "
+                               f"range(s): {', '.join(ranges)}")
+
+
+def suggest(trial, space: Mapping[str, Mapping[str, Any]]) -> Dict[str, Any]:
+    """One trial's train settings, drawn from the space by Optuna's ``trial``."""
+    settings = {}
+    for name, spec in space.items():
+        if spec["type"] == "categorical":
+            settings[name] = trial.suggest_categorical(name, spec["choices"])
+        elif spec["type"] == "float":
+            settings[name] = trial.suggest_float(name, spec["low"], spec["high"], log=spec["log"])
+        else:
+            settings[name] = trial.suggest_int(name, spec["low"], spec["high"],
+                                               step=spec.get("step", 1), log=spec["log"])
+    return settings
+
+
+def fixed_settings(options: Mapping[str, Any], space: Mapping[str, Any]) -> Dict[str, Any]:
+    """The train options every trial shares, checked as train checks them; a setting both
+    fixed and searched is refused (which would win is not obvious)."""
+    options = {name: typed(name, value) for name, value in options.items()}
+    both = sorted(set(options) & set(space))
+    if both:
+        raise SearchSpaceError(f"setting(s) {', '.join(both)} are both given and searched; "
+                               "leave them out of one")
+    try:
+        config = make_config("dataset", "model", dict(options))
+        check_fields(config)
+        multi_process = strategies.get(config.strategy).multi_process
+    except TrainConfigError as err:
+        raise TuneError(f"train_options refused: {err}") from err
+    if multi_process:  # a trial is one train process (trials.py)
+        raise TuneError(f"train_options strategy {config.strategy!r}: a trial runs in one "
+                        f"process; use one of {', '.join(strategies.names(multi_process=False))}")
+    return dict(options)
+
+
+def grid(space: Mapping[str, Mapping[str, Any]]) -> Dict[str, list]:
+    return {name: list(spec["choices"]) for name, spec in space.items()}
+

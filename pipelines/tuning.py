@@ -1,0 +1,80 @@
+"""The tuning pipeline: a Dataset by URI, then tune (an Optuna study over train's settings).
+
+The Dataset comes in through ``dsl.importer`` (shard it with the training pipeline or
+``tfkfp shard``). tune's model is a SavedModel as train writes it, so the edge export and
+serving pipelines take it unchanged.
+"""
+
+from typing import Any, Dict, NamedTuple
+
+from kfp import dsl
+
+from tfkfp.components.tune.component import tune
+from tfkfp.pipelines import checks
+from tfkfp.pipelines.resources import sized
+
+
+class Outputs(NamedTuple):
+    model: dsl.Model
+    best_settings: dsl.Artifact
+
+
+@sized  # every step's CPU and memory: pipelines/resources.py
+@dsl.pipeline(name="tfkfp-tuning",
+              description="Tune train's settings on a Dataset with a local Optuna study that "
+                          "prunes and resumes; output the best trial's model.")
+def tuning(
+    dataset_uri: str,
+    search_space: dict = {},  # noqa: B006 - KFP reads defaults from the signature
+    objective: str = "",
+    direction: str = "auto",
+    trials: int = 8,
+    parallel_trials: int = 1,
+    study_dir: str = "",
+    pruning: bool = True,
+    algorithm: str = "tpe",
+    sampler_seed: int = 0,
+    train_options: dict = {},  # noqa: B006
+) -> Outputs:
+    """Tunes train's settings on a Dataset and outputs the best trial's model.
+
+    Args:
+        dataset_uri: A sharded Dataset directory (gs:// on a cluster) from shard_tfrecords.
+        search_space: Setting -> {"type": "float" or "int", "low", "high", "log"} or
+            {"type": "categorical", "choices": [...]}; settings: learning_rate,
+            batch_size, epochs, hidden_units, optimizer, model_name. Empty: the default.
+        objective: eval_accuracy or eval_loss (classification), eval_rmse, eval_mae,
+            eval_r2 or eval_loss (regression); empty: eval_accuracy or eval_rmse.
+        direction: maximize, minimize or auto (the objective's own).
+        trials: Trial budget of the study, earlier runs' trials in study_dir included.
+        parallel_trials: Trials run at a time, sharing the step's cores.
+        study_dir: A path on a volume that outlives the step: a rerun resumes the study
+            there. Empty: inside the output model (no resume).
+        pruning: Stop trials whose per-epoch evaluation trails the median.
+        algorithm: tpe, random, or grid (categorical settings only).
+        sampler_seed: The sampler's random seed; 0 for none (train's own seed goes in
+            train_options).
+        train_options: Train settings every trial shares, e.g. {"epochs": 5}.
+
+    Returns:
+        model: The best trial's SavedModel, as train writes it.
+        best_settings: A JSON file of the best trial's train settings.
+    """
+    data = dsl.importer(artifact_uri=dataset_uri, artifact_class=dsl.Dataset, reimport=False)
+    tuned = tune(dataset=data.output, search_space=search_space, objective=objective,
+                 direction=direction, trials=trials, parallel_trials=parallel_trials,
+                 study_dir=study_dir, pruning=pruning, algorithm=algorithm,
+                 sampler_seed=sampler_seed,
+                 train_options=train_options)
+    return Outputs(model=tuned.outputs["model"], best_settings=tuned.outputs["best_settings"])
+
+
+def check_arguments(arguments: Dict[str, Any]) -> None:
+    """Refuse, before a run, what tune refuses without reading the Dataset: the search
+    space, objective, direction, budget, algorithm and shared train options."""
+    from tfkfp.components.tune.options import check_options
+
+    values = checks.with_defaults(tuning, arguments)
+    checks.check_step(tune, check_options, checks.pick(
+        values, "search_space", "objective", "direction", "trials", "parallel_trials",
+        "algorithm", "train_options"))
