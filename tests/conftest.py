@@ -271,3 +271,16 @@ def s3(s3_server, monkeypatch):
         monkeypatch.setenv(name, value)
     monkeypatch.delenv("AWS_ENDPOINT_URL_S3", raising=False)
     return s3_server.fresh_prefix()
+
+
+def summary_row(out: str, label: str) -> str:
+    """The text of one output's row in tfkfp run's aligned summary: its first line (the
+    label, then its figures) joined with the figures wrapped onto the lines below it."""
+    lines = out.splitlines()
+    start = next(i for i, line in enumerate(lines) if line.startswith(label + " "))
+    row = [lines[start]]
+    for line in lines[start + 1:]:
+        if not line.startswith(" ") or not line.strip():
+            break
+        row.append(line.strip())
+    return " ".join(row)

@@ -40,8 +40,8 @@ def test_fan_out_gives_the_same_rows_as_one_task(demo_model, demo_dataset, tmp_p
     assert code == 0  # the command a user types, not only the pipeline function
     out = capsys.readouterr().out
     assert "The pipeline declares no outputs; what its tasks made:" in out
-    merged = [line for line in out.splitlines() if line.startswith("| merge-predictions")]
-    assert len(merged) == 1 and "| all_predictions | 1,797 predictions, 0 errors |" in merged[0]
+    merged = [line for line in out.splitlines() if line.startswith("all_predictions ")]
+    assert len(merged) == 1 and "1,797 predictions, 0 errors" in merged[0], out
     quiet = out.split("\npipeline ")[0].splitlines()  # a line as each task starts and ends
     assert quiet[0].startswith("logs   ") and len(quiet) % 2 == 1
     starts = sorted(line[7:] for line in quiet if line.startswith("start  "))

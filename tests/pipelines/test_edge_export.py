@@ -10,6 +10,7 @@ import time
 import pytest
 from kfp import compiler
 
+from conftest import summary_row
 from tfkfp.cli.main import main
 from tfkfp.components.common.tflite import metadata as tflite_metadata
 from tfkfp.pipelines.edge_export import edge_export
@@ -33,8 +34,7 @@ def test_exports_the_model_freeze_quantize_chose(demo_model, demo_dataset, tmp_p
     code = main(["run", "edge_export", "--local", "--pipeline-root", str(root)]
                 + [arg for k, v in settings.items() for arg in ("--set", f"{k}={v}")])
     assert code == 0  # the command a user types
-    row = next(line for line in capsys.readouterr().out.splitlines()
-               if line.startswith("| bundle |"))
+    row = summary_row(capsys.readouterr().out, "bundle")
     assert float(re.search(r"agreement ([\d.]+)", row).group(1)) >= 0.95
     bundle = next(root.rglob("export-tflite/bundle"))
     assert json.load(open(bundle / "signature.json"))["quantization"] == "int8"

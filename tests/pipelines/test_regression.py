@@ -7,7 +7,7 @@ import re
 
 import pytest
 
-from conftest import regression_rows, write_regression_csv
+from conftest import regression_rows, summary_row, write_regression_csv
 from tfkfp.cli.main import main
 
 
@@ -31,7 +31,7 @@ def test_a_regression_table_goes_through_the_training_pipeline(houses, tmp_path,
     root = tmp_path / "root"
     assert _run(houses, root, target_value=15.0) == 0
     table = capsys.readouterr().out
-    model_row = next(line for line in table.splitlines() if line.startswith("| model |"))
+    model_row = summary_row(table, "model")
     rmse = float(re.search(r"eval RMSE ([\d.]+)", model_row).group(1))
     metrics = _metrics(root, "train")
     assert metrics["eval_rmse"] == pytest.approx(rmse, rel=1e-3) and metrics["eval_r2"] > 0.9

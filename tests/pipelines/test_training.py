@@ -3,7 +3,7 @@ import re
 
 import pytest
 
-from conftest import messy_rows, write_messy_csv
+from conftest import messy_rows, summary_row, write_messy_csv
 from tfkfp.cli import local_run
 from tfkfp.cli.main import main
 
@@ -32,8 +32,8 @@ def test_training_pipeline_fans_out_sharding_and_ships_a_validated_tflite_model(
                 + [arg for k, v in settings.items() for arg in ("--set", f"{k}={v}")])
     assert code == 0  # the command a user types
     table = capsys.readouterr().out
-    assert "| model |" in table and "| tflite |" in table
-    model_row = next(line for line in table.splitlines() if line.startswith("| model |"))
+    assert summary_row(table, "tflite")
+    model_row = summary_row(table, "model")
     assert float(re.search(r"eval accuracy ([\d.]+)", model_row).group(1)) > 0.7
     bundle = next(root.rglob("export-tflite/bundle"))
     assert (bundle / "model.tflite").exists()
