@@ -120,7 +120,7 @@ def _run_here(pipeline, options: StreamOptions, runner: str) -> StreamResult:
     try:
         with stop.on_signals():
             while True:
-                counts = _counts(result)
+                counts = _counts()
                 now = time.monotonic()
                 reason = stop.reason or _limit(options, counts, now - started)
                 if reason or _ended(result):
@@ -139,7 +139,7 @@ def _run_here(pipeline, options: StreamOptions, runner: str) -> StreamResult:
                         seconds=time.monotonic() - started, stopped_by=reason)
 
 
-def _counts(result) -> Dict[str, int]:
+def _counts() -> Dict[str, int]:
     """The local run's counts so far (stream.local_counts: this process's own)."""
     from tfkfp.components.stream_predict.stream import local_counts
 
@@ -158,7 +158,7 @@ def _drain(result, seconds: float) -> Dict[str, int]:
     """Counts once every row pulled is written, or after ``seconds``."""
     deadline = time.monotonic() + seconds
     while True:
-        counts = _counts(result)
+        counts = _counts()
         done = counts["predicted"] + counts["dead_lettered"] >= counts["rows"]
         if done or time.monotonic() >= deadline or _ended(result):
             return counts
