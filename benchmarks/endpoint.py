@@ -64,8 +64,8 @@ def client_json_seconds_per_row(dataset_dir: str, rows: int) -> float:
 
     import numpy as np
 
-    from tfkfp.components.batch_predict.endpoint_protocols import V2
     from tfkfp.components.common.data.reader import make_dataset
+    from tfkfp.components.common.endpoint.protocols import V2
 
     features, _ = next(iter(make_dataset(dataset_dir, batch_size=256, shuffle=False)))
     batch = {n: v.numpy() for n, v in features.items()}

@@ -9,7 +9,7 @@ artifact's features when one is given, else those the endpoint's metadata lists 
 serve answers), else the data's schema's features (every column but the keys and label).
 
 Each chunk the reader hands over is cut into mini-batches of ``batch_rows``, sent
-``concurrency`` at a time (endpoint_client.py retries the transient failures). Where the
+``concurrency`` at a time (common.endpoint.client retries the transient failures). Where the
 protocol caps a request's bytes (Vertex AI: 1.5 MB), a larger mini-batch is cut into parts
 under the cap before it is sent; a single row over it becomes an error row naming its size.
 A mini-batch the server refuses (400, 413, 422, 500) is halved, and halved again, until the
@@ -19,7 +19,7 @@ answer that is not its request's (v2: another request's ``id``; any protocol: an
 number of rows than were sent) makes each of its rows an error row naming what did not
 match (endpoint_sender.py). So every input row ends as one prediction row or one error row,
 never as an answer to another request (rows reordered within one answer cannot be told:
-endpoint_protocols.py says why). A request waits ``endpoint_timeout_s`` per read
+common.endpoint.protocols says why). A request waits ``endpoint_timeout_s`` per read
 before it counts as a lost attempt; while requests are in flight a progress line every few
 seconds names the rows answered and how long the oldest request has waited.
 
@@ -30,18 +30,15 @@ else empty).
 """
 
 import dataclasses
-from typing import Any, Callable, Dict, List
+from typing import Dict, List
 
-from tfkfp.components.batch_predict.endpoint_client import (
-    EndpointClient,
-    GoogleAuth,
-    bearer_token,
-)
-from tfkfp.components.batch_predict.endpoint_protocols import PROTOCOLS, Served
 from tfkfp.components.batch_predict.endpoint_sender import Sender
-from tfkfp.components.batch_predict.errors import EndpointError, PredictInputError
-from tfkfp.components.batch_predict.options import EndpointOptions, check_endpoint
+from tfkfp.components.batch_predict.errors import PredictInputError, endpoint_errors
 from tfkfp.components.common.data.schema import Column, Schema
+from tfkfp.components.common.endpoint.client import EndpointClient
+from tfkfp.components.common.endpoint.connection import open_endpoint
+from tfkfp.components.common.endpoint.options import EndpointOptions
+from tfkfp.components.common.endpoint.protocols import Served
 from tfkfp.components.common.model.predictor import InputSpec, Predictor
 
 
@@ -60,65 +57,10 @@ def connect(options: EndpointOptions, model_uri: str = "", labels_uri: str = "",
     """The endpoint, checked to answer, with what its metadata says; PredictInputError
     naming the URL when it cannot be used. ``credentials``: Google credentials for a Vertex
     AI Endpoint (None: google.auth.default()'s)."""
-    check_endpoint(options)
-    protocol = PROTOCOLS[options.protocol]
-    client = EndpointClient(protocol.base_url(options.url), options.headers,
-                            options.retries, options.timeout_s,
-                            auth=_auth(options, credentials))
-    ready_path, metadata_path = (protocol.ready_path(options.model),
-                                 protocol.metadata_path(options.model))
-    body = _check_ready(client, ready_path, options)
-    problem = protocol.not_ready(body)
-    if problem:
-        raise PredictInputError(f"endpoint {client.url(ready_path)}: {problem}")
-    status, metadata = (200, body) if metadata_path == ready_path else \
-        client.get(metadata_path)
-    served = protocol.served(metadata) if status == 200 else Served(None, None, None, "")
+    with endpoint_errors():
+        connection = open_endpoint(options, credentials)
     model = read_model(model_uri, labels_uri) if model_uri else Model()
-    return Endpoint(options, client, protocol, served, model)
-
-
-def _auth(options: EndpointOptions, credentials) -> Callable[[], Dict[str, str]] | None:
-    """The Authorization header's source: Google credentials for Vertex AI (a token got
-    now, so credentials that cannot give one are refused before any work), else a bearer
-    token read once from a file or variable, else none."""
-    try:
-        if options.protocol == "vertex":
-            google = GoogleAuth(credentials)
-            google()
-            return google
-        token = bearer_token(options.token_file, options.token_env)
-    except EndpointError as err:
-        raise PredictInputError(str(err)) from None
-    header = {"Authorization": f"Bearer {token}"}
-    return (lambda: header) if token else None
-
-
-def _check_ready(client: EndpointClient, path: str, options: EndpointOptions) -> Any:
-    """The model answers ready (its body returned); a server still loading it (503) is
-    waited for as a request would be; a server that cannot be reached is refused at once."""
-    for attempt in range(options.retries + 1):
-        try:
-            status, body = client.get(path)
-        except OSError as err:
-            raise PredictInputError(
-                f"endpoint {client.url(path)} is unreachable ({type(err).__name__}: {err}); "
-                "check endpoint_url (inside a cluster an InferenceService's "
-                "status.address.url) and that the server is running") from None
-        if status == 200:
-            return body
-        if status not in (429, 502, 503, 504) or attempt == options.retries:
-            raise PredictInputError(f"endpoint {client.url(path)} answered {status} "
-                                    f"({str(body)[:200]}): {_not_ready_hint(options)}")
-        client.sleep(min(15.0, 0.5 * 2 ** attempt))
-
-
-def _not_ready_hint(options: EndpointOptions) -> str:
-    if options.protocol == "vertex":
-        return ("the Vertex AI Endpoint cannot be used (check endpoint_url and that the "
-                "step's Google account may get and predict on it: roles/aiplatform.user)")
-    return (f"model {options.model!r} is not ready there (check endpoint_model, "
-            "endpoint_headers and the token)")
+    return Endpoint(options, connection.client, connection.protocol, connection.served, model)
 
 
 def read_model(model_uri: str, labels_uri: str = "") -> Model:

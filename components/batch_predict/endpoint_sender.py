@@ -23,10 +23,10 @@ from typing import TYPE_CHECKING, Dict, Iterator, List, Tuple
 import numpy as np
 
 from tfkfp.components.batch_predict import writers
-from tfkfp.components.batch_predict.endpoint_protocols import Answers
 from tfkfp.components.batch_predict.errors import EndpointError, RowsRefused
 from tfkfp.components.batch_predict.records import Chunk, ErrorRow
 from tfkfp.components.common.data.schema import Column
+from tfkfp.components.common.endpoint.protocols import Answers
 from tfkfp.components.common.platform.progress import human
 
 if TYPE_CHECKING:

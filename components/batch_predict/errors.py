@@ -4,23 +4,26 @@ import contextlib
 import re
 from typing import Iterator
 
+# Endpoint mode's errors are common.endpoint's, raised by its client and protocols
+from tfkfp.components.common.endpoint.errors import (  # noqa: F401 - batch_predict's names
+    EndpointError,
+    EndpointInputError,
+    RowsRefused,
+)
+
 
 class PredictInputError(ValueError):
     """Bad options, model or data; the message names what was found and what was expected."""
 
 
-class EndpointError(RuntimeError):
-    """Endpoint mode: the endpoint cannot answer this run's rows (retries spent, 401, 403,
-    404, an answer of another shape); the message names the URL and why."""
-
-
-class RowsRefused(Exception):
-    """Endpoint mode: the server refused the rows of one request (400, 413, 422, 500); the
-    message is the server's."""
-
-    def __init__(self, status: int, message: str):
-        super().__init__(f"{status}: {message}")
-        self.status = status
+@contextlib.contextmanager
+def endpoint_errors() -> Iterator[None]:
+    """Endpoint mode's refusals before any work (common.endpoint's EndpointInputError: bad
+    endpoint settings, an endpoint that cannot be used) raised as batch prediction's own."""
+    try:
+        yield
+    except EndpointInputError as err:
+        raise PredictInputError(str(err)) from err.__cause__
 
 
 @contextlib.contextmanager

@@ -1,5 +1,5 @@
-"""HTTP to a serving endpoint for batch_predict's endpoint mode: one keep-alive connection
-per sending thread, bounded retries with backoff, and three kinds of failure.
+"""HTTP to a serving endpoint (batch_predict's endpoint mode, stream_predict's): one
+keep-alive connection per sending thread, bounded retries with backoff, and three kinds of failure.
 
 - A transient failure (429, 502, 503, 504, a refused or reset connection, no answer within
   ``timeout_s``: endpoint_timeout_s) is retried ``retries`` times, 0.5 s doubling up to
@@ -25,7 +25,7 @@ import time
 import urllib.parse
 from typing import Any, Callable, Dict, Mapping, Tuple
 
-from tfkfp.components.batch_predict.errors import EndpointError, RowsRefused
+from tfkfp.components.common.endpoint.errors import EndpointError, RowsRefused
 
 log = logging.getLogger("tfkfp")
 

@@ -1,9 +1,9 @@
-"""The serving protocols as batch_predict's endpoint mode speaks them, one table entry
-each: KServe v1 (rows ``{"instances": [{column: value}]}``), the Open Inference Protocol
-v2 (one tensor per column) and a Vertex AI Endpoint's ``:predict`` (v1's rows: deploy_model's
-vertex target serves ``tfkfp serve``'s v1 route behind it). Each says its base URL, its paths
-(common.model.routes), how large a request may be, how a mini-batch is encoded, how an
-answer is read back into ``Answers`` and what its metadata says about the model's inputs
+"""The serving protocols as the suite's endpoint callers speak them, one table entry
+each: KServe v1 (rows ``{"instances": [{column: value}]}``), the Open Inference Protocol v2
+(one tensor per column) and a Vertex AI Endpoint's ``:predict`` (v1's rows: deploy_model's
+vertex target serves ``tfkfp serve``'s v1 route behind it). Each says its base URL, its
+paths (common.model.routes), how large a request may be, how a mini-batch is encoded, how
+an answer is read back into ``Answers`` and what its metadata says about the model's inputs
 and outputs (or, for Vertex, whether a model is deployed).
 
 Values go as the data holds them: a gap in a float column (NaN) as ``null``, strings as
@@ -26,8 +26,8 @@ from typing import Any, Dict, List, Tuple
 
 import numpy as np
 
-from tfkfp.components.batch_predict.errors import EndpointError
-from tfkfp.components.batch_predict.options import vertex_base_url
+from tfkfp.components.common.endpoint.errors import EndpointError
+from tfkfp.components.common.endpoint.options import vertex_base_url
 from tfkfp.components.common.model import routes
 from tfkfp.components.common.model.predictor import InputSpec
 
