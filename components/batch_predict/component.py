@@ -3,7 +3,17 @@
 from typing import Dict, List
 
 from kfp import dsl
-from kfp.dsl import Artifact, Dataset, Input, Markdown, Metrics, Model, Output
+from kfp.dsl import (
+    HTML,
+    Artifact,
+    ClassificationMetrics,
+    Dataset,
+    Input,
+    Markdown,
+    Metrics,
+    Model,
+    Output,
+)
 
 from tfkfp.components._image import IMAGE
 from tfkfp.components.common.platform.signals import exec_python
@@ -16,6 +26,8 @@ def batch_predict(
     dataset: Input[Dataset],
     predictions: Output[Dataset],
     metrics: Output[Metrics],
+    classification: Output[ClassificationMetrics],
+    charts: Output[HTML],
     gcp_resources: dsl.OutputPath(str),
     output_format: str = "jsonl",
     keys: List[str] = [],  # noqa: B006 - KFP reads defaults from the signature
@@ -55,7 +67,16 @@ def batch_predict(
             class, class_id, score, top-k), errors-SSSSS-of-NNNNN.<ext> (records that could
             not be read, parsed or predicted, with the reason) and a group summary.
         metrics: Output counts (inputs, predictions, errors), the share of rows that failed
-            (error_fraction) and records per second.
+            (error_fraction) and records per second; on the eval split, the model judged
+            on its labels: a classifier's macro precision, recall, F1 and per-class AUCs,
+            a regressor's RMSE, MAE and R².
+        classification: Output confusion matrix of a classifier on the eval split, with the
+            class names, and for two classes the ROC curve of the second (other splits: a
+            note saying why there is none).
+        charts: Output page of charts on the eval split: a classifier's confusion matrix,
+            precision, recall and F1 per class, and ROC and precision-recall curves per
+            class; a regressor's predicted against true values and residuals. Other splits
+            (no label) and rows an endpoint or a Beam job judged: an empty page.
         gcp_resources: Output naming the Dataflow job (beam_runner dataflow), by which
             Vertex AI Pipelines links and cancels it; no resources otherwise.
         output_format: jsonl, csv or tfrecord.
@@ -118,6 +139,9 @@ def batch_predict(
 
     from tfkfp.components.batch_predict.core import batch_predict as predict
     from tfkfp.components.batch_predict.options import endpoint_options
+    from tfkfp.components.common.charts.classes import metrics as class_metrics
+    from tfkfp.components.common.charts.page import write_page
+    from tfkfp.components.common.model.classification import log_to
 
     logging.basicConfig(level=logging.INFO)
     endpoint = endpoint_options(endpoint_url, endpoint_model, endpoint_protocol,
@@ -138,6 +162,17 @@ def batch_predict(
     if endpoint is not None:
         for name in ("requests", "retries", "mismatched"):
             metrics.log_metric(f"endpoint_{name}", result.model[name])
+    regression = (result.evaluation or {}).get("regression") or {}
+    judged = {**class_metrics(result.classification() or {}),
+              **{k: regression[k] for k in ("rmse", "mae", "r2") if k in regression}}
+    for name, value in judged.items():
+        metrics.log_metric(name, value)
+    log_to(classification, result.classification())
+    if not result.evaluation:  # log_to's note blames the model; here no row was judged
+        classification.metadata["notes"] = [
+            "no confusion matrix: only rows of the eval split predicted in the step are "
+            "judged on their label"]
+    write_page(charts.path, "Batch prediction", result.charts())
 
 
 @dsl.component(base_image=IMAGE, install_kfp_package=False)

@@ -35,7 +35,7 @@ from typing import Dict, List, Sequence, Tuple
 
 import numpy as np
 
-from tfkfp.components.batch_predict import sources, text, writers
+from tfkfp.components.batch_predict import evaluation, sources, text, writers
 from tfkfp.components.batch_predict.errors import PredictInputError, model_errors
 from tfkfp.components.batch_predict.merge import (
     MAX_ERROR_FRACTION,
@@ -82,6 +82,8 @@ class PredictResult:
     max_error_fraction: float = MAX_ERROR_FRACTION
     path: str = "step"  # where the model ran: "step" (loaded here), "endpoint" or "beam"
     runner: str = ""  # the Beam runner of the "beam" path
+    # the model judged on rows carrying their label (evaluation.py); None: no label carried
+    evaluation: Dict | None = None
 
     inputs = property(lambda self: sum(s.inputs for s in self.shards))
     predictions = property(lambda self: sum(s.predictions for s in self.shards))
@@ -113,6 +115,15 @@ class PredictResult:
 
     def summary(self) -> Dict:
         return {**self.metadata(), "shards": [dataclasses.asdict(s) for s in self.shards]}
+
+    def charts(self) -> List:
+        """The step's page: the eval split's confusion matrix and curves, or residuals."""
+        return evaluation.sections(self.evaluation)
+
+    def classification(self) -> Dict | None:
+        """The eval split's matrix for KFP ``ClassificationMetrics`` (None: not a classifier
+        judged on its labels)."""
+        return (self.evaluation or {}).get("classification")
 
 
 def batch_predict(
@@ -185,6 +196,9 @@ def batch_predict(
     if remote is not None:
         predictor = remote.stand_in(plan.schema, top_k)
     features, key_columns = sources.plan_columns(predictor, plan.schema, keys, dataset)
+    # the eval split's rows carry the label, so they read against the truth without a join
+    key_columns += evaluation.label_column(plan.schema, split, key_columns,
+                                           sources.PREDICTION_COLUMNS)
     if remote is None:  # an endpoint's top_k is checked against what it answers
         with model_errors():
             check_top_k(predictor, top_k)
@@ -225,7 +239,8 @@ def batch_predict(
                            len(plan.files), file_group, file_groups,
                            time.monotonic() - started, task.clock.figures(),
                            time.monotonic() - busy_started, max_error_fraction,
-                           "endpoint" if remote else "step")
+                           "endpoint" if remote else "step",
+                           evaluation=task.evaluation.summary())
     _finish(result)
     stages = result.stages
     log.info("predicted %d records (%d errors, %.2f%%) in %.1fs (%.0f records/s); busy "
@@ -331,6 +346,8 @@ class _Task:
         self.fmt, self.output_dir, self.progress = fmt, output_dir, progress
         self.sender = sender  # endpoint.Sender: the rows go to an endpoint instead
         self.clock = StageClock()
+        self.evaluation = evaluation.Evaluation(key_columns, predictor.labels,
+                                                predictor.regressor)
 
     def run(self, plan: sources.InputPlan, chosen: List[int], read) -> List[ShardCounts]:
         clock = self.clock
@@ -392,6 +409,7 @@ class _Task:
                     ) -> writers.Predictions:
         with model_errors():
             check_outputs(self.predictor, outputs)
+        self.evaluation.add(keys, outputs)
         if self.predictor.regressor:
             return writers.Predictions(keys, self.key_columns, values=outputs.reshape(-1))
         ids, scores = top_k_of(outputs, self.top_k)

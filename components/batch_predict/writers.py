@@ -8,8 +8,11 @@ into place when complete, so a reader sees a whole shard or none.
 A classifier's prediction row holds the key columns, ``class`` (the label), ``class_id``,
 ``score`` (its probability) and, when top_k > 1, the k best classes and scores:
 ``top_classes`` and ``top_scores`` lists (JSON Lines, TFRecord) or ``class_1..k`` /
-``score_1..k`` (CSV). A regressor's holds the key columns and ``value``. Rows predicted
-through an endpoint end with ``endpoint`` and ``model_version`` (``extra``).
+``score_1..k`` (CSV). A regressor's holds the key columns and ``value``. Where the label is
+carried (a key column of role ``label``: the eval split), the row also says ``correct`` (1
+when the top class is the label, else 0) or a regressor's ``residual`` (value - label), so
+predictions can be read against the truth without a join. Rows predicted through an
+endpoint end with ``endpoint`` and ``model_version`` (``extra``).
 """
 
 import contextlib
@@ -49,6 +52,21 @@ class Predictions:
 
         ids = np.ascontiguousarray(self.top_ids[:, column])
         return pa.array(self.labels, pa.string()).take(pa.array(ids))
+
+
+def judged(preds: Predictions) -> Dict[str, tuple]:
+    """``correct`` or ``residual`` against the carried label, as (dtype, values); {} when no
+    key column is the label."""
+    label = next((c for c in preds.key_columns if c.role == "label"), None)
+    if label is None:
+        return {}
+    truth = preds.keys[label.name]
+    if preds.values is not None:
+        residual = np.asarray(preds.values, np.float64) - np.asarray(truth, np.float64)
+        return {"residual": ("float32", residual.astype(np.float32))}
+    names = np.asarray(preds.labels, dtype=object)[preds.top_ids[:, 0]]
+    said = [v.decode() if isinstance(v, bytes) else str(v) for v in truth]
+    return {"correct": ("int64", (names == np.asarray(said, dtype=object)).astype(np.int64))}
 
 
 def shard_names(index: int, count: int, fmt: str) -> Dict[str, str]:
@@ -132,6 +150,7 @@ def jsonl_bytes(preds: Predictions) -> bytes:
         fields.append(("value", _json_literals(preds.values, "float32")))
     else:
         fields += _jsonl_classes(preds)
+    fields += [(name, _json_literals(v, dtype)) for name, (dtype, v) in judged(preds).items()]
     fields += [(name, _json_literals(values, "string")) for name, values in preds.extra.items()]
     for i, (name, values) in enumerate(fields):
         pieces += [("{" if i == 0 else ", ") + json.dumps(name) + ": ", values]
@@ -192,6 +211,7 @@ def csv_bytes(preds: Predictions, header: bool) -> bytes:
         for j in range(preds.top_k if preds.top_k > 1 else 0):
             columns[f"class_{j + 1}"] = preds.class_names(j)
             columns[f"score_{j + 1}"] = pa.array(np.ascontiguousarray(preds.top_scores[:, j]))
+    columns.update((name, pa.array(v)) for name, (_, v) in judged(preds).items())
     columns.update((name, pa.array(values.tolist(), pa.string()))
                    for name, values in preds.extra.items())
     return _csv(columns, header)
@@ -220,6 +240,7 @@ def example_rows(preds: Predictions):
         if preds.top_k > 1:
             columns["top_classes"] = ("string", names[preds.top_ids])
             columns["top_scores"] = ("float32", preds.top_scores.astype(np.float32))
+    columns.update(judged(preds))
     columns.update((name, ("string", np.asarray([v.encode() for v in values], dtype=object)))
                    for name, values in preds.extra.items())
     return encode_examples(columns)

@@ -35,7 +35,8 @@ def diagnose_bottleneck(
         metrics: Output throughputs (records/s), input-wait share, memory figures in MB.
         report: Output Markdown report: verdict, throughput chart, ranked remedies, figures.
         charts: Output page of the throughput chart, which every supported Kubeflow UI
-            shows (the Markdown's inline image needs KFP 2.17's UI).
+            shows (the Markdown's inline image needs KFP 2.17's UI); empty when the step
+            did not run (memory-bound before it started).
         model_name: mlp, cnn, resnet50 or mobilenet_v2, as in train.
         model_fn: package.module:function returning an uncompiled tf_keras model for
             (schema, num_classes); overrides model_name.
@@ -55,7 +56,7 @@ def diagnose_bottleneck(
     import logging
     import os
 
-    from tfkfp.components.common.platform.charts import write_page
+    from tfkfp.components.common.charts.page import write_page
     from tfkfp.components.diagnose_bottleneck.core import diagnose_bottleneck as diagnose
 
     logging.basicConfig(level=logging.INFO)

@@ -3,7 +3,8 @@ the figures, and the ranked remedies."""
 
 from typing import Any, Dict, List, Sequence, Tuple
 
-from tfkfp.components.common.platform.charts import Chart, data_uri
+from tfkfp.components.common.charts.page import Section
+from tfkfp.components.common.platform.charts import data_uri
 
 WIDTH, BAR, GAP, LABEL = 520, 22, 10, 170
 MB = 1 << 20
@@ -62,7 +63,7 @@ def _mb(value: float) -> str:
     return f"{value:,.1f} MB" if value >= 10 else f"{value:.3g} MB"
 
 
-def charts(f: Dict[str, Any]) -> List[Chart]:
+def charts(f: Dict[str, Any]) -> List[Section]:
     """The report's chart, for the step's HTML page (none when the step did not run)."""
     return [("Records per second", svg(f))] if f.get("compute_records_per_second") else []
 

@@ -56,9 +56,10 @@ def export_tflite(
             the KFP UI draws both.
         report: Output Markdown summary of the validation and gate; a regressor's
             predicted against actual values and its error distribution.
-        charts: Output page of a regressor's charts, which every supported Kubeflow UI
-            shows (the Markdown's inline images need KFP 2.17's UI); a classifier's
-            confusion matrix is in classification.
+        charts: Output page of the TFLite model's charts on the validation examples, which
+            every supported Kubeflow UI shows: a regressor's predicted against true values
+            and residuals; a classifier's confusion matrix, precision, recall and F1 per
+            class, and ROC and precision-recall curves per class. Empty without labels.
         tflite_model: Optional, freeze_quantize's tflite_model: export it as chosen there
             instead of converting here.
         quantization: none, dynamic, float16, int8 or int16x8 to convert here; auto (needs
@@ -88,8 +89,9 @@ def export_tflite(
     """
     import logging
 
+    from tfkfp.components.common.charts.classes import metrics as class_metrics
+    from tfkfp.components.common.charts.page import write_page
     from tfkfp.components.common.model.classification import log_to
-    from tfkfp.components.common.platform.charts import write_page
     from tfkfp.components.export_tflite.core import export_tflite as run
 
     logging.basicConfig(level=logging.INFO)
@@ -102,7 +104,8 @@ def export_tflite(
                  max_rmse_increase=max_rmse_increase, integer_io=integer_io,
                  select_tf_ops=select_tf_ops, input_layout=input_layout)
     bundle.metadata.update(result.metadata())
-    for name, value in result.metrics().items():
+    for name, value in {**result.metrics(), **class_metrics(result.classification or {})
+                        }.items():
         metrics.log_metric(name, value)
     log_to(classification, result.classification)
     with open(report.path, "w") as f:

@@ -27,6 +27,9 @@ import logging
 import time
 from typing import Dict
 
+from tfkfp.components.common.charts import classes
+from tfkfp.components.common.charts import regression as regression_charts
+from tfkfp.components.common.charts import scores as score_curves
 from tfkfp.components.common.model import classification, regression, savedmodel
 from tfkfp.components.common.model.bundle import Bundle
 from tfkfp.components.common.platform import uris
@@ -113,10 +116,13 @@ class ExportResult:
         return "\n".join(lines) + "\n"
 
     def charts(self):
-        """A regressor's plots, for the step's HTML page (a classifier's confusion matrix is
-        its ClassificationMetrics, which the UI draws)."""
-        return (regression.charts(self.regression, "validation, TFLite model")
-                if self.regression else [])
+        """The TFLite model's plots on the validation examples, for the step's HTML page: a
+        regressor's two, a classifier's matrix, table and per-class curves; none without
+        labels (then the page is empty rather than saying so)."""
+        what = "validation, TFLite model"
+        if self.regression:
+            return regression_charts.sections(self.regression, what)
+        return classes.sections(self.classification, what) if self.classification else []
 
 
 def _names(items, shown: int = 8) -> str:
@@ -246,7 +252,9 @@ def _classification(examples, outputs: Dict, reading, labels) -> Dict | None:
     its output is class scores that the Dataset's labels index."""
     if not (reading.scores and reading.accuracy and labels) or examples.labels is None:
         return None
-    return classification.summarise(examples.labels, outputs[reading.scores], labels)
+    scores = outputs[reading.scores]
+    return {**classification.summarise(examples.labels, scores, labels),
+            "curves": score_curves.summarise(examples.labels, scores, labels)}
 
 
 def _regression(examples, outputs: Dict, reading) -> Dict | None:

@@ -1,7 +1,7 @@
 """KFP component: freeze a SavedModel and quantize it to TFLite (see core.freeze_quantize)."""
 
 from kfp import dsl
-from kfp.dsl import Dataset, Input, Markdown, Metrics, Model, Output
+from kfp.dsl import HTML, Dataset, Input, Markdown, Metrics, Model, Output
 
 from tfkfp.components._image import IMAGE
 
@@ -14,6 +14,7 @@ def freeze_quantize(
     frozen_graph: Output[Model],
     metrics: Output[Metrics],
     report: Output[Markdown],
+    charts: Output[HTML],
     quantization: str = "auto",
     max_accuracy_drop: float = 0.01,
     signature: str = "",
@@ -46,6 +47,10 @@ def freeze_quantize(
             the calls timed) per mode, and how many modes were skipped or cut short.
         report: Output Markdown table of every mode tried (why one was skipped or cut
             short by sweep_seconds) and of the freezing.
+        charts: Output page of model size against eval accuracy (a regressor: RMSE) per
+            mode measured, the gate's line drawn, the chosen and refused modes marked;
+            empty when no mode has the figure (a model whose output is neither class
+            scores over the Dataset's labels nor a regressor's value).
         quantization: none, dynamic, float16, int8, int16x8, or auto (sweeps the modes of
             modes, skips one that fails to convert or run in LiteRT, keeps the smallest
             within the gate).
@@ -85,6 +90,7 @@ def freeze_quantize(
     """
     import logging
 
+    from tfkfp.components.common.charts.page import write_page
     from tfkfp.components.common.tflite.parity import Timing
     from tfkfp.components.freeze_quantize.core import freeze_quantize as run
 
@@ -104,3 +110,4 @@ def freeze_quantize(
         metrics.log_metric(name, value)
     with open(report.path, "w") as f:
         f.write(result.markdown())
+    write_page(charts.path, "Freeze and quantize", result.charts())

@@ -1,8 +1,11 @@
-"""The Markdown report freeze_quantize shows in the KFP UI."""
+"""The Markdown report freeze_quantize shows in the KFP UI, and its size-against-quality
+chart."""
 
-from typing import Dict, List
+from typing import Dict, List, Sequence
 
-from tfkfp.components.common.tflite.parity import Figures
+from tfkfp.components.common.charts import tradeoff
+from tfkfp.components.common.charts.page import Section
+from tfkfp.components.common.tflite.parity import Figures, Gate
 
 
 def mode_table(figures: List[Figures], chosen: str, float_size: int | None,
@@ -81,3 +84,34 @@ def freeze_table(spec: Dict, max_abs_diff: float, agreement: float | None) -> st
 
 def _size(n: int) -> str:
     return f"{n / (1 << 20):.2f} MiB" if n >= 1 << 20 else f"{n / 1024:.1f} KiB"
+
+
+def chart(figures: Sequence[Figures], chosen: str, gate: Gate,
+          refused: Dict[str, str]) -> Section | None:
+    """Size against accuracy (a regressor: RMSE) per mode measured, with the gate's line at
+    the SavedModel's figure less the accepted drop; None when no mode has the figure."""
+    regressor = any(f.rmse is not None for f in figures)
+    quality = [(f, f.rmse if regressor else f.accuracy) for f in figures]
+    points = [tradeoff.Point(f.mode, f.size_bytes, q, passed=f.mode not in refused
+                             and not f.cut_short, chosen=f.mode == chosen)
+              for f, q in quality if q is not None]
+    if not points:
+        return None
+    line, label = _gate_line(figures, gate, regressor)
+    name = "RMSE (lower is better)" if regressor else "accuracy"
+    return (f"Size against {name.split(' ')[0]} per mode (eval examples)",
+            tradeoff.svg(points, name, line, label))
+
+
+def _gate_line(figures: Sequence[Figures], gate: Gate, regressor: bool):
+    if regressor:
+        reference = next((f.reference_rmse for f in figures if f.reference_rmse is not None),
+                         None)
+        return ((None, "") if reference is None else
+                (reference * (1 + gate.max_rmse_increase),
+                 f"gate: SavedModel RMSE +{100 * gate.max_rmse_increase:g}%"))
+    reference = next((f.reference_accuracy for f in figures
+                      if f.reference_accuracy is not None), None)
+    return ((None, "") if reference is None else
+            (reference - gate.max_accuracy_drop,
+             f"gate: SavedModel accuracy - {gate.max_accuracy_drop:g}"))

@@ -82,6 +82,12 @@ class FreezeQuantizeResult:
         out["modes_cut_short"] = len(self.cut)
         return {k: float(v) for k, v in out.items() if v is not None}
 
+    def charts(self) -> List:
+        """The step's page: size against accuracy (or RMSE) per mode measured; none when no
+        mode has the figure (a model without labels or a regressor's value)."""
+        chart = report.chart(self.figures, self.mode, self.gate, self.not_chosen())
+        return [chart] if chart else []
+
     def markdown(self) -> str:
         return "\n".join([
             f"## freeze_quantize: chose `{self.mode}`", "",

@@ -71,8 +71,10 @@ def train(
             for a regressor).
         report: Output Markdown report: summary, per-epoch curves and table; a regressor's
             predicted against actual values and its error distribution.
-        charts: Output page of the report's charts, which every supported Kubeflow UI
-            shows (the Markdown's inline images need KFP 2.17's UI).
+        charts: Output page of charts every supported Kubeflow UI shows: loss and the
+            task's figure per epoch, one line per split; a classifier's confusion matrix,
+            precision, recall and F1 per class, and ROC and precision-recall curves per
+            class; a regressor's predicted against true values and residuals.
         tensorboard: Output TensorBoard log directory.
         gcp_resources: Output naming the Vertex AI CustomJob of launcher vertex, by which
             Vertex AI Pipelines links and cancels it; no resources for the other launchers.
@@ -124,10 +126,11 @@ def train(
     """
     import logging
 
+    from tfkfp.components.common.charts.page import write_page
     from tfkfp.components.common.model.classification import log_to
-    from tfkfp.components.common.platform.charts import write_page
     from tfkfp.components.train.core import train as run_training
     from tfkfp.components.train.core import warm_start_from
+    from tfkfp.components.train.report import class_metrics
 
     logging.basicConfig(level=logging.INFO)
     result = run_training(
@@ -144,7 +147,7 @@ def train(
         seed=seed, launcher=launcher,
         launcher_options=launcher_options, gcp_resources=gcp_resources)
     model.metadata.update(result.metadata())
-    for name, value in result.metrics().items():
+    for name, value in {**result.metrics(), **class_metrics(result.classification())}.items():
         metrics.log_metric(name, value)
     log_to(classification, result.classification())  # a regressor's: a note saying why not
     with open(report.path, "w") as f:

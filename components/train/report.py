@@ -3,30 +3,32 @@ the per-epoch table, and for a regressor its predicted against actual values."""
 
 from typing import Any, Dict, List, Sequence
 
+from tfkfp.components.common.charts import classes, curves
+from tfkfp.components.common.charts import regression as regression_charts
+from tfkfp.components.common.charts.page import Section
 from tfkfp.components.common.model import regression
-from tfkfp.components.common.platform.charts import Chart, data_uri
+from tfkfp.components.common.platform.charts import data_uri
 
-WIDTH, HEIGHT, PAD = 520, 220, 36
 # the curves of each task: the training metric as Keras logs it, and the eval figures
 CURVES = {"classification": ("loss", "accuracy", "val_loss", "val_accuracy"),
           "regression": ("loss", "rmse", "val_loss", "val_rmse", "val_mae")}
 EVAL_FIGURES = {"classification": (("eval accuracy", "eval_accuracy"), ("eval loss", "eval_loss")),
                 "regression": (("eval RMSE", "eval_rmse"), ("eval MAE", "eval_mae"),
                                ("eval R²", "eval_r2"), ("eval loss", "eval_loss"))}
-PALETTE = ("#d62728", "#1f77b4", "#ff9896", "#aec7e8", "#2ca02c")
 
 
 def markdown(result: Dict[str, Any]) -> str:
     history = result["history"]
-    curves = CURVES[result.get("task", "classification")]
+    names = CURVES[result.get("task", "classification")]
     lines = ["# Training report", "", "| | |", "|---|---|"]
     lines += [f"| {name} | {value} |" for name, value in summary_rows(result)]
     if history.get("loss"):
-        heads = " | ".join(k.replace("val_", "eval ") for k in curves)
-        lines += ["", "## Curves", "", f"![{heads} per epoch]({data_uri(svg(history, curves))})",
-                  "", "## Epochs", "", f"| epoch | {heads} |", "|---" * (len(curves) + 1) + "|"]
+        heads = " | ".join(k.replace("val_", "eval ") for k in names)
+        image = data_uri(curves_svg(history, names))
+        lines += ["", "## Curves", "", f"![{heads} per epoch]({image})",
+                  "", "## Epochs", "", f"| epoch | {heads} |", "|---" * (len(names) + 1) + "|"]
         for i in range(len(history["loss"])):
-            row = [_at(history, k, i) for k in curves]
+            row = [_at(history, k, i) for k in names]
             lines.append(f"| {i + 1} | " + " | ".join(row) + " |")
     if result.get("regression"):
         lines += ["", regression.markdown(result["regression"])]
@@ -61,45 +63,24 @@ def _at(history: Dict[str, Sequence[float]], key: str, i: int) -> str:
     return f"{values[i]:.4f}" if i < len(values) else ""
 
 
-def charts(result: Dict[str, Any]) -> List[Chart]:
-    """The report's charts, for the step's HTML page: the curves, a regressor's plots."""
-    history, curves = result["history"], CURVES[result.get("task", "classification")]
-    out = [("Curves per epoch", svg(history, curves))] if history.get("loss") else []
-    return out + (regression.charts(result["regression"]) if result.get("regression") else [])
+def charts(result: Dict[str, Any]) -> List[Section]:
+    """The step's page: the curves, a classifier's matrix, table and per-class curves, a
+    regressor's plots; empty when nothing was measured (a rerun that trained nothing)."""
+    history, names = result["history"], CURVES[result.get("task", "classification")]
+    out = [("Curves per epoch", curves_svg(history, names))] if history.get("loss") else []
+    if result.get("classification"):
+        out += classes.sections(result["classification"])
+    if result.get("regression"):
+        out += regression_charts.sections(result["regression"])
+    return out
 
 
-def svg(history: Dict[str, Sequence[float]],
-        curves: Sequence[str] = CURVES["classification"]) -> str:
-    """Accuracy on 0 to 1, every other curve scaled to the largest value of its kind (loss,
-    or the regressor's errors) per epoch."""
-    epochs = max(len(v) for v in history.values())
-    kinds = {k: "accuracy" if k.endswith("accuracy") else "loss" if k.endswith("loss")
-             else "error" for k in curves}
-    tops = {kind: max([max(history.get(k) or [0]) for k in curves if kinds[k] == kind]
-                      + [1e-9]) for kind in set(kinds.values())}
-    colours = dict(zip(curves, PALETTE))
-    parts = [f'<svg xmlns="http://www.w3.org/2000/svg" width="{WIDTH}" height="{HEIGHT}">',
-             f'<rect width="{WIDTH}" height="{HEIGHT}" fill="white"/>']
-    for key, colour in colours.items():
-        values = history.get(key) or []
-        scale = 1.0 if kinds[key] == "accuracy" else tops[kinds[key]]
-        points = " ".join(f"{_x(i, epochs):.1f},{_y(v / scale):.1f}" for i, v in enumerate(values))
-        if points:
-            parts.append(f'<polyline fill="none" stroke="{colour}" stroke-width="2" '
-                         f'points="{points}"/>')
-    for n, key in enumerate(colours):
-        parts.append(f'<text x="{PAD + n * 95}" y="14" font-size="11" '
-                     f'fill="{colours[key]}">{key}</text>')
-    scales = "; ".join(f"{kind} / {top:.3g}" if kind != "accuracy" else "accuracy 0-1"
-                       for kind, top in sorted(tops.items()))
-    parts.append(f'<text x="4" y="{HEIGHT - 8}" font-size="10">epochs 1-{epochs}; {scales}'
-                 '</text></svg>')
-    return "".join(parts)
+def class_metrics(summary: Dict[str, Any] | None) -> Dict[str, float]:
+    """A classifier's per-class figures for KFP ``Metrics`` (which every UI build draws)."""
+    return classes.metrics(summary) if summary else {}
 
 
-def _x(i: int, epochs: int) -> float:
-    return PAD + (WIDTH - 2 * PAD) * (i / max(epochs - 1, 1))
-
-
-def _y(fraction: float) -> float:
-    return HEIGHT - PAD - (HEIGHT - 2 * PAD) * max(0.0, min(1.0, fraction))
+def curves_svg(history: Dict[str, Sequence[float]], names: Sequence[str]) -> str:
+    """The task's curves (not whatever else Keras logged), as the page and the report draw
+    them."""
+    return curves.svg({k: v for k, v in history.items() if k in names})

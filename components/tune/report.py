@@ -1,7 +1,11 @@
-"""The tuning report: the best trial and a table of every trial (settings, objective,
-state, seconds, why it stopped)."""
+"""The tuning report: the best trial, the objective against the settings that mattered, and
+a table of every trial (settings, objective, state, seconds, why it stopped)."""
 
 from typing import Any, Dict, List
+
+from tfkfp.components.common.charts import study
+from tfkfp.components.common.charts.page import Section
+from tfkfp.components.common.platform.charts import data_uri
 
 STATES = {"FAIL": "failed"}  # Optuna's state names as the report says them
 
@@ -16,10 +20,20 @@ def markdown(result) -> str:
              f"| study | {result.study_dir} |"]
     if result.resumed:
         lines.append("| resumed | yes: trials of an earlier run were kept |")
+    section = chart(result)
+    if section:  # a data: image: KFP 2.17's UI draws it, earlier ones show the table only
+        lines += ["", f"## {section[0]}", "", f"![{section[0]}]({data_uri(section[1])})"]
     lines += ["", "## Trials", "", "| trial | state | objective | epochs | seconds | settings "
               "| note |", "|---|---|---|---|---|---|---|"]
     lines += [_row(row) for row in result.trials]
     return "\n".join(lines) + "\n"
+
+
+def chart(result) -> Section | None:
+    """The objective per trial and against each setting, the most telling first; None
+    before any trial has a value."""
+    drawn = study.svg(result.trials, result.objective, result.best_number)
+    return (f"{result.objective} against the settings", drawn) if drawn else None
 
 
 def _row(row: Dict[str, Any]) -> str:

@@ -35,7 +35,10 @@ def test_each_row_gets_the_value_in_every_format(regression_model, regression_da
         assert result.errors == 0 and result.predictions == len(want)
         assert result.metadata()["model"]["task"] == "regression"
         rows = _rows(out, fmt)
-        assert all(set(r) == {"house", "value"} for r in rows)
+        # the eval split's rows carry the label and the residual: read without a join
+        assert all(set(r) == {"house", "value", "price", "residual"} for r in rows)
+        assert all(float(r["residual"]) == pytest.approx(
+            float(r["value"]) - float(r["price"]), rel=1e-4, abs=1e-3) for r in rows)
         got = {r["house"]: float(r["value"]) for r in rows}
         assert got.keys() == want.keys()
         np.testing.assert_allclose([got[k] for k in want], list(want.values()), rtol=1e-5)
@@ -55,7 +58,9 @@ def _rows(out, fmt):
             example = tf.train.Example.FromString(record.numpy())
             feature = example.features.feature
             rows.append({"house": feature["house"].bytes_list.value[0].decode(),
-                         "value": feature["value"].float_list.value[0]})
+                         "value": feature["value"].float_list.value[0],
+                         "price": feature["price"].float_list.value[0],
+                         "residual": feature["residual"].float_list.value[0]})
     return rows
 
 

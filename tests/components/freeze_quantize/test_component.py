@@ -30,5 +30,6 @@ def test_runs_under_the_kfp_local_runner(demo_model, demo_dataset, tmp_path):
     assert saved["size_bytes"] == os.path.getsize(os.path.join(tflite.path, "model.tflite"))
     runs = str(tmp_path / "root")
     found = {name: os.path.join(d, name) for d, _, files in os.walk(runs) for name in files}
-    assert {"frozen_graph.pb", "frozen_graph.json", "report"} <= set(found)
+    assert {"frozen_graph.pb", "frozen_graph.json", "report", "charts"} <= set(found)
     assert "| **dynamic** (chosen) |" in open(found["report"]).read()
+    assert "<h2>Size against accuracy per mode" in open(found["charts"]).read()
