@@ -1,6 +1,7 @@
 """Run a pipeline on this machine with the KFP local runner, and summarise what it made.
 
-The console gets a line per task as it starts and ends (its time and key figures) and the
+The console gets a line per task as it starts and ends (its time and key figures), the
+progress its running tasks report (progress_view; none when ``progress`` is off) and the
 summary; every task's full log goes to ``<run folder>/logs/<task>.log`` (task_logs). A task
 that fails ends the run with the component's own error message.
 """
@@ -43,19 +44,21 @@ class LocalRun:
 
 
 def run_local(name: str, parameters: Dict[str, Any], pipeline_root: str,
-              verbose: bool = False, console: TextIO | None = None) -> LocalRun:
+              verbose: bool = False, console: TextIO | None = None,
+              progress: bool = True) -> LocalRun:
     """Run the named pipeline; see run_pipeline. The run goes by the name a user types
     (``training``), not the compiled one (``tfkfp-training``)."""
     return run_pipeline(registry.load(name), parameters, pipeline_root, verbose, console,
-                        name=name)
+                        name=name, progress=progress)
 
 
 def run_pipeline(pipeline, parameters: Dict[str, Any], pipeline_root: str,
                  verbose: bool = False, console: TextIO | None = None,
-                 name: str = "") -> LocalRun:
+                 name: str = "", progress: bool = True) -> LocalRun:
     """Run ``pipeline`` with ``kfp.local.SubprocessRunner(use_venv=False)``, a line per task
-    on ``console`` (default stdout); ``verbose`` streams every task's output there too. The
-    run goes by ``name`` (default the pipeline's compiled name).
+    on ``console`` (default stdout) and, with ``progress``, what running tasks report;
+    ``verbose`` streams every task's output there instead. The run goes by ``name`` (default
+    the pipeline's compiled name).
     Raises TaskFailed with the failed component's own message."""
     from kfp import local
 
@@ -66,7 +69,7 @@ def run_pipeline(pipeline, parameters: Dict[str, Any], pipeline_root: str,
     # a task dies with this process, even a SIGKILLed one (it would otherwise run on), and
     # its temp files (kfp's mktemp -d among them) go with the run's temp folder
     with run_temp_folder() as temp, tasks_die_with_this_process(temp), \
-            TaskConsole(pipeline_root, console, verbose) as tasks:
+            TaskConsole(pipeline_root, console, verbose, progress) as tasks:
         try:
             task = pipeline(**parameters)
         except RuntimeError as err:

@@ -8,9 +8,11 @@ stream that sends what a task's thread writes to that task's log file (ParallelF
 in threads) and the rest to ``pipeline.log``, both under ``<run folder>/logs/``; and it wraps
 kfp.local's ``run_single_task_implementation`` to time each task, print its line, keep its
 outputs and, when it fails, the component's own error message from its log. With
-``verbose`` everything is streamed to the console as well. A task goes by the name the
-Kubeflow UI, ``tfkfp check`` and the docs' graphs give it: its display name (``taskInfo``
-in the compiled YAML), which kfp.local's task executor knows and the task runner does not.
+``verbose`` everything is streamed to the console as well; without it (and with
+``progress``) the progress lines a running task logs are shown (progress_view). A task goes
+by the name the Kubeflow UI, ``tfkfp check`` and the docs' graphs give it: its display name
+(``taskInfo`` in the compiled YAML), which kfp.local's task executor knows and the task
+runner does not.
 """
 
 import builtins
@@ -25,6 +27,7 @@ import time
 from typing import Any, Callable, Dict, List, TextIO
 
 from tfkfp.cli import figures
+from tfkfp.cli.progress_view import ProgressView
 
 PIPELINE_LOG = "pipeline.log"
 
@@ -56,9 +59,13 @@ class _Streams(io.TextIOBase):
         self.console, self.verbose = console, verbose
         self.default: TextIO = io.StringIO()
         self.routes: Dict[int, TextIO] = {}
+        self.listener: Callable[[int, str], None] | None = None  # sees a task's writes
 
     def write(self, text: str) -> int:
-        self.routes.get(threading.get_ident(), self.default).write(text)
+        ident = threading.get_ident()
+        self.routes.get(ident, self.default).write(text)
+        if self.listener is not None and ident in self.routes:
+            self.listener(ident, text)
         if self.verbose:
             self.console.write(text)
         return len(text)
@@ -75,7 +82,7 @@ class TaskConsole:
     """A context manager around a local run; see the module docstring."""
 
     def __init__(self, pipeline_root: str, console: TextIO | None = None,
-                 verbose: bool = False):
+                 verbose: bool = False, progress: bool = True):
         self.root = os.path.abspath(pipeline_root)
         self.console = console or sys.stdout
         self.streams = _Streams(self.console, verbose)
@@ -84,6 +91,10 @@ class TaskConsole:
         self._lock = threading.RLock()
         self._saved: Dict[str, Any] = {}
         self._shown = threading.local()  # the display name of the task this thread runs
+        self.view = ProgressView(self.console) if progress and not verbose else None
+        self._tasks: Dict[int, str] = {}  # the task each running thread runs
+        if self.view is not None:
+            self.streams.listener = self._progress
 
     def __enter__(self) -> "TaskConsole":
         from kfp.local import task_dispatcher
@@ -98,6 +109,8 @@ class TaskConsole:
         root.handlers[:] = [logging.StreamHandler(self.streams)]  # the runner's own lines
         task_dispatcher.run_single_task_implementation = self._wrap(self._saved["task"])
         task_executor.execute_single_task = self._named(self._saved["execute"])
+        if self.view is not None:
+            self.view.__enter__()
         return self
 
     def __exit__(self, *exc_info) -> None:
@@ -106,6 +119,8 @@ class TaskConsole:
 
         task_dispatcher.run_single_task_implementation = self._saved["task"]
         task_executor.execute_single_task = self._saved["execute"]
+        if self.view is not None:
+            self.view.__exit__(*exc_info)
         sys.stdout, sys.stderr = self._saved["stdout"], self._saved["stderr"]
         builtins.print = self._saved["print"]
         root = logging.getLogger()  # kfp swaps these per task, from several threads at once
@@ -136,11 +151,13 @@ class TaskConsole:
             record = self._start(kwargs)
             started = time.monotonic()
             with open(record.log, "w", encoding="utf-8") as log:
+                self._tasks[threading.get_ident()] = record.name
                 self.streams.routes[threading.get_ident()] = log
                 try:
                     outputs, status = run_task(**kwargs)
                 finally:
                     del self.streams.routes[threading.get_ident()]
+                    del self._tasks[threading.get_ident()]
                     record.seconds = time.monotonic() - started
             self._end(record, outputs, status.name == "SUCCESS")
             return outputs, status
@@ -163,10 +180,14 @@ class TaskConsole:
                                                    name.replace(" #", ".") + ".log"))
             self.records.append(record)
         self._say(record.line())
+        if self.view is not None:
+            self.view.started(record.name)
         return record
 
     def _end(self, record: TaskRecord, outputs: Dict[str, Any], ok: bool) -> None:
         record.outputs, record.ok = outputs, ok
+        if self.view is not None:
+            self.view.ended(record.name)
         if not ok:
             with open(record.log, encoding="utf-8", errors="replace") as f:
                 record.error = task_error(f.read()) or "see its log"
@@ -181,8 +202,16 @@ class TaskConsole:
         self.streams.default.write(early)
         self._say(f"logs   {self.log_dir}{os.sep}")
 
+    def _progress(self, thread: int, text: str) -> None:
+        task = self._tasks.get(thread)
+        if task is not None:
+            self.view.feed(task, text)
+
     def _say(self, line: str) -> None:
         with self._lock:
+            if self.view is not None:
+                self.view.say(line)
+                return
             self.console.write(line + "\n")
             self.console.flush()
 

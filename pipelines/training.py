@@ -179,7 +179,7 @@ def make_training(gpu: Gpu | None = None):
                 of rows that failed (error_fraction) and records per second in its metadata.
         """
         fingerprint = fingerprinted(input_uri, input_format)
-        groups = group_numbers(count=file_groups).set_display_name("file-groups")
+        groups = group_numbers(count=file_groups)
         with dsl.ParallelFor(groups.output) as group:
             part = shard_tfrecords(input_uri=input_uri, label=label, keys=keys,
                                    column_types=column_types, input_format=input_format,

@@ -8,7 +8,7 @@ from typing import Any, Dict, List
 
 import tf_keras
 
-from tfkfp.components.common.platform import uris
+from tfkfp.components.common.platform import progress, uris
 from tfkfp.components.common.training.tasks import reached
 from tfkfp.components.train.errors import TrainingDiverged
 
@@ -86,12 +86,14 @@ class Evaluation(tf_keras.callbacks.Callback):
     def classification(self, classes) -> Dict[str, Any]:
         """Confusion matrix (and, for two classes, ROC curve) of the model on the eval split,
         as common.model.classification summarises them for KFP's ClassificationMetrics."""
+        from tfkfp.components.common.charts.scores import ScoreCurves
         from tfkfp.components.common.model.classification import Accumulator
 
-        accumulator = Accumulator(classes)
+        accumulator, curves = Accumulator(classes), ScoreCurves(classes)
         for labels, probs in self.predictions():
             accumulator.add(labels, probs)
-        return accumulator.summary()
+            curves.add(labels, probs)  # ROC and precision-recall per class, for the page
+        return {**accumulator.summary(), "curves": curves.summary()}
 
     def regression(self) -> Dict[str, Any]:
         """Predicted against actual values on the eval split (common.model.regression's summary,
@@ -111,6 +113,27 @@ class Evaluation(tf_keras.callbacks.Callback):
         if (self.target and self.seconds_to_target is None and value is not None
                 and reached(self.target_metric, value, self.target)):
             self.seconds_to_target = time.perf_counter() - self.timer.started
+
+
+class EpochProgress(tf_keras.callbacks.Callback):
+    """A progress line per epoch (common.platform.progress): the training loss and the first
+    eval figure but the loss, which Evaluation, listed before this, adds to the epoch's logs."""
+
+    def __init__(self, epochs: int, initial_epoch: int):
+        super().__init__()
+        self.epochs, self.initial_epoch = epochs, initial_epoch
+        self.started = time.monotonic()
+
+    def on_train_begin(self, logs=None):
+        self.started = time.monotonic()
+
+    def on_epoch_end(self, epoch, logs=None):
+        logs = logs or {}
+        evals = [k for k in logs if k.startswith("val_") and k != "val_loss"] or ["val_loss"]
+        shown = ["loss", evals[0]]
+        progress.report("training", epoch + 1, "epochs", time.monotonic() - self.started,
+                        self.epochs, {k: f"{float(logs[k]):.4g}" for k in shown if k in logs},
+                        counted_from=self.initial_epoch)
 
 
 class NanGuard(tf_keras.callbacks.Callback):

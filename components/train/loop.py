@@ -25,6 +25,7 @@ from tfkfp.components.common.training.config import TrainConfig, check_batch
 from tfkfp.components.train import checkpoint_record
 from tfkfp.components.train.callbacks import (
     EpochCheckpoint,
+    EpochProgress,
     EpochTimer,
     Evaluation,
     NanGuard,
@@ -74,6 +75,7 @@ def _run(config: TrainConfig, result_path: str) -> Dict[str, Any] | None:
         guard = StepNanGuard if strategies.get(config.strategy).batch_callbacks else NanGuard
         callbacks = [timer, guard(config.checkpoint_dir if chief else None), evaluation,
                      EpochCheckpoint(manager, epoch_var, history, history_path if chief else None)]
+        callbacks += [EpochProgress(config.epochs, initial_epoch)] if chief else []
         if config.tensorboard_dir:
             logs = config.tensorboard_dir if chief else os.path.join(scratch, "tensorboard")
             callbacks.append(tf_keras.callbacks.TensorBoard(logs, profile_batch=0))

@@ -90,7 +90,7 @@ def test_the_writing_meter_counts_rows_in_blocks(csv_file, tmp_path, caplog):
         shard_tfrecords(csv_file, str(tmp_path / "blocks"), label="label", num_shards=2,
                         layout="blocks", block_rows=16)
     lines = [r.getMessage() for r in caplog.records if "writing shards" in r.getMessage()]
-    assert lines and lines[-1].startswith("writing shards: 120 records")
+    assert lines and lines[-1].startswith("writing shards: 120/120 records")
 
 
 def test_a_rerun_in_blocks_gives_the_same_rows(csv_file, tmp_path):
