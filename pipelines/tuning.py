@@ -1,4 +1,5 @@
-"""The tuning pipeline: a Dataset by URI, then tune (an Optuna study over train's settings).
+"""The tuning pipeline: a Dataset by URI, then tune (a study over train's settings, run
+locally, on Katib or on Vertex AI).
 
 The Dataset comes in through ``dsl.importer`` (shard it with the training pipeline or
 ``tfkfp shard``). tune's model is a SavedModel as train writes it, so the edge export and
@@ -22,7 +23,8 @@ class Outputs(NamedTuple):
 @sized  # every step's CPU and memory: pipelines/resources.py
 @dsl.pipeline(name="tfkfp-tuning",
               description="Tune train's settings on a Dataset with a local Optuna study that "
-                          "prunes and resumes; output the best trial's model.")
+                          "prunes and resumes, a Katib Experiment or a Vertex AI tuning job; "
+                          "output the best trial's model.")
 def tuning(
     dataset_uri: str,
     search_space: dict = {},  # noqa: B006 - KFP reads defaults from the signature
@@ -35,6 +37,8 @@ def tuning(
     algorithm: str = "tpe",
     sampler_seed: int = 0,
     train_options: dict = {},  # noqa: B006
+    engine: str = "local",
+    engine_options: dict = {},  # noqa: B006
 ) -> Outputs:
     """Tunes train's settings on a Dataset and outputs the best trial's model.
 
@@ -51,10 +55,15 @@ def tuning(
         study_dir: A path on a volume that outlives the step: a rerun resumes the study
             there. Empty: inside the output model (no resume).
         pruning: Stop trials whose per-epoch evaluation trails the median.
-        algorithm: tpe, random, or grid (categorical settings only).
+        algorithm: tpe, random, grid (categorical settings only), or
+            bayesianoptimization (katib, vertex).
         sampler_seed: The sampler's random seed; 0 for none (train's own seed goes in
             train_options).
         train_options: Train settings every trial shares, e.g. {"epochs": 5}.
+        engine: local (trials in the step's pod), katib (a Katib Experiment on the
+            cluster) or vertex (a Vertex AI HyperparameterTuningJob).
+        engine_options: katib or vertex: where trials run (namespace or project, image,
+            trials_dir, resources, ...; see the tune component).
 
     Returns:
         model: The best trial's SavedModel, as train writes it.
@@ -65,16 +74,18 @@ def tuning(
                  direction=direction, trials=trials, parallel_trials=parallel_trials,
                  study_dir=study_dir, pruning=pruning, algorithm=algorithm,
                  sampler_seed=sampler_seed,
-                 train_options=train_options)
+                 train_options=train_options, engine=engine, engine_options=engine_options)
     return Outputs(model=tuned.outputs["model"], best_settings=tuned.outputs["best_settings"])
 
 
 def check_arguments(arguments: Dict[str, Any]) -> None:
     """Refuse, before a run, what tune refuses without reading the Dataset: the search
-    space, objective, direction, budget, algorithm and shared train options."""
+    space, objective, direction, budget, engine, algorithm and shared train options."""
     from tfkfp.components.tune.options import check_options
+    from tfkfp.components.tune.remote_options import parse
 
     values = checks.with_defaults(tuning, arguments)
     checks.check_step(tune, check_options, checks.pick(
         values, "search_space", "objective", "direction", "trials", "parallel_trials",
-        "algorithm", "train_options"))
+        "algorithm", "train_options", "engine"))
+    checks.check_step(tune, parse, checks.pick(values, "engine", "engine_options"))

@@ -1,4 +1,5 @@
-"""KFP component: tune train's settings with a local Optuna study (see core.tune)."""
+"""KFP component: tune train's settings with a local Optuna study, a Katib Experiment or a
+Vertex AI HyperparameterTuningJob (see core.tune)."""
 
 from kfp import dsl
 from kfp.dsl import Artifact, Dataset, Input, Markdown, Metrics, Model, Output
@@ -25,8 +26,10 @@ def tune(
     algorithm: str = "tpe",
     sampler_seed: int = 0,
     train_options: dict = {},  # noqa: B006 - KFP reads the default; it is never mutated
+    engine: str = "local",
+    engine_options: dict = {},  # noqa: B006 - KFP reads the default; it is never mutated
 ):
-    """Tunes train's settings with an Optuna study; outputs the best trial's SavedModel.
+    """Tunes train's settings locally, on Katib or on Vertex AI; outputs the best model.
 
     Args:
         dataset: Sharded Dataset from shard_tfrecords (train and eval splits, schema).
@@ -50,11 +53,22 @@ def tune(
         study_dir: A path on a volume that outlives the step (SQLite): a rerun with the
             same study_dir resumes the study. Empty: inside the output model (no resume).
         pruning: Stop trials whose per-epoch evaluation trails the median of earlier trials.
-        algorithm: tpe (Bayesian), random, or grid (categorical settings only).
+        algorithm: tpe (Bayesian; local, katib), random, grid (categorical settings
+            only), or bayesianoptimization (katib, vertex).
         sampler_seed: The sampler's random seed; 0 for none (train's own seed goes in
             train_options).
         train_options: Train settings every trial shares, e.g. {"epochs": 5,
             "model_name": "mlp"} (train's parameters; not those searched).
+        engine: local (trials in this step's pod), katib (a Katib Experiment on the
+            cluster; trials as batch Jobs, or TrainJobs for a multi-worker strategy) or
+            vertex (a Vertex AI HyperparameterTuningJob; trials as CustomJobs). Remote
+            trials run in the suite's image.
+        engine_options: katib: namespace, image, service_account, cpu, memory, gpus,
+            volume_claim, mount_path, trials_dir (shared; default beside the model),
+            runtime (multi-worker trials), experiment_name, poll_seconds,
+            deadline_seconds. vertex: project, region,
+            image, service_account, machine_type, gpu_type, gpus, trials_dir (gs://),
+            display_name, poll_seconds, deadline_seconds.
     """
     import json
     import logging
@@ -66,7 +80,7 @@ def tune(
         dataset.path, model.path, search_space=search_space, objective=objective,
         direction=direction, trials=trials, parallel_trials=parallel_trials,
         study_dir=study_dir, pruning=pruning, algorithm=algorithm, sampler_seed=sampler_seed,
-        train_options=train_options)
+        train_options=train_options, engine=engine, engine_options=engine_options)
     model.metadata.update({"framework": "tensorflow", "tuned": True, **result.best_metrics})
     for name, value in result.metrics().items():
         metrics.log_metric(name, value)

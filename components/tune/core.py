@@ -5,18 +5,23 @@ time on the step's cores; the median pruner stops a trial whose per-epoch evalua
 the trials before it. The study lives in SQLite at ``study_dir`` (study.py): a rerun with
 the same ``study_dir`` keeps the finished trials and runs the interrupted one again.
 Everything that can be refused is refused before the first trial (options.py).
+With ``engine="katib"`` the same study runs as a Katib Experiment on the cluster instead
+(katib_run.py), with ``engine="vertex"`` as a Vertex AI HyperparameterTuningJob
+(vertex_run.py); engines.py says what each engine can express.
 """
 
 import dataclasses
 import logging
 import os
 import shutil
+import time
 from typing import Any, Dict, List, Mapping
 
 from tfkfp.components.common.data.schema import SchemaError
+from tfkfp.components.common.platform import progress
 from tfkfp.components.common.training.config import TrainConfigError
 from tfkfp.components.common.training.request import check_request, make_config
-from tfkfp.components.tune import options, study
+from tfkfp.components.tune import engines, options, study
 from tfkfp.components.tune.errors import TrialFailed, TuneError
 from tfkfp.components.tune.trials import TrialRequest, run_trial, trial_metrics
 
@@ -31,7 +36,7 @@ class TuneResult:
     study_dir: str
     objective: str
     direction: str
-    best_number: int
+    best_number: int | str  # a Katib trial is known by its name
     best_value: float
     best_settings: Dict[str, Any]
     best_metrics: Dict[str, float]
@@ -59,7 +64,8 @@ def tune(dataset: str, model_dir: str, search_space: Mapping[str, Any] | str | N
          parallel_trials: int = 1, study_dir: str = "", pruning: bool = True,
          algorithm: str = "tpe", sampler_seed: int = 0,
          train_options: Mapping[str, Any] | None = None,
-         heartbeat_seconds: int = HEARTBEAT_SECONDS) -> TuneResult:
+         heartbeat_seconds: int = HEARTBEAT_SECONDS, engine: str = "local",
+         engine_options: Mapping[str, Any] | None = None) -> TuneResult:
     """Tune train's settings on a Dataset; the best trial's SavedModel goes to ``model_dir``.
 
     Args:
@@ -78,10 +84,27 @@ def tune(dataset: str, model_dir: str, search_space: Mapping[str, Any] | str | N
             option.
         train_options: train options every trial shares (epochs, model_name, ...).
         heartbeat_seconds: How often a running trial tells the study it is alive.
+        engine: local (an Optuna study in this process), katib (a Katib Experiment) or
+            vertex (a Vertex AI HyperparameterTuningJob).
+        engine_options: The remote engine's options (remote_options.py).
     """
+    from tfkfp.components.tune import remote_options
+
+    engine_settings = remote_options.parse(engine, engine_options)
+    if engine != "local" and study_dir:
+        raise TuneError(f"study_dir is the local engine's; engine {engine!r} keeps its "
+                        "study itself")
     space, settings, folder, request = _check(
         dataset, model_dir, search_space, objective, direction, trials, parallel_trials,
-        study_dir, pruning, algorithm, sampler_seed, train_options or {})
+        study_dir, pruning, algorithm, sampler_seed, train_options or {}, engine)
+    if engine != "local":
+        from tfkfp.components.tune import katib_run, vertex_run
+
+        if pruning and engine == "vertex":
+            log.info("tune: engine vertex stops no trial early (pruning is the local and "
+                     "katib engines')")
+        remote = {"katib": katib_run.run, "vertex": vertex_run.run}[engine]
+        return remote(dataset, model_dir, settings, trials, parallel_trials, engine_settings)
     the_study = study.open_study(folder, settings, heartbeat_seconds)
     found = study.resume(the_study, heartbeat_seconds)
     todo = study.remaining(the_study, trials)
@@ -89,16 +112,18 @@ def tune(dataset: str, model_dir: str, search_space: Mapping[str, Any] | str | N
     if todo:
         the_study.optimize(lambda t: run_trial(t, request, options.suggest(t, space)),
                            n_trials=todo, n_jobs=parallel_trials, catch=(TrialFailed,),
-                           callbacks=[_progress(settings["objective"])])
+                           callbacks=[_progress(settings["objective"], todo)])
     return _result(the_study, request, folder, model_dir, settings,
                    resumed=any(found.values()))
 
 
 def _check(dataset, model_dir, search_space, objective, direction, budget, parallel_trials,
-           study_dir, pruning, algorithm, sampler_seed, train_options):
-    """Everything refused before the first trial: space, objective, budget, options."""
+           study_dir, pruning, algorithm, sampler_seed, train_options, engine="local"):
+    """Everything refused before the first trial: space, objective, budget, options; the
+    settings name the algorithm as the engine does."""
     space, fixed = options.check_options(search_space, objective, direction, budget,
-                                         parallel_trials, algorithm, train_options)
+                                         parallel_trials, algorithm, train_options, engine)
+    algorithm = engines.check_engine(engine, algorithm, space)
     objective, direction = options.check_objective(
         objective, direction, learned_task(dataset, model_dir, fixed))
     folder = study.check_study_dir(study_dir or os.path.join(model_dir, STUDY_FOLDER))
@@ -118,9 +143,12 @@ def learned_task(dataset: str, model_dir: str, fixed: Mapping[str, Any]) -> str:
         raise TuneError(f"dataset {dataset}: {err}") from err
 
 
-def _progress(objective: str):
-    """A study callback: each trial as it ends, and the best so far."""
+def _progress(objective: str, todo: int):
+    """A study callback: each trial as it ends, and the best so far (also as a progress line
+    of the ``todo`` trials this run runs)."""
     from tfkfp.components.tune import report
+
+    started, ended = time.monotonic(), iter(range(1, todo + 1))
 
     def said(the_study, trial) -> None:
         try:
@@ -131,6 +159,8 @@ def _progress(objective: str):
         state = report.STATES.get(trial.state.name, trial.state.name.lower())
         log.info("tune: trial %d %s%s %s; best so far %s", trial.number, state, value,
                  trial.params, best)
+        progress.report("tuning", next(ended, todo), "trials", time.monotonic() - started, todo,
+                        {"best": best})
 
     return said
 

@@ -24,6 +24,7 @@ from tfkfp.components.common.training.config import (
     check_fields,
 )
 from tfkfp.components.common.training.request import make_config
+from tfkfp.components.tune import engines
 from tfkfp.components.tune.errors import SearchSpaceError, TuneError
 
 # The train settings a space may tune, and the scales each allows.
@@ -45,7 +46,7 @@ DEFAULT_SPACE: Dict[str, Dict[str, Any]] = {
 }
 DIRECTIONS = ("auto", "maximize", "minimize")
 FIELD_TYPES = {f.name: f.type for f in dataclasses.fields(TrainConfig)}
-ALGORITHMS = ("tpe", "random", "grid")
+ALGORITHMS = tuple(engines.ALGORITHMS["local"])
 
 
 def parse_space(space: Mapping[str, Any] | str | None) -> Dict[str, Dict[str, Any]]:
@@ -135,13 +136,14 @@ def _check_value(name: str, value: Any) -> None:
 
 def check_options(search_space: Mapping[str, Any] | str | None = None, objective: str = "",
                   direction: str = "auto", trials: int = 8, parallel_trials: int = 1,
-                  algorithm: str = "tpe", train_options: Mapping[str, Any] | None = None
+                  algorithm: str = "tpe", train_options: Mapping[str, Any] | None = None,
+                  engine: str = "local"
                   ) -> Tuple[Dict[str, Dict[str, Any]], Dict[str, Any]]:
     """Everything tune refuses without reading its Dataset (a pipeline checks it before a
     run); the checked space and the train options every trial shares."""
     space = parse_space(search_space)
-    check_budget(trials, parallel_trials, algorithm, space)
-    fixed = fixed_settings(train_options or {}, space)
+    check_budget(trials, parallel_trials, algorithm, space, engine)
+    fixed = fixed_settings(train_options or {}, space, engine)
     known = sorted({"eval_" + m for names in TARGET_METRICS.values() for m in names})
     if objective and objective not in known:
         raise TuneError(f"objective {objective!r} is not an evaluation figure train reports; "
@@ -168,13 +170,12 @@ def check_objective(objective: str, direction: str, task: str) -> Tuple[str, str
 
 
 def check_budget(trials: int, parallel_trials: int, algorithm: str,
-                 space: Mapping[str, Mapping[str, Any]]) -> None:
+                 space: Mapping[str, Mapping[str, Any]], engine: str = "local") -> None:
     if trials < 1:
         raise TuneError(f"trials must be at least 1, got {trials}")
     if parallel_trials < 1:
         raise TuneError(f"parallel_trials must be at least 1, got {parallel_trials}")
-    if algorithm not in ALGORITHMS:
-        raise TuneError(f"algorithm {algorithm!r} is not one of {', '.join(ALGORITHMS)}")
+    engines.check_engine(engine, algorithm, space)
     ranges = [n for n, spec in space.items() if spec["type"] != "categorical"]
     if algorithm == "grid" and ranges:
         raise SearchSpaceError(f"algorithm 'grid' needs categorical settings only; "
@@ -195,9 +196,11 @@ def suggest(trial, space: Mapping[str, Mapping[str, Any]]) -> Dict[str, Any]:
     return settings
 
 
-def fixed_settings(options: Mapping[str, Any], space: Mapping[str, Any]) -> Dict[str, Any]:
+def fixed_settings(options: Mapping[str, Any], space: Mapping[str, Any],
+                   engine: str = "local") -> Dict[str, Any]:
     """The train options every trial shares, checked as train checks them; a setting both
-    fixed and searched is refused (which would win is not obvious)."""
+    fixed and searched is refused (which would win is not obvious). Only katib runs a
+    multi-process strategy's trial (as a TrainJob)."""
     options = {name: typed(name, value) for name, value in options.items()}
     both = sorted(set(options) & set(space))
     if both:
@@ -209,9 +212,11 @@ def fixed_settings(options: Mapping[str, Any], space: Mapping[str, Any]) -> Dict
         multi_process = strategies.get(config.strategy).multi_process
     except TrainConfigError as err:
         raise TuneError(f"train_options refused: {err}") from err
-    if multi_process:  # a trial is one train process (trials.py)
+    if multi_process and engine != "katib":  # a trial is one train process (trials.py)
         raise TuneError(f"train_options strategy {config.strategy!r}: a trial runs in one "
-                        f"process; use one of {', '.join(strategies.names(multi_process=False))}")
+                        f"process on engine {engine!r}; use one of "
+                        f"{', '.join(strategies.names(multi_process=False))}, or engine "
+                        "katib (multi-worker trials as TrainJobs)")
     return dict(options)
 
 

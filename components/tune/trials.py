@@ -118,6 +118,11 @@ def trial_metrics(request: TrialRequest, number: int) -> Dict[str, float]:
         return _figures(json.load(f))
 
 
+def figures(result: Dict[str, Any]) -> Dict[str, float]:
+    """The numbers of train's result (its result JSON) that describe the trial's model."""
+    return _figures(result)
+
+
 def _objective(number: int, returncode: int, paths: Dict[str, str], objective: str) -> float:
     if returncode != 0:
         with open(paths["trial.log"], errors="replace") as f:

@@ -32,7 +32,9 @@ ALLOWED_RULES = {("kubeflow.org", "tfjobs"): {"create", "get", "list", "watch", 
                  # deploy_model's NetworkPolicy beside each InferenceService: read, create,
                  # replace and delete by name (components/deploy_model/network_policy.py)
                  ("networking.k8s.io", "networkpolicies"): {"get", "create", "update",
-                                                            "delete"}}
+                                                            "delete"},
+                 # the tune step's katib engine (components/tune/katib_run.py)
+                 ("kubeflow.org", "experiments"): {"create", "get", "list", "delete"}}
 # The keys of tfkfp-config that list what an InferenceService may run (deploy_model's).
 SERVING_KEYS = ("servingImages", "servingServiceAccounts")
 # Service accounts bound by the overlays that Kubeflow Pipelines itself creates.
