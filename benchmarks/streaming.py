@@ -7,7 +7,9 @@ with the prediction scenario's model (32 float columns, a 32-256-256-10 MLP), th
 ``stream_predict`` on the BundleBasedDirectRunner:
 
 - sustained messages/s: a backlog published first, the rate between the first and the last
-  prediction published (the runner's start left out);
+  prediction published (the runner's start left out), with the model in the job and through
+  ``tfkfp serve`` (the endpoint option), mini-batched (a pull's rows a request) and one row
+  a request;
 - end-to-end latency at 20 messages/s: from publishing (an attribute the prediction carries)
   to the prediction's publish time, p50 and p99;
 - model loads in the process (goal: one);
@@ -18,8 +20,10 @@ ranking (model in the job, endpoint mini-batched, one request a row) is for Data
 not claimed from a local run.
 """
 
+import dataclasses
 import json
 import os
+import pathlib
 import statistics
 import sys
 import tempfile
@@ -33,7 +37,8 @@ from benchmarks import data
 from benchmarks.harness import Record, load_average, parse_options, print_records
 
 RATE = 20.0  # messages a second for the latency run
-MAX_BATCH_WAIT_S = 1.0  # stream_predict's default: how long a row waits for its batch
+# Where the model runs: in the job, or behind ``tfkfp serve`` with this many rows a request
+PLACES = {"in job": 0, "endpoint 64/req": 64, "endpoint 1/req": 1}
 
 
 def _rows(csv_path: str, count: int) -> List[bytes]:
@@ -71,7 +76,8 @@ def _when_answering(subscription: str, ready: threading.Event, warm: List) -> No
     ready.set()
 
 
-def _run(model: str, names: Dict[str, str], bodies: List[bytes], rate: float = 0.0):
+def _run(model: str, names: Dict[str, str], bodies: List[bytes], rate: float = 0.0,
+         endpoint=None, batch: int = 64):
     from tests.pubsub_emulator import publish, pull_all
     from tfkfp.components.stream_predict.core import stream_predict
     from tfkfp.components.stream_predict.options import stream_options
@@ -87,19 +93,20 @@ def _run(model: str, names: Dict[str, str], bodies: List[bytes], rate: float = 0
     else:
         publish(names["rows"], bodies[1:])
     options = stream_options(names["rows_sub"], names["out"], names["dead"],
-                             max_messages=len(bodies), drain_s=60,
+                             max_batch_size=batch, max_messages=len(bodies), drain_s=60,
                              duration_s=len(bodies) / max(rate, 1) + 120)
-    result = stream_predict(model, options, "direct")
+    result = stream_predict(model, options, "direct", endpoint=endpoint)
     answers = warm + pull_all(names["out_sub"], expected=result.predicted - len(warm))
     letters = pull_all(names["dead_sub"], timeout=5)
     left = pull_all(names["rows_sub"], timeout=5)
     return result, answers, letters, left
 
 
-def run(csv_path: str, work: str, quick: bool) -> List[Record]:
+def run(csv_path: str, work: str, quick: bool, smoke: bool = False) -> List[Record]:
     from benchmarks.prediction import build_model
-    from tests.pubsub_emulator import Emulator, topic_with_subscription
-    from tfkfp.components.common.beam.handler import loads_in_process
+    from tests.pubsub_emulator import Emulator
+    from tests.serve_process import running
+    from tfkfp.components.common.endpoint.options import EndpointOptions
     from tfkfp.components.shard_tfrecords.core import shard_tfrecords
 
     dataset, model = os.path.join(work, "st-dataset"), os.path.join(work, "st-model")
@@ -108,52 +115,77 @@ def run(csv_path: str, work: str, quick: bool) -> List[Record]:
     emulator = Emulator(work)
     os.environ["PUBSUB_EMULATOR_HOST"] = emulator.host
     load = load_average()
+    backlog = 40 if smoke else 200 if quick else 1000
     try:
-        records = []
-        for name, count, rate in (("backlog", 200 if quick else 1000, 0.0),
-                                  ("paced", int(RATE * (5 if quick else 30)), RATE)):
-            names = {}
-            for part in ("rows", "out", "dead"):
-                topic, sub = topic_with_subscription(f"bench-{name}-{part}")
-                names[part], names[f"{part}_sub"] = topic, sub
-            before = loads_in_process()
-            bodies = _rows(csv_path, count)
-            result, answers, letters, left = _run(model, names, bodies, rate)
-            loads = loads_in_process() - before
-            unaccounted = len(bodies) - len(answers) - len(letters) - len(left)
-            print(f"  {name}: {len(bodies)} published, {len(answers)} predicted, "
-                  f"{len(letters)} dead letters, {len(left)} left, {unaccounted} unaccounted; "
-                  f"model loads {loads}", flush=True)
-            records += _figures(name, answers, load)
+        records = [_scenario("backlog", model, _rows(csv_path, backlog), 0.0, load)]
+        with running(model, tmp_path=pathlib.Path(work)) as server:
+            url = f"http://127.0.0.1:{server.port}"
+            for place, batch in list(PLACES.items())[1:]:
+                endpoint = EndpointOptions(url, batch_rows=batch)
+                records.append(_scenario("backlog", model, _rows(csv_path, backlog // 2),
+                                         0.0, load, place, endpoint, batch))
+        records[1:] = [dataclasses.replace(r, anchor="the model in the job's rate",
+                                           anchor_value=records[0].ours)
+                       for r in records[1:]]
+        paced = _rows(csv_path, int(RATE * (2 if smoke else 5 if quick else 30)))
+        records += _scenario("paced", model, paced, RATE, load)
         return records
     finally:
         emulator.stop()
 
 
-def _figures(name: str, answers, load: float) -> List[Record]:
-    published = sorted(m.publish_time.timestamp() for m in answers)
+PLACES_FIRST = next(iter(PLACES))
+
+
+def _scenario(name: str, model: str, bodies: List[bytes], rate: float, load: float,
+              place: str = PLACES_FIRST, endpoint=None, batch: int = 64):
+    """One stream over fresh topics; its figures (the backlog's rate, or the paced run's
+    latencies)."""
+    from tests.pubsub_emulator import topic_with_subscription
+    from tfkfp.components.common.beam.handler import loads_in_process
+
+    names = {}
+    for part in ("rows", "out", "dead"):
+        topic, sub = topic_with_subscription(f"bench-{name}-{PLACES[place]}-{part}")
+        names[part], names[f"{part}_sub"] = topic, sub
+    before = loads_in_process()
+    result, answers, letters, left = _run(model, names, bodies, rate, endpoint, batch)
+    loads = loads_in_process() - before
+    unaccounted = len(bodies) - len(answers) - len(letters) - len(left)
+    print(f"  {name}, {place}: {len(bodies)} published, {len(answers)} predicted, "
+          f"{len(letters)} dead letters, {len(left)} left, {unaccounted} unaccounted; "
+          f"model loads in this process {loads}", flush=True)
     if name == "backlog":
-        rate = (len(published) - 1) / max(published[-1] - published[0], 1e-9)
-        print(f"  sustained: {rate:,.1f} messages/s", flush=True)
-        return [Record("streaming, backlog", "messages/s", rate,
-                       f"the paced run's {RATE:g} messages/s", RATE, None, load)]
+        return _rate(place, answers, load)
+    return _latencies(answers, load)
+
+
+def _rate(place: str, answers, load: float) -> Record:
+    published = sorted(m.publish_time.timestamp() for m in answers)
+    rate = (len(published) - 1) / max(published[-1] - published[0], 1e-9)
+    print(f"  sustained, {place}: {rate:,.1f} messages/s", flush=True)
+    return Record(f"stream, {place}", "messages/s", rate,
+                  f"the paced run's {RATE:g} messages/s", RATE, None, load)
+
+
+def _latencies(answers, load: float) -> List[Record]:
     latencies = sorted(m.publish_time.timestamp() - float(m.attributes["sent"])
                        for m in answers if "sent" in m.attributes)
     p50 = statistics.median(latencies)
     p99 = latencies[min(len(latencies) - 1, int(0.99 * len(latencies)))]
     print(f"  latency at {RATE:g} messages/s: p50 {p50 * 1000:.0f} ms, p99 {p99 * 1000:.0f} ms",
           flush=True)
-    wait_ms = 1000 * MAX_BATCH_WAIT_S
-    return [Record(f"streaming, {RATE:g}/s", "p50 latency ms", p50 * 1000,
-                   "the batch wait (ms)", wait_ms, None, load),
-            Record(f"streaming, {RATE:g}/s", "p99 latency ms", p99 * 1000,
-                   "the batch wait (ms)", wait_ms, None, load)]
+    interval_ms = 1000 / RATE
+    return [Record(f"stream, {RATE:g}/s paced", "p50 latency ms", p50 * 1000,
+                   "the publish interval (ms)", interval_ms, None, load),
+            Record(f"stream, {RATE:g}/s paced", "p99 latency ms", p99 * 1000,
+                   "the publish interval (ms)", interval_ms, None, load)]
 
 
 def main(argv=None) -> int:
     args = parse_options("python -m benchmarks.streaming", argv, "fewer messages")
     with tempfile.TemporaryDirectory(prefix="tfkfp-bench-") as work:
-        records = run(data.write_table(work, 5000), work, args.quick or args.smoke)
+        records = run(data.write_table(work, 5000), work, args.quick, args.smoke)
     print_records(records)
     return 0
 

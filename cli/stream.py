@@ -10,6 +10,8 @@ import argparse
 import json
 import sys
 
+from tfkfp.components.common.endpoint.options import PROTOCOLS
+
 
 def add_parser(commands) -> None:
     stream = commands.add_parser(
@@ -18,7 +20,10 @@ def add_parser(commands) -> None:
         "Apache Beam streaming job: one prediction message per row to --output-topic, each "
         "row that cannot be predicted to --dead-letter-topic naming why. Set "
         "PUBSUB_EMULATOR_HOST to use the Pub/Sub emulator.")
-    stream.add_argument("model", help="a tfkfp SavedModel or TFLite bundle directory")
+    stream.add_argument("model", nargs="?", default="",
+                        help="a tfkfp SavedModel or TFLite bundle directory (with "
+                        "--endpoint-url: only its schema is read, and it may be left out "
+                        "when the endpoint's metadata lists its inputs)")
     stream.add_argument("--subscription", required=True,
                         help="projects/PROJECT/subscriptions/NAME: a message is one row (a "
                         "JSON object) or several (a JSON array)")
@@ -38,6 +43,22 @@ def add_parser(commands) -> None:
     stream.add_argument("--runner", default="direct", choices=("direct", "dataflow"),
                         help="direct: here, until a limit or Ctrl-C; dataflow: launch the "
                         "job and return")
+    endpoint = stream.add_argument_group(
+        "endpoint", "predict through a serving endpoint instead of loading the model in the "
+        "job: one request a batch of --max-batch-size rows")
+    endpoint.add_argument("--endpoint-url", default="", metavar="URL",
+                          help="the server's base URL (tfkfp serve, KServe, any Open "
+                          "Inference Protocol or KServe v1 server) or a Vertex AI Endpoint")
+    endpoint.add_argument("--endpoint-model", default="model", metavar="NAME")
+    endpoint.add_argument("--endpoint-protocol", default="v2", choices=PROTOCOLS)
+    endpoint.add_argument("--endpoint-token-file", default="", metavar="PATH",
+                          help="a file holding a bearer token")
+    endpoint.add_argument("--endpoint-token-env", default="", metavar="VARIABLE",
+                          help="an environment variable holding a bearer token")
+    endpoint.add_argument("--endpoint-retries", type=int, default=8, metavar="N")
+    endpoint.add_argument("--endpoint-timeout", type=float, default=120.0,
+                          metavar="SECONDS", help="how long to wait for each read of an "
+                          "answer")
     stream.add_argument("--beam-options", default="{}", type=json.loads, metavar="JSON",
                         help='the runner\'s settings, e.g. {"project": "p", "region": '
                         '"europe-west4", "temp_location": "gs://b/tmp"}')
@@ -48,12 +69,21 @@ def run(args: argparse.Namespace) -> None:
 
     import_tensorflow_quietly()  # before the job's own lines, not among them
     from tfkfp.components.stream_predict.core import stream_predict
-    from tfkfp.components.stream_predict.options import stream_options
+    from tfkfp.components.stream_predict.options import stream_endpoint, stream_options
 
     options = stream_options(args.subscription, args.output_topic, args.dead_letter_topic,
                              args.keys, args.top_k, args.max_batch_size, args.max_batch_wait,
                              args.max_messages, args.duration, args.drain)
-    result = stream_predict(args.model, options, args.runner, args.beam_options)
+    endpoint = stream_endpoint(args.endpoint_url, args.endpoint_model, args.endpoint_protocol,
+                               {}, args.endpoint_token_file, args.endpoint_token_env,
+                               args.endpoint_retries, args.endpoint_timeout,
+                               args.max_batch_size)
+    if endpoint is None and not args.model:  # a usage error: exit 2, as argparse's
+        print("tfkfp stream: error: give a model, or --endpoint-url to predict through a "
+              "serving endpoint", file=sys.stderr)
+        raise SystemExit(2)
+    result = stream_predict(args.model, options, args.runner, args.beam_options,
+                            endpoint=endpoint)
     if result.job_id:
         print(f"Dataflow job {result.job_id} launched")
     else:

@@ -34,6 +34,14 @@ def streaming_prediction(
     runner: str = "dataflow",
     beam_options: Dict[str, str] = {},  # noqa: B006
     follow: bool = False,
+    endpoint_url: str = "",
+    endpoint_model: str = "model",
+    endpoint_protocol: str = "v2",
+    endpoint_headers: Dict[str, str] = {},  # noqa: B006
+    endpoint_token_file: str = "",
+    endpoint_token_env: str = "",
+    endpoint_retries: int = 8,
+    endpoint_timeout_s: float = 120.0,
 ):
     """Predictions for the rows of a Pub/Sub subscription, one message per row to
     output_topic, every row that cannot be predicted to dead_letter_topic.
@@ -58,6 +66,15 @@ def streaming_prediction(
         beam_options: The runner's settings, e.g. {"project": "p", "region":
             "us-central1", "temp_location": "gs://b/tmp", "sdk_container_image": "..."}.
         follow: With dataflow, stay until the job ends and drain it when stopped.
+        endpoint_url: Predict through this serving endpoint instead of loading the model
+            in the job (one request a batch; the model then names the columns sent).
+        endpoint_model: The model's name in the endpoint's URLs.
+        endpoint_protocol: v2 (Open Inference Protocol), v1 (KServe v1) or vertex.
+        endpoint_headers: Extra request headers (e.g. Host for an ingress); never a token.
+        endpoint_token_file: A file holding a bearer token (e.g. a mounted Secret).
+        endpoint_token_env: An environment variable holding a bearer token.
+        endpoint_retries: Attempts after the first on 429, 502-504 and lost connections.
+        endpoint_timeout_s: Seconds to wait for each read of an answer.
     """
     model = dsl.importer(artifact_uri=model_uri, artifact_class=dsl.Model, reimport=False)
     stream_predict(model=model.output, subscription=subscription, output_topic=output_topic,
@@ -65,19 +82,31 @@ def streaming_prediction(
                    max_batch_size=max_batch_size, max_batch_wait_s=max_batch_wait_s,
                    max_messages=max_messages, duration_s=duration_s, drain_s=drain_s,
                    id_label=id_label, runner=runner, beam_options=beam_options,
-                   follow=follow)
+                   follow=follow, endpoint_url=endpoint_url, endpoint_model=endpoint_model,
+                   endpoint_protocol=endpoint_protocol, endpoint_headers=endpoint_headers,
+                   endpoint_token_file=endpoint_token_file,
+                   endpoint_token_env=endpoint_token_env, endpoint_retries=endpoint_retries,
+                   endpoint_timeout_s=endpoint_timeout_s)
 
 
 def check_arguments(arguments: Dict[str, Any]) -> None:
     """Refuse what stream_predict would refuse before any work, before a run starts."""
     from tfkfp.components.common.beam.runners import check_runner
-    from tfkfp.components.stream_predict.options import check_runner_fits, stream_options
+    from tfkfp.components.stream_predict.options import (
+        check_runner_fits,
+        stream_endpoint,
+        stream_options,
+    )
 
     values = checks.with_defaults(streaming_prediction, arguments)
 
     def check(subscription, output_topic, dead_letter_topic, keys, top_k, max_batch_size,
               max_batch_wait_s, max_messages, duration_s, drain_s, id_label, runner,
-              beam_options):
+              beam_options, endpoint_url, endpoint_model, endpoint_protocol, endpoint_headers,
+              endpoint_token_file, endpoint_token_env, endpoint_retries, endpoint_timeout_s):
+        stream_endpoint(endpoint_url, endpoint_model, endpoint_protocol, endpoint_headers,
+                        endpoint_token_file, endpoint_token_env, endpoint_retries,
+                        endpoint_timeout_s, max_batch_size)
         options = stream_options(subscription, output_topic, dead_letter_topic, keys, top_k,
                                  max_batch_size, max_batch_wait_s, max_messages, duration_s,
                                  drain_s, id_label)

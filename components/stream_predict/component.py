@@ -29,6 +29,14 @@ def stream_predict(
     runner: str = "dataflow",
     beam_options: Dict[str, str] = {},  # noqa: B006
     follow: bool = False,
+    endpoint_url: str = "",
+    endpoint_model: str = "model",
+    endpoint_protocol: str = "v2",
+    endpoint_headers: Dict[str, str] = {},  # noqa: B006
+    endpoint_token_file: str = "",
+    endpoint_token_env: str = "",
+    endpoint_retries: int = 8,
+    endpoint_timeout_s: float = 120.0,
 ):
     """Predicts the rows of a Pub/Sub subscription with a tfkfp model in an Apache Beam
     streaming job: one prediction message per row to output_topic, each row that cannot
@@ -63,18 +71,36 @@ def stream_predict(
             region, temp_location, sdk_container_image, ...).
         follow: With dataflow, stay until the job ends and drain it when the step is
             stopped, instead of returning once it runs.
+        endpoint_url: Predict through this serving endpoint (tfkfp serve, KServe, any Open
+            Inference Protocol or KServe v1 server, a Vertex AI Endpoint) instead of
+            loading the model in the job: one request a batch of max_batch_size rows,
+            retried with backoff; the model then only names the columns sent.
+        endpoint_model: The model's name in the endpoint's URLs.
+        endpoint_protocol: v2 (Open Inference Protocol), v1 (KServe v1) or vertex.
+        endpoint_headers: Extra request headers (e.g. Host for an ingress); never a token.
+        endpoint_token_file: A file holding a bearer token (e.g. a mounted Secret).
+        endpoint_token_env: An environment variable holding a bearer token.
+        endpoint_retries: Attempts after the first on 429, 502-504 and lost connections.
+        endpoint_timeout_s: Seconds to wait for each read of an answer.
     """
     import logging
 
     from tfkfp.components.stream_predict.core import stream_predict as run
-    from tfkfp.components.stream_predict.options import check_runner_fits, stream_options
+    from tfkfp.components.stream_predict.options import (
+        check_runner_fits,
+        stream_endpoint,
+        stream_options,
+    )
 
     logging.basicConfig(level=logging.INFO)
     options = stream_options(subscription, output_topic, dead_letter_topic, keys, top_k,
                              max_batch_size, max_batch_wait_s, max_messages, duration_s,
                              drain_s, id_label)
     check_runner_fits(options, runner, in_step=True)
-    result = run(model.path, options, runner, beam_options, gcp_resources, follow)
+    endpoint = stream_endpoint(endpoint_url, endpoint_model, endpoint_protocol,
+                               endpoint_headers, endpoint_token_file, endpoint_token_env,
+                               endpoint_retries, endpoint_timeout_s, max_batch_size)
+    result = run(model.path, options, runner, beam_options, gcp_resources, follow, endpoint)
     metrics.metadata.update({"runner": result.runner, "job_id": result.job_id,
                              "stopped_by": result.stopped_by})
     for name in ("messages", "rows", "predicted", "dead_lettered", "unfinished"):

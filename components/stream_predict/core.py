@@ -17,11 +17,13 @@ import hashlib
 import signal
 import threading
 import time
-from typing import Dict
+from typing import Dict, List
 
 from tfkfp.components.common.beam.rows import model_schema
 from tfkfp.components.common.beam.runners import check_runner
-from tfkfp.components.common.platform import vertex_jobs
+from tfkfp.components.common.data.schema import Column
+from tfkfp.components.common.endpoint.options import EndpointOptions
+from tfkfp.components.common.platform import progress, vertex_jobs
 from tfkfp.components.common.platform.progress import log
 from tfkfp.components.stream_predict.errors import StreamInputError
 from tfkfp.components.stream_predict.options import (
@@ -62,8 +64,11 @@ class StreamResult:
 
 def stream_predict(model_uri: str, options: StreamOptions, runner: str = "dataflow",
                    beam_options: Dict[str, str] | None = None, gcp_resources: str = "",
-                   follow: bool = False) -> StreamResult:
-    """Run the stream; see the module docstring."""
+                   follow: bool = False, endpoint: EndpointOptions | None = None
+                   ) -> StreamResult:
+    """Run the stream; see the module docstring. ``endpoint``: predict through this
+    serving endpoint instead of loading the model in the job (``model_uri`` then only
+    names the columns sent, and may be "" when the endpoint's metadata lists them)."""
     import apache_beam as beam
 
     from tfkfp.components.common.beam.runners import pipeline_options
@@ -71,27 +76,49 @@ def stream_predict(model_uri: str, options: StreamOptions, runner: str = "datafl
     from tfkfp.components.stream_predict.stream import build
 
     settings = dict(beam_options or {})
-    _check(model_uri, options, runner, settings)
+    columns = _check(model_uri, options, runner, settings, endpoint)
     check_exists(options)
     if gcp_resources:  # none until a Dataflow job is launched, which names itself there
         vertex_jobs.write_gcp_resources(gcp_resources)
     pipeline = beam.Pipeline(options=pipeline_options(runner, settings, _job_name(options),
                                                       streaming=True))
-    build(pipeline, options, model_uri, options.id_label, spread=runner != "direct")
+    build(pipeline, options, model_uri, options.id_label, local=runner == "direct",
+          endpoint=endpoint, columns=columns)
     if runner == "dataflow":
         return _on_dataflow(pipeline, settings, gcp_resources, follow)
     return _run_here(pipeline, options, runner)
 
 
-def _check(model_uri: str, options: StreamOptions, runner: str, settings: Dict) -> None:
+def _check(model_uri: str, options: StreamOptions, runner: str, settings: Dict,
+           endpoint: EndpointOptions | None) -> List[Column]:
+    """Everything refused before any work; the columns each row is encoded into."""
     check_stream(options)
     try:
         check_runner(runner, settings)
     except ValueError as err:
         raise StreamInputError(str(err)) from None
     check_runner_fits(options, runner)
+    if endpoint is not None:
+        return _endpoint_columns(model_uri, endpoint)
     try:
-        model_schema(model_uri)
+        return model_schema(model_uri).features
+    except (ValueError, OSError) as err:
+        raise StreamInputError(f"model {model_uri}: {err}") from None
+
+
+def _endpoint_columns(model_uri: str, endpoint: EndpointOptions) -> List[Column]:
+    """The endpoint answers ready (checked now, not at the first batch); the columns its
+    model takes: the model artifact's schema when given, else the endpoint's metadata."""
+    from tfkfp.components.common.beam.endpoint_handler import connect_once, endpoint_columns
+
+    try:
+        connect_once(endpoint)
+        if not model_uri:
+            return endpoint_columns(endpoint)
+    except (ValueError, OSError) as err:  # EndpointInputError is a ValueError
+        raise StreamInputError(str(err)) from None
+    try:
+        return model_schema(model_uri).features
     except (ValueError, OSError) as err:
         raise StreamInputError(f"model {model_uri}: {err}") from None
 
@@ -127,7 +154,7 @@ def _run_here(pipeline, options: StreamOptions, runner: str) -> StreamResult:
                     reason = reason or "job ended"
                     break
                 if now - reported >= REPORT_S:
-                    log.info("streaming: %s", _progress(counts, now - started))
+                    _report(counts, now - started)
                     reported = now
                 time.sleep(POLL_S)
             counts = _drain(result, options.drain_s)
@@ -170,10 +197,9 @@ def _ended(result) -> bool:
                                                       "STOPPED", "DRAINED")
 
 
-def _progress(counts: Dict[str, int], elapsed: float) -> str:
-    return (f"{counts['messages']:,} messages in, {counts['predicted']:,} predicted, "
-            f"{counts['dead_lettered']:,} dead-lettered, "
-            f"{counts['messages'] / max(elapsed, 1e-9):.1f} messages/s")
+def _report(counts: Dict[str, int], elapsed: float) -> None:
+    progress.report("streaming", counts["messages"], "messages", elapsed, figures={
+        "predicted": f"{counts['predicted']:,}", "dead-lettered": f"{counts['dead_lettered']:,}"})
 
 
 def _job_name(options: StreamOptions) -> str:

@@ -107,3 +107,21 @@ def check_runner_fits(options: StreamOptions, runner: str, in_step: bool = False
         raise StreamInputError(f"id_label {options.id_label!r}: the local runner cannot "
                                "de-duplicate (Beam's DirectRunner refuses it); leave it empty "
                                "or run on dataflow")
+
+
+def stream_endpoint(endpoint_url: str, endpoint_model: str = "model",
+                    endpoint_protocol: str = "v2", endpoint_headers: Dict | None = None,
+                    endpoint_token_file: str = "", endpoint_token_env: str = "",
+                    endpoint_retries: int = 8, endpoint_timeout_s: float = 120.0,
+                    max_batch_size: int = 64):
+    """The endpoint a stream predicts through, as checked EndpointOptions (one request a
+    batch of at most max_batch_size rows); None when endpoint_url is empty (the model is
+    loaded in the job)."""
+    from tfkfp.components.common.endpoint.options import endpoint_options
+
+    try:
+        return endpoint_options(endpoint_url, endpoint_model, endpoint_protocol,
+                                max_batch_size, 1, endpoint_headers, endpoint_token_file,
+                                endpoint_token_env, endpoint_retries, endpoint_timeout_s)
+    except ValueError as err:
+        raise StreamInputError(str(err)) from None

@@ -5,12 +5,15 @@ A message is one row (a JSON object) or several (a JSON array). Each row is enco
 own (``common.beam.rows``): a message that is not JSON, a row missing a column or holding a
 non-finite value is a dead letter of its own, never its batch. The rows are batched by
 RunInference (``max_batch_size``, ``max_batch_wait_s``) and predicted by the suite's handler,
-the model loaded once per worker process; a row the model fails on is a dead letter too.
+the model loaded once per worker process, or sent to a serving endpoint (one request a
+batch, common.beam.endpoint_handler); a row the model or the endpoint fails on is a dead
+letter too.
 
 A prediction message holds the row's key fields and batch_predict's prediction fields as
 JSON; its attributes are the input's, plus ``message_id`` (the input message's), ``row``
 (its place in the message), ``model`` and ``model_version`` (common.model.version: the
-version folder's number or the model's fingerprint). A dead letter holds the reason, the message id,
+version folder's number or the model's fingerprint; through an endpoint, its predict URL
+and the version its answer names). A dead letter holds the reason, the message id,
 the row's place and the row (or the message's text) as JSON, the reason also as an
 attribute. Counters (``tfkfp`` namespace): messages, rows, predicted, dead_lettered.
 """
@@ -24,6 +27,7 @@ from apache_beam.io.gcp.pubsub import PubsubMessage, ReadFromPubSub, WriteToPubS
 from apache_beam.metrics import Metrics
 from apache_beam.ml.inference.base import RunInference
 
+from tfkfp.components.common.beam.endpoint_handler import EndpointModelHandler, connect_once
 from tfkfp.components.common.beam.handler import (
     NAMESPACE,
     KeyedTfkfpModelHandler,
@@ -31,6 +35,8 @@ from tfkfp.components.common.beam.handler import (
     TfkfpModelHandler,
 )
 from tfkfp.components.common.beam.rows import RowEncoder, RowError, model_schema
+from tfkfp.components.common.data.schema import Column
+from tfkfp.components.common.endpoint.options import EndpointOptions
 from tfkfp.components.common.model.version import answered_version
 from tfkfp.components.stream_predict.options import StreamOptions, attributes_of
 
@@ -60,23 +66,34 @@ def _count(name: str, amount: int = 1) -> None:
 
 
 def build(pipeline, options: StreamOptions, model_uri: str, id_label: str = "",
-          spread: bool = True) -> None:
-    """The job's stages on a streaming Beam pipeline."""
-    handler = KeyedTfkfpModelHandler(TfkfpModelHandler(
-        model_uri, top_k=options.top_k, max_batch_size=options.max_batch_size,
-        max_batch_duration_secs=max(1, round(options.max_batch_wait_s))))
+          local: bool = False, endpoint: EndpointOptions | None = None,
+          columns: List[Column] | None = None) -> None:
+    """The job's stages on a streaming Beam pipeline: the model in the job, or with
+    ``endpoint`` the model behind it (``columns``: the features sent, when no model names
+    them). ``local``: for Beam's DirectRunner (see ``_batching``)."""
+    columns = columns or model_schema(model_uri).features
+    batching = _batching(options, local)
+    if endpoint is None:
+        handler = KeyedTfkfpModelHandler(TfkfpModelHandler(model_uri, top_k=options.top_k,
+                                                           **batching))
+        answered_by = model_uri
+    else:
+        handler = KeyedTfkfpModelHandler(EndpointModelHandler(endpoint, columns, options.top_k,
+                                                         **batching))
+        answered_by = connect_once(endpoint).predict_url
     read = {"subscription": options.subscription, "with_attributes": True}
     if id_label:  # Dataflow de-duplicates on it; the DirectRunner refuses it
         read["id_label"] = id_label
     messages = pipeline | "Read" >> ReadFromPubSub(**read)
-    if spread:  # the model stage scales apart from the read (on Dataflow; the local
+    if not local:  # the model stage scales apart from the read (on Dataflow; the local
         # runner then held every pull after its first)
         messages = messages | "Spread" >> beam.Reshuffle()
-    rows = messages | "Rows" >> beam.ParDo(_Rows(model_uri, options.keys)).with_outputs(
+    rows = messages | "Rows" >> beam.ParDo(_Rows(columns, options.keys)).with_outputs(
         "dead", main="rows")
     answered, failed = (rows.rows | "Predict" >> RunInference(handler)
                         .with_exception_handling())
-    out = answered | "Answer" >> beam.ParDo(_Answer(model_uri)).with_output_types(
+    out = answered | "Answer" >> beam.ParDo(_Answer(answered_by, endpoint is None)
+                                           ).with_output_types(
         PubsubMessage).with_outputs("dead", main="predictions")
     lost = failed.failed_inferences | "FailedBatches" >> beam.FlatMap(
         _failed_batch).with_output_types(PubsubMessage)
@@ -87,14 +104,25 @@ def build(pipeline, options: StreamOptions, model_uri: str, id_label: str = "",
                                                with_attributes=True))
 
 
+def _batching(options: StreamOptions, local: bool) -> Dict[str, Any]:
+    """RunInference's batching. On a runner with a real clock, a batch waits up to
+    max_batch_wait_s to fill (a stateful batch with a processing-time timer). Beam's
+    DirectRunner fires that timer only when another bundle arrives, so the rows of the
+    last pull before a quiet spell waited for the next message (rows left unfinished at
+    a stop): locally a batch is a bundle's rows (a pull, up to 10 messages), flushed as
+    the bundle ends."""
+    wait = None if local else max(1, round(options.max_batch_wait_s))
+    return {"max_batch_size": options.max_batch_size, "max_batch_duration_secs": wait}
+
+
 class _Rows(beam.DoFn):
     """A message's rows, each encoded alone: ((message id, row, keys, attributes), row)."""
 
-    def __init__(self, model_uri: str, keys: List[str]):
-        self.model_uri, self.keys = model_uri, list(keys)
+    def __init__(self, columns: List[Column], keys: List[str]):
+        self.columns, self.keys = list(columns), list(keys)
 
     def setup(self):
-        self.encoder = RowEncoder(model_schema(self.model_uri).features)
+        self.encoder = RowEncoder(self.columns)
 
     def process(self, message: PubsubMessage):
         _count("messages")
@@ -118,13 +146,15 @@ class _Rows(beam.DoFn):
 
 
 class _Answer(beam.DoFn):
-    """A prediction message per answered row, or a dead letter for a row the model failed."""
+    """A prediction message per answered row, or a dead letter for a row the model failed.
+    ``model``: the model's URI, or the endpoint's predict URL (whose answers name their
+    version)."""
 
-    def __init__(self, model_uri: str):
-        self.model_uri = model_uri
+    def __init__(self, model: str, in_job: bool):
+        self.model_uri, self.in_job = model, in_job
 
     def setup(self):
-        version = answered_version(self.model_uri)
+        version = answered_version(self.model_uri) if self.in_job else ""
         self.model = {"model": self.model_uri[-MAX_ATTRIBUTE:],
                       **({"model_version": version} if version else {})}
 
@@ -135,8 +165,11 @@ class _Answer(beam.DoFn):
             return
         _count("predicted")
         body = {**dict(keys), **result.inference.fields()}
+        answered = {"model_version": result.inference.version[:MAX_ATTRIBUTE]} \
+            if result.inference.version else {}
         yield PubsubMessage(json.dumps(body).encode(), {
-            **dict(attributes), "message_id": message_id, "row": str(place), **self.model})
+            **dict(attributes), "message_id": message_id, "row": str(place), **self.model,
+            **answered})
 
 
 def _failed_batch(failure) -> List:

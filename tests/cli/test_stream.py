@@ -31,7 +31,8 @@ def _bodies(count, first_id):
 
 def _stream(model, subscription, out, dead, *more):
     return subprocess.Popen(
-        [sys.executable, "-m", "tfkfp.cli.main", "stream", model, "--subscription",
+        [sys.executable, "-m", "tfkfp.cli.main", "stream", *([model] if model else []),
+         "--subscription",
          subscription, "--output-topic", out, "--dead-letter-topic", dead,
          "--keys", "row id", "--drain", "20", *more],
         stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
@@ -83,3 +84,34 @@ def test_a_killed_stream_loses_at_most_its_pulls_in_flight_and_a_restart_goes_on
     print(f"published {published}: {len(answered)} answered, {len(left)} left, {lost} lost "
           "with the killed runner's pulls")
     assert not letters and 0 <= lost <= PULLS_IN_FLIGHT * PULL_AT_ONCE, (len(answered), lost)
+
+
+def test_a_stream_through_a_served_model_needs_no_model_folder(pubsub_emulator, beam_table,
+                                                               tmp_path):
+    """The columns come from the endpoint's metadata; each prediction names the endpoint."""
+    from serve_process import running
+
+    rows_in, subscription = topic_with_subscription("served-rows")
+    out, out_sub = topic_with_subscription("served-predictions")
+    dead, _dead_sub = topic_with_subscription("served-dead")
+    publish(rows_in, _bodies(9, 300))
+    with running(beam_table.model, tmp_path=tmp_path) as server:
+        url = f"http://127.0.0.1:{server.port}"
+        process = _stream("", subscription, out, dead, "--endpoint-url", url,
+                          "--max-messages", "9")
+        stdout, stderr = process.communicate(timeout=300)
+    assert process.returncode == 0, stderr[-3000:]
+    assert stdout.strip().splitlines()[-1].startswith("9 messages in, 9 predicted, 0 "
+                                                      "dead-lettered"), stdout
+    answers = pull_all(out_sub, expected=9)
+    assert {m.attributes["model"] for m in answers} == {f"{url}/v2/models/model/infer"}
+    assert {json.loads(m.data)["row id"] for m in answers} == set(range(300, 309))
+
+
+def test_a_stream_without_a_model_or_an_endpoint_is_a_usage_error():
+    process = _stream("", "projects/local-project/subscriptions/rows",
+                      "projects/local-project/topics/out", "projects/local-project/topics/dead")
+    _stdout, stderr = process.communicate(timeout=120)
+    assert process.returncode == 2
+    assert "give a model, or --endpoint-url" in stderr
+

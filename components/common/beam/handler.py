@@ -33,12 +33,14 @@ NAMESPACE = "tfkfp"  # every counter the suite's Beam jobs report
 
 class RowPrediction(NamedTuple):
     """One row's answer: a classifier's k best class ids, names and scores (best first), or a
-    regressor's value. A tuple: a job makes one a row, so it must be cheap to make."""
+    regressor's value; ``version``: the model version an endpoint answered with ("": the
+    job's own model). A tuple: a job makes one a row, so it must be cheap to make."""
 
     class_ids: Tuple[int, ...] = ()
     classes: Tuple[str, ...] = ()
     scores: Tuple[float, ...] = ()
     value: float | None = None
+    version: str = ""
 
     def fields(self) -> Dict[str, Any]:
         """batch_predict's prediction fields: class, class_id, score (and top_classes,
@@ -47,7 +49,7 @@ class RowPrediction(NamedTuple):
             return {"value": self.value}
         out = {"class": self.classes[0], "class_id": self.class_ids[0],
                "score": self.scores[0]}
-        if len(self.class_ids) > 1:
+        if len(self.classes) > 1:
             out.update(top_classes=list(self.classes), top_scores=list(self.scores))
         return out
 
@@ -160,10 +162,11 @@ class TfkfpModelHandler(ModelHandler[Dict[str, np.ndarray], Any, _Loaded]):
 
 
 class KeyedTfkfpModelHandler(KeyedModelHandler):
-    """``KeyedModelHandler(TfkfpModelHandler(...))`` for (key, row) elements, each key
-    carried to its answer, without Beam's pickling of every batch's keys to size it."""
+    """``KeyedModelHandler(TfkfpModelHandler(...))`` (or an EndpointModelHandler) for (key,
+    row) elements, each key carried to its answer, without Beam's pickling of every batch's
+    keys to size it."""
 
-    def __init__(self, unkeyed: TfkfpModelHandler):
+    def __init__(self, unkeyed: ModelHandler):
         super().__init__(unkeyed)
 
     def get_num_bytes(self, batch: Sequence[Tuple[Any, Dict[str, np.ndarray]]]) -> int:

@@ -1,0 +1,115 @@
+"""stream_predict through a real ``tfkfp serve`` (the endpoint option) against the Pub/Sub
+emulator: the server killed with requests in flight and restarted on its port mid-stream,
+every row still answered once as batch_predict answers it, the retries counted, bad rows
+dead-lettered one by one; an endpoint that does not answer refused before any work."""
+
+import json
+import os
+import signal
+import subprocess
+import sys
+import threading
+
+import numpy as np
+import pytest
+from beam_table import HEADER, rows
+from pubsub_emulator import publish, pull_all, topic_with_subscription
+from serve_process import Server, free_port
+
+from tfkfp.components.batch_predict.core import batch_predict
+from tfkfp.components.common.beam.endpoint_handler import connect_once
+from tfkfp.components.common.endpoint.options import EndpointOptions
+from tfkfp.components.stream_predict.core import stream_predict
+from tfkfp.components.stream_predict.errors import StreamInputError
+from tfkfp.components.stream_predict.options import stream_options
+
+pytestmark = pytest.mark.slow
+
+
+def start(model: str, port: int, log: str, env=None) -> Server:
+    """``tfkfp serve`` on a given port (the restarted server takes the same one)."""
+    command = [sys.executable, "-m", "tfkfp.cli.main", "serve", model, "--host", "127.0.0.1",
+               "--port", str(port), "--threads", "2", "--top-k", "2"]
+    with open(log, "w") as out:
+        process = subprocess.Popen(command, stdout=out, stderr=subprocess.STDOUT,
+                                   env={**os.environ, "TF_CPP_MIN_LOG_LEVEL": "2",
+                                        **(env or {})})
+    server = Server(process, port, log)
+    server.wait_until(server.alive, "listening")
+    server.wait_until(server.ready, "ready")
+    return server
+
+
+def _table():
+    table = [dict(zip(HEADER, r)) for r in rows(24, 47, first_id=7000)]
+    for row in table:  # a JSON gap is null
+        row.update({k: None for k in ("mean radius", "a.b[0]") if row[k] == ""})
+    table[3]["mean radius"] = "-inf"  # a non-finite value
+    del table[5]["Größe"]  # a column missing
+    return table
+
+
+def test_a_server_restarted_mid_stream_loses_no_row(pubsub_emulator, beam_table, tmp_path):
+    rows_in, subscription = topic_with_subscription("via-endpoint-rows")
+    out, out_sub = topic_with_subscription("via-endpoint-predictions")
+    dead, dead_sub = topic_with_subscription("via-endpoint-dead")
+    table = _table()
+    ids = publish(rows_in, [json.dumps(r).encode() for r in table])
+    port = free_port()
+    gate = str(tmp_path / "never")  # not created: the first server's model calls all wait
+    first = start(beam_table.model, port, str(tmp_path / "first.log"),
+                  {"TFKFP_SERVE_CALL_GATE": gate})
+    endpoint = EndpointOptions(f"http://127.0.0.1:{port}", retries=12, timeout_s=60)
+    options = stream_options(subscription, out, dead, keys=["row id"], top_k=2,
+                             max_batch_size=8, max_messages=len(table), drain_s=120)
+    done = {}
+    thread = threading.Thread(target=lambda: done.update(
+        result=stream_predict(beam_table.model, options, "direct", endpoint=endpoint)))
+    thread.start()
+    second = None
+    try:
+        first.wait_until(lambda: first.metric("tfkfp_requests_in_flight") >= 1,
+                         "a request in flight")
+        first.process.send_signal(signal.SIGKILL)  # the request in flight dies with it
+        first.process.wait()
+        second = start(beam_table.model, port, str(tmp_path / "second.log"))
+        thread.join(timeout=300)
+    finally:
+        for server in (first, second):
+            if server is not None and server.process.poll() is None:
+                server.process.kill()
+                server.process.wait()
+    result = done["result"]
+    assert (result.messages, result.predicted, result.dead_lettered, result.unfinished) == \
+        (24, 22, 2, 0)
+    assert connect_once(endpoint).client.retried >= 1
+    predictions = pull_all(out_sub, expected=22)
+    letters = pull_all(dead_sub, expected=2)
+    assert {json.loads(m.data)["message_id"] for m in letters} == {ids[3], ids[5]}
+    assert {m.attributes["model"] for m in predictions} == {
+        f"http://127.0.0.1:{port}/v2/models/model/infer"}
+    got = {json.loads(m.data)["row id"]: json.loads(m.data) for m in predictions}
+    assert len(got) == 22  # each row once
+    good = [r for i, r in enumerate(table) if i not in (3, 5)]
+    path = tmp_path / "rows.jsonl"
+    path.write_text("".join(json.dumps(r) + "\n" for r in good))
+    batch_predict(beam_table.model, str(path), str(tmp_path / "out"), keys=["row id"],
+                  top_k=2)
+    for line in open(tmp_path / "out" / "predictions-00000-of-00001.jsonl"):
+        want = json.loads(line)
+        answer = got[want["row id"]]
+        assert answer["top_classes"] == want["top_classes"]
+        np.testing.assert_allclose(answer["top_scores"], want["top_scores"], atol=1e-5)
+
+
+def test_an_endpoint_that_does_not_answer_is_refused_before_any_work(pubsub_emulator,
+                                                                     beam_table):
+    _rows, subscription = topic_with_subscription("no-endpoint-rows")
+    out, _ = topic_with_subscription("no-endpoint-predictions")
+    dead, _ = topic_with_subscription("no-endpoint-dead")
+    url = f"http://127.0.0.1:{free_port()}"
+    with pytest.raises(StreamInputError, match=f"endpoint {url}/v2/models/model/ready is "
+                       "unreachable"):
+        stream_predict(beam_table.model, stream_options(subscription, out, dead,
+                                                        max_messages=1), "direct",
+                       endpoint=EndpointOptions(url, retries=0))
