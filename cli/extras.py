@@ -1,6 +1,6 @@
 """Which extra of tfkfp a command needs, said in one line when this install leaves it out.
 
-``pip install tfkfp`` is the light install: compile, check and submit. The extras of
+The install without extras is the light one: compile, check and submit. The extras of
 pyproject.toml add what the commands that run steps on this machine import; a command that
 reaches one of those imports without it gets the ``pip install`` line to type instead of a
 traceback.
@@ -33,7 +33,11 @@ OPTIONAL = ("uvloop",)
 # batch_predict as a Beam job on any runner of the table.
 PARAMETER_EXTRAS = {("launcher", "vertex"): "vertex", ("deploy", "vertex"): "vertex",
                     ("target", "vertex"): "vertex", ("endpoint_protocol", "vertex"): "vertex",
+                    ("engine", "vertex"): "vertex",
                     **{("beam_runner", runner): "beam" for runner in RUNNERS}}
+# Pipelines whose step imports an extra whatever their values: tune's Optuna study,
+# stream_predict's Beam job.
+PIPELINE_EXTRAS = {"tuning": "tune", "streaming_prediction": "beam"}
 
 
 def require(command: str) -> None:
@@ -45,9 +49,12 @@ def require(command: str) -> None:
         _require_extra(extra)
 
 
-def require_for_parameters(values: Mapping[str, Any]) -> None:
-    """As ``require``, for the extras a pipeline's parameter values need (``launcher=vertex``:
-    the vertex extra): a local run's task would otherwise fail on the import mid-run."""
+def require_for_parameters(values: Mapping[str, Any], pipeline: str = "") -> None:
+    """As ``require``, for the extras a pipeline (``tuning``: the tune extra) and its
+    parameter values need (``launcher=vertex``: the vertex extra): a local run's task would
+    otherwise fail on the import mid-run."""
+    if pipeline in PIPELINE_EXTRAS:
+        _require_extra(PIPELINE_EXTRAS[pipeline])
     for (name, value), extra in PARAMETER_EXTRAS.items():
         if values.get(name) == value:
             _require_extra(extra)
@@ -75,7 +82,7 @@ def install_hint(err: ImportError, command: str, extra: str) -> str:
     """One line: what is missing, the extra that brings it, the command to type."""
     missing = next(_missing_names(err), "a module")
     return (f"tfkfp {command} needs the {extra!r} extra, which this install leaves out "
-            f"(no {missing}): pip install 'tfkfp[{extra}]'")
+            f"(no {missing}): from a tfkfp checkout, pip install '.[{extra}]'")
 
 
 def _missing_names(err: ImportError) -> Iterator[str]:

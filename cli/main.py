@@ -103,6 +103,8 @@ def _parser() -> argparse.ArgumentParser:
     run.add_argument("--pipeline-root", default="tfkfp-runs",
                      help="where outputs go (default tfkfp-runs)")
     _add_verbose_option(run)
+    run.add_argument("-q", "--quiet", action="store_true",
+                     help="only a line per task as it starts and ends, no progress lines")
 
     submit = commands.add_parser("submit", help="start a run on a Kubeflow Pipelines server",
                                  description="Compile a pipeline and start a run of it on a "
@@ -153,13 +155,18 @@ def _parser() -> argparse.ArgumentParser:
 def _add_loadtest_parser(commands) -> None:
     loadtest = commands.add_parser(
         "loadtest", help="QPS and latency of a served model at concurrency levels",
-        description="Send v1 predict requests built from a Dataset's rows to a tfkfp serve "
-        "(or KServe) server over http or https: a closed loop per concurrency level, or with "
-        "--rate an open loop per arrival rate, bounded by --requests and --seconds; prints "
-        "QPS and p50/p95/p99 latency per level.")
+        description="Send predict requests to a tfkfp serve (or KServe) server over http or "
+        "https: v1 requests built from rows (a Dataset, a CSV or a JSON Lines file), or a "
+        "request body file as it is. Each concurrency level is a closed loop; with --rate, "
+        "each arrival rate is an open loop. Levels are bounded by --requests and --seconds. "
+        "Prints QPS and p50/p95/p99 latency per level.")
     loadtest.add_argument("url", help="the server, e.g. http://127.0.0.1:8080")
-    loadtest.add_argument("--dataset", required=True,
-                          help="Dataset directory whose rows are sent (its eval split)")
+    loadtest.add_argument("--dataset", default="", metavar="ROWS",
+                          help="the rows sent: a Dataset folder (its eval split), a CSV file "
+                          "(.csv) or a JSON Lines file (.jsonl)")
+    loadtest.add_argument("--body", default="", metavar="FILE",
+                          help="instead of --dataset: a request body file sent as it is (v1, "
+                          "v2 or TF Serving form, e.g. from tfkfp serve --example-request)")
     loadtest.add_argument("--model", default="model", help="model name in the URLs")
     loadtest.add_argument("--concurrency", type=int, nargs="+", default=[1, 8, 32],
                           metavar="CLIENTS", help="levels, one after another (default 1 8 32)")
@@ -235,6 +242,10 @@ def _add_serve_parser(commands) -> None:
                        help="serve KServe's model-repository API (POST /v2/repository/models/"
                        "NAME/load|unload and its gRPC twins) to clients on 127.0.0.1 or ::1 "
                        "only, e.g. KServe's agent in the same pod (default: off)")
+    serve.add_argument("--example-request", choices=("v1", "v2", "tfserving"),
+                       metavar="PROTOCOL", help="print a valid one-row request body for the "
+                       "model in PROTOCOL (v1, v2 or tfserving) and exit, without serving; "
+                       "its URL goes to stderr")
 
 
 def _shard(args: argparse.Namespace) -> None:
@@ -370,11 +381,13 @@ def _run(args: argparse.Namespace) -> None:
 
     parameters = _parameters(args, runs_on="local")
     # a value whose task imports an extra (launcher=vertex) is refused before the first task
-    extras.require_for_parameters(checks.with_defaults(registry.load(args.name), parameters))
+    extras.require_for_parameters(checks.with_defaults(registry.load(args.name), parameters),
+                                  args.name)
     if args.local:  # the old spelling of the default: said as the run starts, not over errors
         print("tfkfp run: --local is the default (the KFP local runner is the only one); it "
               "can be left out", file=sys.stderr)
-    run = local_run.run_local(args.name, parameters, args.pipeline_root, args.verbose)
+    run = local_run.run_local(args.name, parameters, args.pipeline_root, args.verbose,
+                              progress=not args.quiet)
     print("\n".join(local_run.summary_lines(run)))
 
 
@@ -410,7 +423,7 @@ def _loadtest(args: argparse.Namespace) -> None:
     levels = loadtest(args.url, args.dataset, args.concurrency, args.requests, args.seconds,
                       args.rows_per_request, args.model, stream=sys.stdout, rates=args.rate,
                       headers=headers, insecure=args.insecure, cafile=args.cacert or "",
-                      exclude_precomputed=args.exclude_precomputed)
+                      exclude_precomputed=args.exclude_precomputed, body=args.body)
     if args.json:
         figures = {"url": args.url, "model": args.model, "open_loop": bool(args.rate),
                    "rows_per_request": args.rows_per_request,
@@ -423,6 +436,11 @@ def _serve(args: argparse.Namespace) -> None:
     from tfkfp.components.common.platform.quiet import import_tensorflow_quietly
 
     import_tensorflow_quietly()  # before the server's own log lines, not among them
+    if args.example_request:
+        from tfkfp.components.serve.examples import print_example_request
+
+        return print_example_request(args.model, args.example_request, args.name,
+                                     f"http://{args.host}:{args.port}")
     from tfkfp.components.serve.options import ServeOptions
     from tfkfp.components.serve.server import serve
 
@@ -445,7 +463,8 @@ def main(argv: List[str] | None = None) -> int:
     logging.basicConfig(level=logging.INFO, format="%(message)s", stream=sys.stderr)
     handlers = {"shard": _shard, "demo-data": _demo_data, "demo": _demo, "compile": _compile,
                 "run": _run, "submit": _submit, "serve": _serve,
-                "loadtest": _loadtest, "check": _check, "stream": stream.run}
+                "loadtest": _loadtest, "check": _check, "stream": stream.run,
+                "allow-image": check.allow_list.run_allow_image}
     try:
         extras.require(args.command)  # its runtime here, before any work
         status = handlers[args.command](args)  # None: done; check: its exit status

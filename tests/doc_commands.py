@@ -1,10 +1,14 @@
 """The shell commands of the README and docs/, read as a shell would split them, and the
 small data that stands in for their placeholders when tests run them (tests/docs)."""
 
+import contextlib
 import functools
+import os
 import pathlib
 import re
 import shlex
+import subprocess
+import sys
 import textwrap
 from typing import List, NamedTuple, Tuple
 
@@ -72,6 +76,17 @@ class Materials:
 
     def __init__(self, root: pathlib.Path):
         self.root = root
+        self.stack = contextlib.ExitStack()  # what close() stops: the served model
+
+    def close(self) -> None:
+        self.stack.close()
+
+    @functools.cached_property
+    def served_url(self) -> str:
+        from serve_process import running
+
+        server = self.stack.enter_context(running(self.digits_model, tmp_path=self.root))
+        return f"http://127.0.0.1:{server.port}"
 
     def _table(self, path: pathlib.Path, rows: int, seed: int) -> str:
         import numpy as np
@@ -136,3 +151,67 @@ class Materials:
                 pixels = rng.integers(0, 256, size=(96, 96, 3), dtype=np.uint8)
                 Image.fromarray(pixels).save(self.root / "photos" / label / f"{i}.png")
         return str(self.root / "photos") + "/"
+
+
+# Pages whose blocks build on each other (a rendered overlay, then checks against it; a body
+# file, then a request with it): their
+# commands run in one folder, in page order, none skipped as already run elsewhere.
+RUN_AS_ONE = ("docs/how-to/ci.md", "docs/how-to/serving.md")
+REPO_PATHS = ("manifests", "pipelines")  # copied into a block's folder when a command names one
+
+
+def stage_repo_paths(commands: List[Command], folder: pathlib.Path) -> None:
+    """Copy the repository folders the commands name (manifests/, pipelines/' YAML) into the
+    folder they run in, so a command may change them as a user's checkout would."""
+    import shutil
+
+    named = {word.split("/")[0] for c in commands for word in c.words if "/" in word}
+    for name in REPO_PATHS:
+        if name in named and not (folder / name).exists():
+            shutil.copytree(ROOT / name, folder / name,
+                            ignore=shutil.ignore_patterns("*.py", "__pycache__"))
+
+
+def shell_words(words: List[str]) -> Tuple[List[str], str]:
+    """The words as a shell passes them (relative globs expanded), and the file a ``>``
+    redirects the output to ("" for none)."""
+    import glob
+
+    target = ""
+    if ">" in words:
+        target = words[words.index(">") + 1]
+        words = words[:words.index(">")]
+    expanded = [match for word in words
+                for match in (sorted(glob.glob(word)) if _relative_glob(word) else [])
+                or [word]]
+    return expanded, target
+
+
+def _relative_glob(word: str) -> bool:
+    return any(c in word for c in "*?[") and not word.startswith(("/", "-")) and "=" not in word
+
+
+def pages_as_one(found: List) -> List:
+    """The blocks, those of a RUN_AS_ONE page joined into one (named after the page)."""
+    out: List = []
+    for name, commands in found:
+        page = name.partition("#")[0]
+        if page in RUN_AS_ONE and out and out[-1][0] == page:
+            out[-1][1].extend(commands)
+        else:
+            out.append((page if page in RUN_AS_ONE else name, list(commands)))
+    return out
+
+
+def run_child(words: List[str]) -> Tuple[int, str, str]:
+    """Exit status, stdout and stderr of a python, kubectl or curl command in a child."""
+    if words[0] in ("kubectl", "curl"):
+        from cluster_tools import tool
+
+        words = [tool(words[0]), *words[1:]]  # skips where it is not installed
+    else:
+        assert words[0] in ("python", "python3"), words
+        words = [sys.executable, *words[1:]]
+    result = subprocess.run(words, capture_output=True, text=True, timeout=600,
+                            env={**os.environ, "TF_CPP_MIN_LOG_LEVEL": "2"})
+    return result.returncode, result.stdout, result.stderr

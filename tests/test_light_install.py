@@ -131,7 +131,8 @@ def test_a_command_without_its_extra_names_the_install_in_one_line(poison, comma
     assert result.returncode == 1
     lines = result.stderr.strip().splitlines()
     assert lines[-1] == (f"tfkfp {command[0]} needs the {extra!r} extra, which this install "
-                         f"leaves out (no {poison}): pip install 'tfkfp[{extra}]'"), (
+                         f"leaves out (no {poison}): from a tfkfp checkout, "
+                         f"pip install '.[{extra}]'"), (
         result.stderr)
     assert "Traceback" not in result.stderr
 
@@ -207,4 +208,5 @@ def test_the_light_install_compiles_and_checks_in_a_fresh_environment(tmp_path):
                                             "input_uri=data.csv", "--set", "label=label"]):
         refused = _run(env_dir, tfkfp, *command, cwd=tmp_path)
         assert refused.returncode == 1
-        assert refused.stderr.strip().endswith("pip install 'tfkfp[local]'"), refused.stderr
+        assert refused.stderr.strip().endswith(
+            "from a tfkfp checkout, pip install '.[local]'"), refused.stderr

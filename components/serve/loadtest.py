@@ -32,6 +32,7 @@ import urllib.parse
 from typing import Any, Dict, List, Sequence, Tuple
 
 from tfkfp.components.common.model import routes
+from tfkfp.components.serve import load_inputs
 from tfkfp.components.serve.errors import ServeOptionsError
 
 MAX_REQUESTS, MAX_SECONDS, MAX_CLIENTS = 1_000_000, 600.0, 256
@@ -374,21 +375,27 @@ def loadtest(url: str, dataset: str, clients: Sequence[int] = (1, 8, 32),
              requests: int = 2000, seconds: float = 10.0, rows_per_request: int = 1,
              model: str = "model", split: str = "eval", stream=None,
              rates: Sequence[float] = (), headers: Sequence[str] = (), insecure: bool = False,
-             cafile: str = "", exclude_precomputed: bool = False) -> List[Level]:
+             cafile: str = "", exclude_precomputed: bool = False,
+             body: str = "") -> List[Level]:
     """Load ``url``'s model ``model`` at each concurrency level in turn, or with ``rates``
     at each arrival rate in turn over up to ``max(clients)`` connections; with
-    ``exclude_precomputed`` only rows the model answers (see the module)."""
+    ``exclude_precomputed`` only rows the model answers (see the module). ``dataset`` is a
+    Dataset folder, a CSV or a JSON Lines file of rows; ``body`` a request body file sent
+    as it is instead (see load_inputs)."""
     check(url, clients, requests, seconds, rates)
     if rows_per_request < 1:
         raise ServeOptionsError(f"rows_per_request {rows_per_request} is below 1")
+    if bool(dataset) == bool(body):
+        raise ServeOptionsError("give --dataset (rows) or --body (a request body file), "
+                                "one of them")
     where = target(url, headers, insecure, cafile)
     _check_ready(where, model, url)  # before reading rows, which imports TensorFlow
-    rows = instances(dataset, max(rows_per_request * 64, 256), split)
-    rows = _model_rows(where, model, url, rows, rows_per_request, exclude_precomputed, stream)
-    bodies = [json.dumps({"instances": [rows[(i + j) % len(rows)]
-                                        for j in range(rows_per_request)]}).encode()
-              for i in range(0, len(rows), rows_per_request)]
-    path = routes.v1_predict(model)
+    if body:
+        path, data = load_inputs.body_of(body, model)
+        bodies = [data]
+    else:
+        path, bodies = routes.v1_predict(model), _row_bodies(
+            where, model, url, dataset, split, rows_per_request, exclude_precomputed, stream)
     levels = []
     loads = [(max(clients), rate) for rate in rates] or [(count, 0.0) for count in clients]
     for count, rate in loads:
@@ -401,6 +408,15 @@ def loadtest(url: str, dataset: str, clients: Sequence[int] = (1, 8, 32),
             print(level.line(), file=stream, flush=True)
         levels.append(level)
     return levels
+
+
+def _row_bodies(where: Target, model: str, url: str, dataset: str, split: str,
+                rows_per_request: int, exclude: bool, stream) -> List[bytes]:
+    rows = load_inputs.rows_of(dataset, max(rows_per_request * 64, 256), split)
+    rows = _model_rows(where, model, url, rows, rows_per_request, exclude, stream)
+    return [json.dumps({"instances": [rows[(i + j) % len(rows)]
+                                      for j in range(rows_per_request)]}).encode()
+            for i in range(0, len(rows), rows_per_request)]
 
 
 def _model_rows(where: Target, model: str, url: str, rows: List[Dict[str, Any]],

@@ -130,15 +130,24 @@ def load_servable(model_uri: str, options: ServeOptions, threads: int) -> Servab
         check_top_k(predictor, options.top_k)
     except ModelInputError as err:
         raise ServeOptionsError(str(err)) from err
-    fields = [Field(name, spec.dtype, tuple(spec.shape))
-              for name, spec in predictor.inputs.items()]
     schema = predictor.schema
+    fields = [Field(name, spec.dtype, tuple(spec.shape))
+              for name, spec in _in_schema_order(predictor, schema)]
     keys = list(options.keys) if options.keys is not None else \
         [c.name for c in schema.keys] if schema is not None else []
     ignored = schema.names if schema is not None else []
     decoder = RowDecoder(fields, keys, ignored, _example_parser(predictor, model_uri),
                          options.max_instances, predictor.blocks, predictor.aliases)
     return Servable(predictor, decoder, options.top_k)
+
+
+def _in_schema_order(predictor: Predictor, schema) -> List[Tuple[str, Any]]:
+    """The model's inputs in the schema's column order (a signature sorts them by name), so
+    refusals list missing columns as the table has them."""
+    order = {name: i for i, name in enumerate(schema.names if schema is not None else [])}
+    last = len(order)
+    return sorted(predictor.inputs.items(),
+                  key=lambda item: order.get(predictor.aliases.get(item[0], item[0]), last))
 
 
 def _example_parser(predictor: Predictor, model_uri: str):

@@ -261,29 +261,6 @@ def test_the_kind_overlay_admits_the_kind_sizes_and_refuses_the_cluster_sizes(
         "max 8Gi" in lines
 
 
-def test_the_ci_page_s_commands_compile_and_check_the_pipelines(rendered, tmp_path,
-                                                                 monkeypatch, capsys):
-    """Each `tfkfp` command of docs/how-to/ci.md's shell blocks, run as written (globs
-    expanded as a shell would) beside the committed pipelines and the rendered gke overlay."""
-    import glob
-    import re
-    import shlex
-    import shutil
-
-    monkeypatch.chdir(tmp_path)
-    shutil.copytree(ROOT / "pipelines", tmp_path / "pipelines",
-                    ignore=shutil.ignore_patterns("*.py", "__pycache__"))
-    shutil.copy(rendered["gke"], tmp_path / "cluster.yaml")
-    blocks = re.findall(r"```bash\n(.*?)```", (ROOT / "docs/how-to/ci.md").read_text(), re.S)
-    commands = [shlex.split(line) for block in blocks for line in block.splitlines()
-                if line.startswith("tfkfp ")]
-    assert [w[1] for w in commands] == ["check", "compile", "check"]
-    for words in commands:
-        args = [a for word in words[1:] for a in (sorted(glob.glob(word)) or [word])]
-        assert main(args) == 0, capsys.readouterr()
-    assert capsys.readouterr().out.strip().splitlines()[-1].startswith("OK: 6 pipeline(s)")
-
-
 def test_pipelines_compiled_with_the_stores_secret_give_every_step_its_keys(
         rendered, tmp_path, capsys):
     """`--store-secret` puts KFP's artifact-store keys into every step's environment (KFP's

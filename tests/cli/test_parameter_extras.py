@@ -9,7 +9,7 @@ from tfkfp.cli.main import main
 from tfkfp.pipelines import registry
 
 VERTEX_LINE = ("tfkfp run needs the 'vertex' extra, which this install leaves out (no "
-               "google.cloud.aiplatform): pip install 'tfkfp[vertex]'")
+               "google.cloud.aiplatform): from a tfkfp checkout, pip install '.[vertex]'")
 
 
 @pytest.fixture
@@ -77,5 +77,31 @@ def test_a_beam_runner_without_the_beam_extra_is_refused_before_the_run_in_one_l
                  "--set", "beam_runner=direct"]) == 1
     assert capsys.readouterr().err.strip().splitlines() == [
         "tfkfp run needs the 'beam' extra, which this install leaves out (no apache_beam): "
-        "pip install 'tfkfp[beam]'"]
+        "from a tfkfp checkout, pip install '.[beam]'"]
     assert not started
+
+
+@pytest.mark.parametrize("name, sets, module, extra", [
+    ("tuning", ["dataset_uri=gs://b/dataset"], "optuna", "tune"),
+    ("streaming_prediction", ["model_uri=gs://b/model",
+                              "subscription=projects/p-123456/subscriptions/rows",
+                              "output_topic=projects/p-123456/topics/out",
+                              "dead_letter_topic=projects/p-123456/topics/dead"],
+     "apache_beam", "beam"),
+])
+def test_a_pipeline_whose_step_needs_an_extra_is_refused_before_the_run_in_one_line(
+        name, sets, module, extra, started, tmp_path, capsys, monkeypatch):
+    installed = extras._absent
+    monkeypatch.setattr(extras, "_absent", lambda package: package.startswith(module)
+                        or installed(package))
+    args = ["run", name, "--pipeline-root", str(tmp_path / "root")]
+    assert main(args + [a for s in sets for a in ("--set", s)]) == 1
+    assert capsys.readouterr().err.strip().splitlines() == [
+        f"tfkfp run needs the '{extra}' extra, which this install leaves out (no {module}): "
+        f"from a tfkfp checkout, pip install '.[{extra}]'"]
+    assert not started
+
+
+def test_every_pipeline_that_needs_an_extra_is_one_of_the_suite():
+    assert set(extras.PIPELINE_EXTRAS) <= set(registry.names())
+    assert set(extras.PIPELINE_EXTRAS.values()) <= set(extras.EXTRA_MODULES)

@@ -6,29 +6,42 @@ blocks) are classified: set-up (installing, a virtual environment, the test suit
 reason, and checked by parsing: the CLI's own parser, the pipeline's parameters, the repo's
 paths they name), expected to be refused (the page says so: EXPECTED_REFUSALS), or executed
 here, each block's in its order in a fresh folder, with the placeholders of PLACEHOLDERS
-standing for small local data. A command added to the docs is executed unless it is excused,
-so one that cannot run here fails until it is listed with its reason.
+standing for small local data. A page of RUN_AS_ONE runs as one block: the CI page renders
+an overlay with ``kubectl kustomize`` and checks against it, the serving page writes request
+bodies and sends each ``curl`` to a ``tfkfp serve`` of the demo model started once per run.
+A command added to the docs is executed unless it is excused, so one that cannot run here
+fails until it is listed with its reason.
 """
 
-import os
+import pathlib
 import re
-import subprocess
-import sys
 from typing import Callable, Dict, List, Tuple
 
 import pytest
-from doc_commands import ROOT, Command, Materials, block_lines, blocks, commands_of
+from doc_commands import (
+    ROOT,
+    RUN_AS_ONE,
+    Command,
+    Materials,
+    block_lines,
+    blocks,
+    commands_of,
+    pages_as_one,
+    run_child,
+    shell_words,
+    stage_repo_paths,
+)
 
 SET_UP = {"python3 -m venv .venv": "makes the virtual environment the next commands use",
           ". .venv/bin/activate": "activates that environment",
-          "pytest": "the test suite itself"}  # and every pip command: installs, run by CI
+          "pytest": "the test suite itself",
+          # and every pip command: installs, run by CI
+          "python -m build --wheel": "builds the wheel the next pip command installs"}
 CLUSTER = "needs a Kubernetes cluster"
 KFP = "needs a Kubeflow Pipelines API server (tfkfp submit)"
 GCP = "needs a Google Cloud project"
 REGISTRY = "needs a container registry to push to"
 SERVER = "needs a model server at the URL it names"
-CI_PAGE = ("run as written by tests/cli/test_check.py::"
-           "test_the_ci_page_s_commands_compile_and_check_the_pipelines")
 BENCHMARK = "runs every benchmark scenario: tens of minutes on 2 cores (tests/benchmark_scenarios)"
 EXCUSED = {
     "scripts/build-image.sh cpu": "needs a Docker engine (tests/images builds the image)",
@@ -71,23 +84,12 @@ EXCUSED = {
     "tfkfp run training --set input_uri=s3://BUCKET/tables/*.csv --set label=label --set "
     "data_root=s3://BUCKET/tfkfp-data": "needs an S3-compatible store and its keys "
     "(tests/object_store shards and reads s3:// data against a local one)",
-    "kubectl kustomize manifests/overlays/gke > cluster.yaml": "needs kubectl; rendered so "
-    "by tests/cli/test_check.py's rendered fixture",
-    "tfkfp check pipelines/*.yaml --overlay cluster.yaml --set dataset_uri=gs://bucket/dataset":
-        CI_PAGE,
-    "tfkfp check compiled/*.yaml --overlay cluster.yaml --set dataset_uri=gs://bucket/dataset":
-        CI_PAGE,
     "scripts/kind-up.sh": "needs Docker and kind",
     'tfkfp run batch_prediction --set model_uri=gs://bucket/models/digits --set '
     'dataset_uri=gs://bucket/datasets/digits --set beam_runner=dataflow --set '
     'beam_options={"project": "my-project", "region": "europe-west4", "temp_location": '
     '"gs://bucket/tmp", "sdk_container_image": "REGISTRY/ml/tfkfp-beam:0.1.0"}':
         GCP + " (Dataflow)",
-    'tfkfp stream tfkfp-runs/RUN/train/model --subscription '
-    'projects/local-project/subscriptions/rows-sub --output-topic '
-    'projects/local-project/topics/predictions --dead-letter-topic '
-    'projects/local-project/topics/dead-letters --keys id --max-messages 1000':
-        "needs Pub/Sub or its emulator (tests/cli/test_stream.py runs tfkfp stream on one)",
     'tfkfp run streaming_prediction --set model_uri=gs://bucket/models/digits --set '
     'subscription=projects/my-project/subscriptions/rows-sub --set '
     'output_topic=projects/my-project/topics/predictions --set '
@@ -104,6 +106,9 @@ EXCUSED = {
         "needs an InferenceService behind its ingress",
 }
 EXCUSED_WORDS = {"gcloud": GCP}  # every command of these programs: the IAM set-up
+# every command that starts with these words
+EXCUSED_PREFIXES = {("tfkfp", "stream"): "needs Pub/Sub or its emulator "
+                    "(tests/cli/test_stream.py runs tfkfp stream on one)"}
 # Commands the page itself says are refused, with what the refusal says.
 EXPECTED_REFUSALS = {
     "tfkfp run edge_export --local --set model_uri=mobilenet --set dataset_uri=photos-dataset":
@@ -129,6 +134,8 @@ PLACEHOLDERS: Dict[str, Tuple[Callable[[Materials], str], str]] = {
     "gs://bucket/datasets/digits": (lambda m: m.digits_dataset, "the digits, sharded"),
     "photos/": (lambda m: m.photos, "two class folders of 12 random 96x96 photos"),
     "REGISTRY/": (lambda m: "registry.example/", "a registry name, for compiling"),
+    "http://127.0.0.1:8080": (lambda m: m.served_url,
+                              "tfkfp serve of that model, started once per run"),
 }
 
 
@@ -136,17 +143,25 @@ def kind_of(command: Command) -> str:
     """set-up, excused, refused (expected), or run."""
     if command.words[0] == "pip" or command.text in SET_UP:
         return "set-up"
-    if command.text in EXCUSED or command.words[0] in EXCUSED_WORDS:
+    if (command.text in EXCUSED or command.words[0] in EXCUSED_WORDS
+            or command.words[:2] in EXCUSED_PREFIXES or starts_a_server(command)):
         return "excused"
     return "refused" if command.text in EXPECTED_REFUSALS else "run"
+
+
+def starts_a_server(command: Command) -> bool:
+    """``tfkfp serve`` without ``--example-request`` runs until stopped: excused, and started
+    once per run (Materials.served_url) for the commands that name http://127.0.0.1:8080."""
+    return command.words[:2] == ("tfkfp", "serve") and "--example-request" not in command.words
 
 
 def executed_blocks() -> List:
     """Each block whose commands run here, with those not already run by an earlier block
     (the README's and get-started's are the same); slow where one takes minutes."""
     seen, params = set(), []
-    for name, commands in blocks():
-        todo = [c for c in commands if kind_of(c) in ("run", "refused") and c.text not in seen]
+    for name, commands in pages_as_one(blocks()):
+        todo = [c for c in commands if kind_of(c) in ("run", "refused")
+                and (c.text not in seen or c.page in RUN_AS_ONE)]
         seen.update(c.text for c in todo)
         if todo:
             slow = any(c.words[:2] in SLOW for c in todo)
@@ -170,22 +185,29 @@ def substitute(words: Tuple[str, ...], materials: Materials) -> List[str]:
 
 
 def run(words: List[str], capsys) -> Tuple[int, str]:
-    """Exit status and output of a command: tfkfp in this process, python in a child."""
+    """Exit status and output of a command: tfkfp in this process, python and kubectl in a
+    child; globs expanded and ``>`` followed as a shell would."""
+    words, target = shell_words(words)
     if words[0] == "tfkfp":
         from tfkfp.cli.main import main
 
+        capsys.readouterr()  # what making the placeholders' data printed is not its output
         code = main(words[1:])
         captured = capsys.readouterr()
-        return code, captured.out + captured.err
-    assert words[0] in ("python", "python3"), words
-    result = subprocess.run([sys.executable, *words[1:]], capture_output=True, text=True,
-                            timeout=600, env={**os.environ, "TF_CPP_MIN_LOG_LEVEL": "2"})
-    return result.returncode, result.stdout + result.stderr
+        code, out, err = code, captured.out, captured.err
+    else:
+        code, out, err = run_child(words)
+    if target:
+        pathlib.Path(target).write_text(out)
+        return code, err
+    return code, out + err
 
 
 @pytest.fixture(scope="module")
-def materials(tmp_path_factory) -> Materials:
-    return Materials(tmp_path_factory.mktemp("materials"))
+def materials(tmp_path_factory):
+    made = Materials(tmp_path_factory.mktemp("materials"))
+    yield made
+    made.close()
 
 
 @pytest.mark.parametrize("commands", executed_blocks())
@@ -194,6 +216,7 @@ def test_the_commands_of_a_block_run_as_written(commands, materials, tmp_path, m
     """In order, in a fresh folder, placeholders replaced: each exits 0, or is refused with
     the message its page announces."""
     monkeypatch.chdir(tmp_path)
+    stage_repo_paths(commands, tmp_path)
     for command in commands:
         code, output = run(substitute(command.words, materials), capsys)
         said = "\n".join(output.strip().splitlines()[-15:])
@@ -204,13 +227,16 @@ def test_the_commands_of_a_block_run_as_written(commands, materials, tmp_path, m
                 f"{code}):\n{said}")
         else:
             assert code == 0, f"{command.page}: {command.text!r} failed (exit {code}):\n{said}"
+        if command.words[0] == "curl":  # an answer, not a refusal (curl -s exits 0 on 400)
+            assert '"error"' not in output, f"{command.page}: {command.text!r}:\n{said}"
 
 
 def test_every_command_is_run_or_excused():
     """A command no test can run (kubectl, docker, a new program) must be excused by name."""
     unrunnable = [f"{c.page}: {c.text}" for c in all_commands()
                   if kind_of(c) in ("run", "refused")
-                  and c.words[0] not in ("tfkfp", "python", "python3")]
+                  and c.words[0] not in ("tfkfp", "python", "python3", "curl")
+                  and c.words[:2] != ("kubectl", "kustomize")]
     assert not unrunnable, ("not runnable here: list each in EXCUSED with the reason, or "
                             f"make it a tfkfp or python command: {unrunnable}")
 
@@ -256,8 +282,6 @@ def test_every_entry_of_the_tables_is_in_the_docs():
     stale = [t for t in (*SET_UP, *EXCUSED, *EXPECTED_REFUSALS) if t not in texts]
     stale += [p for p in PLACEHOLDERS if not any(p in t for t in texts)]
     assert not stale, f"in the tables but not in any docs command: {stale}"
-    test_name = CI_PAGE.rpartition("::")[2]
-    assert f"def {test_name}(" in (ROOT / "tests/cli/test_check.py").read_text()
 
 
 def test_the_commands_are_found():

@@ -34,7 +34,7 @@ def launcher_versions() -> Tuple[str, str]:
         beam = metadata.version("apache-beam")
     except metadata.PackageNotFoundError:
         raise DataflowError("apache-beam is not installed where the Dataflow job is "
-                            "launched; install tfkfp[beam]") from None
+                            "launched; install the beam extra") from None
     return f"{sys.version_info.major}.{sys.version_info.minor}", beam
 
 

@@ -69,8 +69,8 @@ def _filesystem(url: str | None, region: str | None, ca_file: str | None,
     try:
         from pyarrow import fs
     except ImportError as err:
-        raise ObjectStoreError("s3:// and minio:// need pyarrow: pip install 'tfkfp[local]'"
-                               ) from err
+        raise ObjectStoreError("s3:// and minio:// need pyarrow: from a tfkfp checkout, "
+                               "pip install '.[local]'") from err
     options = {"region": region or "us-east-1", "tls_ca_file_path": ca_file}
     if url:
         scheme, _, host = url.partition("://")
