@@ -27,6 +27,7 @@ from benchmarks import (
     sharding,
     streaming,
     training,
+    tuning,
     workers,
 )
 from benchmarks.harness import (
@@ -54,12 +55,14 @@ SCENARIOS: Dict[str, Callable[[Run], List[Record]]] = {
     "object_store": lambda r: object_store.run(r.csv_path, r.work, r.repeats, r.quick),
     "workers": lambda r: workers.run(r.work, r.quick, smoke=r.smoke),
     "beam": lambda r: beam.run(r.csv_path, r.work, r.repeats, smoke=r.smoke),
-    "streaming": lambda r: streaming.run(r.csv_path, r.work, r.quick or r.smoke),
+    "streaming": lambda r: streaming.run(r.csv_path, r.work, r.quick, r.smoke),
+    "tuning": lambda r: tuning.run(r.work, r.quick, r.smoke),
 }
 OPT_IN = {"edge_quantizer"}  # only with --only: it needs litert-quantizer, not a dependency
 # scenario -> (a module it imports, the package to install), checked before anything runs
 NEEDS = {"edge_table": ("sklearn", "scikit-learn"),
          "beam": ("apache_beam", "tfkfp[beam]"), "streaming": ("apache_beam", "tfkfp[beam]"),
+         "tuning": ("optuna", "tfkfp[tune]"),
          "edge_quantizer": ("litert_quantizer", "litert-quantizer==0.11.0")}
 
 
