@@ -44,8 +44,13 @@ def test_a_regression_table_goes_through_the_training_pipeline(houses, tmp_path,
     predictions = [row for f in sorted(next(root.rglob("batch-predict/predictions"))
                                        .glob("predictions-*.csv"))
                    for row in csv.DictReader(open(f, encoding="utf-8"))]
-    assert predictions and set(predictions[0]) == {"house", "value"}
+    # the eval split's rows carry their truth: the label and the residual (predicted - true)
+    assert predictions and set(predictions[0]) == {"house", "price", "value", "residual"}
     prices = {row[0]: row[-1] for row in regression_rows(1500, seed=21)}
+    for p in predictions:
+        assert float(p["price"]) == pytest.approx(prices[p["house"]], abs=1e-3)
+        assert float(p["residual"]) == pytest.approx(float(p["value"]) - float(p["price"]),
+                                                     abs=1e-3)
     errors = [float(p["value"]) - prices[p["house"]] for p in predictions]
     assert (sum(e * e for e in errors) / len(errors)) ** 0.5 == pytest.approx(rmse, rel=0.01)
 

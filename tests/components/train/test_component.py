@@ -1,5 +1,6 @@
 import json
 import os
+import re
 from typing import NamedTuple
 
 import pytest
@@ -37,7 +38,9 @@ def test_trains_inside_a_local_pipeline(demo_dir, tmp_path):
     assert reports and "# Training report" in reports[0].read_text()
     (page,) = [p for p in root.rglob("charts") if p.is_file()]  # what every UI version shows
     text = page.read_text()
-    assert "<h2>Curves per epoch</h2><figure><svg" in text and "data:" not in text
+    assert "<h2>Curves per epoch</h2><figure><svg" in text
+    # self-contained: a heatmap is a PNG inside its SVG, nothing is fetched from elsewhere
+    assert not re.findall(r'(?:src|href)="(?!data:image/|#)[^"]*"', text)
     assert list(root.rglob("events.out.tfevents.*")), "no TensorBoard logs were written"
     (resources,) = root.rglob("gcp_resources")  # launcher local ran nothing on Vertex AI
     assert json.loads(resources.read_text()) == {"resources": []}

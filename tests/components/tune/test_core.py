@@ -1,3 +1,4 @@
+import contextlib
 import json
 import logging
 import os
@@ -112,11 +113,23 @@ def test_a_study_finds_the_planted_better_setting(demo_dataset, tmp_path):
     assert result.metrics()["trials_done"] == 2.0
 
 
+def _stamped(path):
+    """Whether the run under test has written the storage's schema version: before that,
+    Optuna's storage would stamp it itself, racing the run's own insert of the same row."""
+    import sqlite3
+
+    with contextlib.closing(sqlite3.connect(f"file:{path}?mode=ro", uri=True)) as db:
+        try:
+            return db.execute("SELECT version_num FROM alembic_version").fetchone() is not None
+        except sqlite3.OperationalError:  # no such table yet, or the database is locked
+            return False
+
+
 def _study_trials(study_dir):
     """The study's trials as the storage holds them; none before the study exists (the
     reader creates no tables: the run under test does)."""
     path = os.path.join(study_dir, study.DATABASE)
-    if not os.path.exists(path):
+    if not os.path.exists(path) or not _stamped(path):
         return []
     try:
         storage = optuna.storages.RDBStorage(f"sqlite:///{path}", skip_table_creation=True,
