@@ -56,3 +56,20 @@ def beam_table(tmp_path_factory) -> BeamTable:
         train(dataset, model, epochs=4, hidden_units=(16,), seed=2)
         _CACHE["table"] = BeamTable(path, dataset, model)
     return _CACHE["table"]
+
+
+def assert_answers_as_batch_predict(model: str, good_rows, answers, folder) -> None:
+    """``answers`` (row id -> a prediction message's JSON) hold batch_predict's top-2 classes
+    and scores for ``good_rows`` (dict rows), predicted from a JSON Lines file in ``folder``."""
+    import json
+
+    from tfkfp.components.batch_predict.core import batch_predict
+
+    path = folder / "rows.jsonl"
+    path.write_text("".join(json.dumps(r) + "\n" for r in good_rows))
+    batch_predict(model, str(path), str(folder / "out"), keys=["row id"], top_k=2)
+    for line in open(folder / "out" / "predictions-00000-of-00001.jsonl"):
+        want = json.loads(line)
+        answer = answers[want["row id"]]
+        assert answer["top_classes"] == want["top_classes"]
+        np.testing.assert_allclose(answer["top_scores"], want["top_scores"], atol=1e-5)

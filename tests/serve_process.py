@@ -82,6 +82,21 @@ class Server:
             return f.read()[-4000:]
 
 
+def start_on(model: str, port: int, log: str, env=None) -> Server:
+    """``tfkfp serve MODEL --top-k 2`` on a given port, ready (a restarted server takes the
+    same one); the caller stops it."""
+    command = [sys.executable, "-m", "tfkfp.cli.main", "serve", model, "--host", "127.0.0.1",
+               "--port", str(port), "--threads", "2", "--top-k", "2"]
+    with open(log, "w") as out:
+        process = subprocess.Popen(command, stdout=out, stderr=subprocess.STDOUT,
+                                   env={**os.environ, "TF_CPP_MIN_LOG_LEVEL": "2",
+                                        **(env or {})})
+    server = Server(process, port, log)
+    server.wait_until(server.alive, "listening")
+    server.wait_until(server.ready, "ready")
+    return server
+
+
 @contextlib.contextmanager
 def running(model: str, *args: str, env=None, tmp_path=None, wait_ready=True,
             host: str | None = "127.0.0.1"):

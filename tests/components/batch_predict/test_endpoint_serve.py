@@ -5,13 +5,11 @@ started again ends with every row predicted once."""
 import json
 import os
 import signal
-import subprocess
-import sys
 import threading
 
 import numpy as np
 import pytest
-from serve_process import Server, free_port, running
+from serve_process import free_port, running, start_on
 from string_tables import probe_rows
 
 from tfkfp.components.batch_predict.core import batch_predict
@@ -82,27 +80,13 @@ def fingerprint(model_dir: str) -> str:
     return tf.saved_model.experimental.read_fingerprint(model_dir).singleprint()
 
 
-def start(model: str, port: int, log: str, env=None) -> Server:
-    """``tfkfp serve`` on a given port (the restarted server takes the same one)."""
-    command = [sys.executable, "-m", "tfkfp.cli.main", "serve", model, "--host", "127.0.0.1",
-               "--port", str(port), "--threads", "2", "--top-k", "2"]
-    with open(log, "w") as out:
-        process = subprocess.Popen(command, stdout=out, stderr=subprocess.STDOUT,
-                                   env={**os.environ, "TF_CPP_MIN_LOG_LEVEL": "2",
-                                        **(env or {})})
-    server = Server(process, port, log)
-    server.wait_until(server.alive, "listening")
-    server.wait_until(server.ready, "ready")
-    return server
-
-
 def test_a_server_killed_mid_run_and_restarted_loses_and_doubles_no_row(
         string_table, gap_table, tmp_path):
     step = batch_predict(string_table.model, gap_table, str(tmp_path / "step"), keys=["id"],
                          top_k=2)
     port = free_port()
     gate = str(tmp_path / "open")  # never created: the first server's model calls all wait
-    first = start(string_table.model, port, str(tmp_path / "first.log"),
+    first = start_on(string_table.model, port, str(tmp_path / "first.log"),
                   {"TFKFP_SERVE_CALL_GATE": gate})
     done = {}
 
@@ -120,7 +104,7 @@ def test_a_server_killed_mid_run_and_restarted_loses_and_doubles_no_row(
                          "3 requests in flight")
         first.process.send_signal(signal.SIGKILL)  # requests in flight die with it
         first.process.wait()
-        second = start(string_table.model, port, str(tmp_path / "second.log"))
+        second = start_on(string_table.model, port, str(tmp_path / "second.log"))
         thread.join(timeout=300)
     finally:
         for server in (first, second):

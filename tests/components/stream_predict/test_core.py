@@ -4,9 +4,8 @@ unaccounted, and a stream that cannot start refused before any work."""
 
 import json
 
-import numpy as np
 import pytest
-from beam_table import HEADER, rows
+from beam_table import HEADER, assert_answers_as_batch_predict, rows
 from pubsub_emulator import (
     PROJECT,
     publish,
@@ -14,7 +13,6 @@ from pubsub_emulator import (
     topic_with_subscription,
 )
 
-from tfkfp.components.batch_predict.core import batch_predict
 from tfkfp.components.common.model.version import answered_version
 from tfkfp.components.stream_predict.core import stream_predict
 from tfkfp.components.stream_predict.errors import StreamInputError
@@ -69,15 +67,8 @@ def test_a_stream_answers_as_batch_predict_and_dead_letters_each_bad_row(
     assert got[9035].attributes["message_id"] == ids[30]
     assert got[9035].attributes["row"] == "5"
     good = [r for i, r in enumerate(table) if i not in (4, 7)]
-    path = tmp_path / "rows.jsonl"
-    path.write_text("".join(json.dumps(r) + "\n" for r in good))
-    batch_predict(beam_table.model, str(path), str(tmp_path / "out"), keys=["row id"],
-                  top_k=2)
-    for line in open(tmp_path / "out" / "predictions-00000-of-00001.jsonl"):
-        want = json.loads(line)
-        answer = json.loads(got[want["row id"]].data)
-        assert answer["top_classes"] == want["top_classes"]
-        np.testing.assert_allclose(answer["top_scores"], want["top_scores"], atol=1e-5)
+    assert_answers_as_batch_predict(beam_table.model, good,
+                                    {k: json.loads(m.data) for k, m in got.items()}, tmp_path)
 
 
 def test_a_subscription_or_topic_that_does_not_exist_is_refused_before_any_work(

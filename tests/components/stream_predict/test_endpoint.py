@@ -4,19 +4,14 @@ every row still answered once as batch_predict answers it, the retries counted, 
 dead-lettered one by one; an endpoint that does not answer refused before any work."""
 
 import json
-import os
 import signal
-import subprocess
-import sys
 import threading
 
-import numpy as np
 import pytest
-from beam_table import HEADER, rows
+from beam_table import HEADER, assert_answers_as_batch_predict, rows
 from pubsub_emulator import publish, pull_all, topic_with_subscription
-from serve_process import Server, free_port
+from serve_process import free_port, start_on
 
-from tfkfp.components.batch_predict.core import batch_predict
 from tfkfp.components.common.beam.endpoint_handler import connect_once
 from tfkfp.components.common.endpoint.options import EndpointOptions
 from tfkfp.components.stream_predict.core import stream_predict
@@ -24,20 +19,6 @@ from tfkfp.components.stream_predict.errors import StreamInputError
 from tfkfp.components.stream_predict.options import stream_options
 
 pytestmark = pytest.mark.slow
-
-
-def start(model: str, port: int, log: str, env=None) -> Server:
-    """``tfkfp serve`` on a given port (the restarted server takes the same one)."""
-    command = [sys.executable, "-m", "tfkfp.cli.main", "serve", model, "--host", "127.0.0.1",
-               "--port", str(port), "--threads", "2", "--top-k", "2"]
-    with open(log, "w") as out:
-        process = subprocess.Popen(command, stdout=out, stderr=subprocess.STDOUT,
-                                   env={**os.environ, "TF_CPP_MIN_LOG_LEVEL": "2",
-                                        **(env or {})})
-    server = Server(process, port, log)
-    server.wait_until(server.alive, "listening")
-    server.wait_until(server.ready, "ready")
-    return server
 
 
 def _table():
@@ -57,7 +38,7 @@ def test_a_server_restarted_mid_stream_loses_no_row(pubsub_emulator, beam_table,
     ids = publish(rows_in, [json.dumps(r).encode() for r in table])
     port = free_port()
     gate = str(tmp_path / "never")  # not created: the first server's model calls all wait
-    first = start(beam_table.model, port, str(tmp_path / "first.log"),
+    first = start_on(beam_table.model, port, str(tmp_path / "first.log"),
                   {"TFKFP_SERVE_CALL_GATE": gate})
     endpoint = EndpointOptions(f"http://127.0.0.1:{port}", retries=12, timeout_s=60)
     options = stream_options(subscription, out, dead, keys=["row id"], top_k=2,
@@ -72,7 +53,7 @@ def test_a_server_restarted_mid_stream_loses_no_row(pubsub_emulator, beam_table,
                          "a request in flight")
         first.process.send_signal(signal.SIGKILL)  # the request in flight dies with it
         first.process.wait()
-        second = start(beam_table.model, port, str(tmp_path / "second.log"))
+        second = start_on(beam_table.model, port, str(tmp_path / "second.log"))
         thread.join(timeout=300)
     finally:
         for server in (first, second):
@@ -91,15 +72,7 @@ def test_a_server_restarted_mid_stream_loses_no_row(pubsub_emulator, beam_table,
     got = {json.loads(m.data)["row id"]: json.loads(m.data) for m in predictions}
     assert len(got) == 22  # each row once
     good = [r for i, r in enumerate(table) if i not in (3, 5)]
-    path = tmp_path / "rows.jsonl"
-    path.write_text("".join(json.dumps(r) + "\n" for r in good))
-    batch_predict(beam_table.model, str(path), str(tmp_path / "out"), keys=["row id"],
-                  top_k=2)
-    for line in open(tmp_path / "out" / "predictions-00000-of-00001.jsonl"):
-        want = json.loads(line)
-        answer = got[want["row id"]]
-        assert answer["top_classes"] == want["top_classes"]
-        np.testing.assert_allclose(answer["top_scores"], want["top_scores"], atol=1e-5)
+    assert_answers_as_batch_predict(beam_table.model, good, got, tmp_path)
 
 
 def test_an_endpoint_that_does_not_answer_is_refused_before_any_work(pubsub_emulator,
