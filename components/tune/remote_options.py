@@ -7,6 +7,7 @@ from typing import Any, Dict
 
 from tfkfp.components._image import step_image
 from tfkfp.components.common.platform import uris
+from tfkfp.components.common.platform.choices import typed_option
 from tfkfp.components.tune.errors import TuneError
 
 NAME = re.compile(r"[a-z]([-a-z0-9]*[a-z0-9])?")
@@ -86,13 +87,7 @@ def parse(engine: str, engine_options: Dict[str, Any] | None):
 
 
 def _typed(name: str, value: Any, kind: type) -> Any:
-    if kind is float and isinstance(value, (int, float)) and not isinstance(value, bool):
-        return float(value)
-    if kind is int and isinstance(value, float) and value.is_integer():
-        return int(value)  # KFP passes JSON numbers as floats
-    if not isinstance(value, kind) or isinstance(value, bool):
-        raise TuneError(f"engine_options {name}={value!r} should be a {kind.__name__}")
-    return value
+    return typed_option("engine_options", name, value, kind, TuneError)
 
 
 def shared(path: str, options) -> str | None:

@@ -13,6 +13,7 @@ from typing import Any, Dict
 
 from tfkfp.components._image import step_image
 from tfkfp.components.common.platform import uris
+from tfkfp.components.common.platform.choices import typed_option
 from tfkfp.components.common.training.config import TrainConfig, TrainConfigError
 
 log = logging.getLogger("tfkfp")
@@ -98,14 +99,7 @@ def parse_options(launcher: str, options: Dict[str, Any] | None) -> LaunchOption
 
 
 def _typed(name: str, value: Any, kind: type) -> Any:
-    if kind is float and isinstance(value, (int, float)) and not isinstance(value, bool):
-        return float(value)
-    if kind is int and isinstance(value, float) and value.is_integer():
-        return int(value)  # KFP passes JSON numbers as floats
-    if not isinstance(value, kind) or isinstance(value, bool):
-        raise TrainConfigError(f"launcher_options {name}={value!r} should be a "
-                               f"{kind.__name__}")
-    return value
+    return typed_option("launcher_options", name, value, kind, TrainConfigError)
 
 
 @dataclasses.dataclass(frozen=True)
