@@ -33,11 +33,14 @@ OPTIONAL = ("uvloop",)
 # batch_predict as a Beam job on any runner of the table.
 PARAMETER_EXTRAS = {("launcher", "vertex"): "vertex", ("deploy", "vertex"): "vertex",
                     ("target", "vertex"): "vertex", ("endpoint_protocol", "vertex"): "vertex",
-                    ("engine", "vertex"): "vertex",
+                    ("engine", "vertex"): "vertex", ("tune_engine", "vertex"): "vertex",
                     **{("beam_runner", runner): "beam" for runner in RUNNERS}}
 # Pipelines whose step imports an extra whatever their values: tune's Optuna study,
 # stream_predict's Beam job.
 PIPELINE_EXTRAS = {"tuning": "tune", "streaming_prediction": "beam"}
+# Number parameters that, above 0, add a step importing an extra: the training pipeline's
+# tuning stage.
+COUNT_EXTRAS = {"tune_trials": "tune"}
 
 
 def require(command: str) -> None:
@@ -57,6 +60,9 @@ def require_for_parameters(values: Mapping[str, Any], pipeline: str = "") -> Non
         _require_extra(PIPELINE_EXTRAS[pipeline])
     for (name, value), extra in PARAMETER_EXTRAS.items():
         if values.get(name) == value:
+            _require_extra(extra)
+    for name, extra in COUNT_EXTRAS.items():
+        if (values.get(name) or 0) > 0:
             _require_extra(extra)
 
 

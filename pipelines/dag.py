@@ -15,7 +15,9 @@ import yaml
 from tfkfp.pipelines import registry
 
 _CHANNEL = re.compile(r"inputs\.parameter_values\['pipelinechannel--([^']+)'\]")
-_NEGATED = re.compile(r"!\((\S+) (==|!=) ([^()]+)\)")
+_NEGATED = re.compile(r"!\((\S+) (==|!=|<=|>=|<|>) ([^()]+)\)")
+_OPPOSITE = {"==": "!=", "!=": "==", "<": ">=", ">=": "<", ">": "<=", "<=": ">"}
+_INT = re.compile(r"int\((\w+)\)")  # how KFP casts a number parameter in a condition
 
 
 def spec(name: str) -> Dict[str, Any]:
@@ -78,11 +80,11 @@ def _subgraph_label(task: Dict[str, Any]) -> str:
     name = task["taskInfo"]["name"]
     condition = task.get("triggerPolicy", {}).get("condition")
     if condition:
-        condition = _CHANNEL.sub(_channel, condition)
+        condition = _INT.sub(r"\1", _CHANNEL.sub(_channel, condition))
         negated = _NEGATED.fullmatch(condition)  # an Else branch: !(a != b)
         if negated:
             left, op, right = negated.groups()
-            condition = f"{left} {'==' if op == '!=' else '!='} {right}"
+            condition = f"{left} {_OPPOSITE[op]} {right}"
         return _quoted(f"{name}: if {condition}")
     loop = task.get("parameterIterator") or task.get("artifactIterator")
     if loop:

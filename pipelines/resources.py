@@ -57,6 +57,7 @@ PROFILES: Dict[str, Dict[str, Size]] = {
         "merge_datasets": Size("500m", "2Gi", 2),
         "diagnose_bottleneck": Size("4", "16Gi", 1),
         "train": Size("4", "16Gi", 1),
+        "train_settings": Size("250m", "512Mi", 0),  # tune's train_defaults, one dict
         "tune": Size("4", "16Gi", 1),  # trials share the cores; the best model is kept
         "freeze_quantize": Size("2", "8Gi", 1),
         "export_tflite": Size("2", "8Gi", 1),
@@ -76,6 +77,7 @@ PROFILES: Dict[str, Dict[str, Size]] = {
         "merge_datasets": Size("500m", "2Gi", 2),
         "diagnose_bottleneck": Size("2", "4Gi", 1),
         "train": Size("2", "4Gi", 1),
+        "train_settings": Size("250m", "512Mi", 0),
         "tune": Size("2", "4Gi", 1),
         "freeze_quantize": Size("1", "4Gi", 1),
         "export_tflite": Size("1", "4Gi", 1),

@@ -2,8 +2,11 @@
 
 Sharding fans out over groups of input files (``file_groups`` tasks, merged into one
 Dataset); with the default of one group it is a single task. ``diagnose`` runs
-diagnose_bottleneck on the Dataset beside training. The export's accuracy gate fails the
-run, with its figures, when the TFLite model is not good enough.
+diagnose_bottleneck on the Dataset beside training. With ``tune_trials`` above 0, a tune
+step (a study of that many trials) takes train's place, the pipeline's train settings the
+defaults of what its search space leaves out; the best trial's model goes on
+(``dsl.OneOf``). The export's accuracy gate fails the run, with its figures, when the TFLite
+model is not good enough.
 """
 
 from typing import Any, Dict, List, NamedTuple
@@ -17,16 +20,23 @@ from tfkfp.components.freeze_quantize.component import freeze_quantize
 from tfkfp.components.merge_datasets.component import merge_datasets
 from tfkfp.components.shard_tfrecords.component import shard_tfrecords
 from tfkfp.components.train.component import gpu_train, train
+from tfkfp.components.tune.component import train_settings, tune
 from tfkfp.pipelines import checks
 from tfkfp.pipelines.accelerator import Gpu
 from tfkfp.pipelines.deployment import check_deploy, gate, roll_out
 from tfkfp.pipelines.fan_out import check_group_count, fingerprinted, group_numbers
 from tfkfp.pipelines.resources import sized
 
-# The pipeline's parameters that go to the train step unchanged (same names).
+# The pipeline's parameters that go to the train step unchanged (same names); the tune
+# step takes them, and model_fn, as its train_defaults.
 TRAIN_SETTINGS = ("model_name", "hidden_units", "strategy", "workers", "parameter_servers",
                   "tpu", "epochs", "batch_size", "learning_rate", "precision", "task", "loss",
                   "target_metric", "target_value")
+# The pipeline's parameters for the tune step -> the tune step's parameter they feed.
+TUNE_SETTINGS = {"tune_trials": "trials", "search_space": "search_space",
+                 "tune_objective": "objective", "parallel_trials": "parallel_trials",
+                 "study_dir": "study_dir", "tune_engine": "engine",
+                 "tune_engine_options": "engine_options"}
 
 
 class Outputs(NamedTuple):
@@ -88,6 +98,13 @@ def make_training(gpu: Gpu | None = None):
         smoke_rows: int = 8,
         data_root: str = "auto",
         input_layout: str = "packed",
+        tune_trials: int = 0,
+        search_space: dict = {},  # noqa: B006
+        tune_objective: str = "",
+        parallel_trials: int = 1,
+        study_dir: str = "",
+        tune_engine: str = "local",
+        tune_engine_options: dict = {},  # noqa: B006
     ) -> Outputs:
         """Trains a classifier or regressor on raw data; ships it as a validated TFLite model.
 
@@ -166,11 +183,26 @@ def make_training(gpu: Gpu | None = None):
             input_layout: The TFLite bundle's inputs: packed (one float32 and one int32
                 [batch, n] input in the schema's column order, what mobile apps feed) or
                 columns (one input per column).
+            tune_trials: 0 trains once with the settings above; more runs a tune step
+                in train's place, a study of that many trials over search_space (the
+                settings above the defaults of what it leaves out), and the best trial's
+                model goes on. See the tuning pipeline.
+            search_space: Setting -> {"type": "float" or "int", "low", "high", "log"} or
+                {"type": "categorical", "choices": [...]}; empty: the default space
+                (learning_rate, batch_size, hidden_units, optimizer).
+            tune_objective: The eval figure tuned: eval_accuracy or eval_loss
+                (classification), eval_rmse, eval_mae, eval_r2 or eval_loss (regression);
+                empty: eval_accuracy or eval_rmse.
+            parallel_trials: Trials run at a time, sharing the tune step's cores.
+            study_dir: A path on a volume that outlives the step: a rerun resumes the
+                study there. Empty: no resume.
+            tune_engine: local (trials in the tune step's pod), katib or vertex.
+            tune_engine_options: katib or vertex settings; see the tune component.
 
         Returns:
-            model: The trained SavedModel (serving_default and serving_raw signatures);
-                eval accuracy (a regressor's RMSE, MAE, R²) and training throughput in its
-                metadata.
+            model: The trained (or best tuned) SavedModel (serving_default and serving_raw
+                signatures); eval accuracy (a regressor's RMSE, MAE, R²) and training
+                throughput in its metadata.
             tflite: The TFLite bundle that passed the gate (model.tflite,
                 labels.txt for a classifier, signature.json, schema.json); its quantization
                 mode, size, accuracy and agreement with the SavedModel (a regressor's RMSE)
@@ -178,6 +210,7 @@ def make_training(gpu: Gpu | None = None):
             predictions: The eval split's predictions and errors files; counts, the share
                 of rows that failed (error_fraction) and records per second in its metadata.
         """
+        settings = locals()  # the parameters, by name (train_defaults is built from them)
         fingerprint = fingerprinted(input_uri, input_format)
         groups = group_numbers(count=file_groups)
         with dsl.ParallelFor(groups.output) as group:
@@ -193,37 +226,47 @@ def make_training(gpu: Gpu | None = None):
             diagnose_bottleneck(dataset=dataset, model_name=model_name, model_fn=model_fn,
                                 hidden_units=hidden_units, batch_size=batch_size,
                                 precision=precision, task=task)
-        trained = train_step(dataset=dataset, model_name=model_name, model_fn=model_fn,
-                        hidden_units=hidden_units, strategy=strategy, workers=workers,
-                        parameter_servers=parameter_servers, tpu=tpu, launcher=launcher,
-                        launcher_options=launcher_options, epochs=epochs, batch_size=batch_size,
-                        learning_rate=learning_rate, precision=precision,
-                        checkpoint_dir=checkpoint_dir,
-                        warm_start_model_uri=warm_start_model_uri, task=task, loss=loss,
-                        target_metric=target_metric, target_value=target_value)
-        if gpu is not None:  # read by the cluster's scheduler; ignored by the local runner
-            trained.set_accelerator_type(gpu.type).set_accelerator_limit(gpu.count)
-        quantized = freeze_quantize(model=trained.outputs["model"], dataset=dataset,
+        with dsl.If(tune_trials > 0, name="tune"):
+            defaults = train_settings(**{name: settings[name]
+                                         for name in (*TRAIN_SETTINGS, "model_fn")})
+            tuned = tune(dataset=dataset, search_space=search_space, objective=tune_objective,
+                         trials=tune_trials, parallel_trials=parallel_trials,
+                         study_dir=study_dir, engine=tune_engine,
+                         engine_options=tune_engine_options,
+                         train_defaults=defaults.output)
+        with dsl.Else(name="train"):
+            trained = train_step(
+                dataset=dataset, model_name=model_name, model_fn=model_fn,
+                hidden_units=hidden_units, strategy=strategy, workers=workers,
+                parameter_servers=parameter_servers, tpu=tpu, launcher=launcher,
+                launcher_options=launcher_options, epochs=epochs, batch_size=batch_size,
+                learning_rate=learning_rate, precision=precision,
+                checkpoint_dir=checkpoint_dir, warm_start_model_uri=warm_start_model_uri,
+                task=task, loss=loss, target_metric=target_metric, target_value=target_value)
+            if gpu is not None:  # read by the cluster's scheduler; ignored by the local runner
+                trained.set_accelerator_type(gpu.type).set_accelerator_limit(gpu.count)
+        model = dsl.OneOf(tuned.outputs["model"], trained.outputs["model"])
+        quantized = freeze_quantize(model=model, dataset=dataset,
                                     quantization=quantization, max_accuracy_drop=max_accuracy_drop,
                                     max_rmse_increase=max_rmse_increase,
                                     input_layout=input_layout)
-        exported = export_tflite(model=trained.outputs["model"], dataset=dataset,
+        exported = export_tflite(model=model, dataset=dataset,
                                  tflite_model=quantized.outputs["tflite_model"],
                                  max_accuracy_drop=max_accuracy_drop, min_agreement=min_agreement,
                                  max_rmse_increase=max_rmse_increase, input_layout=input_layout)
-        predicted = batch_predict(model=trained.outputs["model"], dataset=dataset, split="eval",
+        predicted = batch_predict(model=model, dataset=dataset, split="eval",
                                   keys=keys, output_format=output_format,
                                   max_error_fraction=max_error_fraction)
         with dsl.If(deploy != "none", name="deploy"):
-            decision = gate(trained.outputs["model"], dataset, deploy, service_name,
+            decision = gate(model, dataset, deploy, service_name,
                             deploy_options, serving_model_uri, gate_metric, gate_margin,
                             "eval").after(exported)
             with dsl.If(decision.outputs["Output"] == "deploy", name="gate-passed"):
-                roll_out(model=trained.outputs["model"], dataset=dataset, target=deploy,
+                roll_out(model=model, dataset=dataset, target=deploy,
                          service_name=service_name, deploy_options=deploy_options,
                          precomputed_uri="", precomputed_key="", smoke_rows=smoke_rows,
                          eval_split="eval")
-        return Outputs(model=trained.outputs["model"], tflite=exported.outputs["bundle"],
+        return Outputs(model=model, tflite=exported.outputs["bundle"],
                        predictions=predicted.outputs["predictions"])
 
     return sized(training)  # every step's CPU, memory: pipelines/resources.py
@@ -263,6 +306,8 @@ def check_arguments(arguments: Dict[str, Any]) -> None:
                              f"{', '.join(TARGETS)}")
         check_deploy(values, values["deploy"])
     _check_train(values)
+    if values["tune_trials"] > 0:
+        _check_tune(values)
 
 
 def _check_train(values: Dict[str, Any]) -> None:
@@ -274,3 +319,17 @@ def _check_train(values: Dict[str, Any]) -> None:
     if values["model_fn"]:  # imported in the step's image, which may hold code this one lacks
         options.pop("model_name")
     check_options("", "", values["launcher"], values["launcher_options"], **options)
+
+
+def _check_tune(values: Dict[str, Any]) -> None:
+    """What tune refuses without the Dataset: its space, objective, budget and engine, with
+    the pipeline's train settings as its defaults."""
+    from tfkfp.components.tune.options import check_options
+    from tfkfp.components.tune.remote_options import parse
+
+    given = {step: values[name] for name, step in TUNE_SETTINGS.items()}
+    defaults = checks.pick(values, *TRAIN_SETTINGS)
+    if values["model_fn"]:  # imported in the step's image (see _check_train)
+        defaults.pop("model_name")
+    checks.check_step(tune, check_options, {**given, "train_defaults": defaults})
+    checks.check_step(tune, parse, checks.pick(given, "engine", "engine_options"))

@@ -16,6 +16,7 @@ def tune(
     best_settings: Output[Artifact],
     metrics: Output[Metrics],
     report: Output[Markdown],
+    gcp_resources: dsl.OutputPath(str),
     search_space: dict = {},  # noqa: B006 - KFP reads the default; it is never mutated
     objective: str = "",
     direction: str = "auto",
@@ -28,6 +29,7 @@ def tune(
     train_options: dict = {},  # noqa: B006 - KFP reads the default; it is never mutated
     engine: str = "local",
     engine_options: dict = {},  # noqa: B006 - KFP reads the default; it is never mutated
+    train_defaults: dict = {},  # noqa: B006 - KFP reads the default; it is never mutated
 ):
     """Tunes train's settings locally, on Katib or on Vertex AI; outputs the best model.
 
@@ -39,6 +41,9 @@ def tune(
         metrics: Output best objective and trials done, pruned and failed.
         report: Output Markdown report: the best trial and every trial's settings,
             objective, state, seconds and why it stopped.
+        gcp_resources: Output naming the Vertex AI HyperparameterTuningJob of engine
+            vertex, by which KFP's UI links it and a cancelled run cancels it (no
+            resources for the other engines).
         search_space: Setting -> {"type": "float" or "int", "low", "high", "log"} or
             {"type": "categorical", "choices": [...]}; settings: learning_rate,
             batch_size, epochs, hidden_units, optimizer, model_name. Empty: the default
@@ -69,6 +74,9 @@ def tune(
             deadline_seconds. vertex: project, region,
             image, service_account, machine_type, gpu_type, gpus, trials_dir (gs://),
             display_name, poll_seconds, deadline_seconds.
+        train_defaults: Train settings for what neither search_space nor train_options
+            sets: the training pipeline passes its own (a searched setting overrides its
+            default).
     """
     import json
     import logging
@@ -80,7 +88,8 @@ def tune(
         dataset.path, model.path, search_space=search_space, objective=objective,
         direction=direction, trials=trials, parallel_trials=parallel_trials,
         study_dir=study_dir, pruning=pruning, algorithm=algorithm, sampler_seed=sampler_seed,
-        train_options=train_options, engine=engine, engine_options=engine_options)
+        train_options=train_options, engine=engine, engine_options=engine_options,
+        train_defaults=train_defaults, gcp_resources=gcp_resources)
     model.metadata.update({"framework": "tensorflow", "tuned": True, **result.best_metrics})
     for name, value in result.metrics().items():
         metrics.log_metric(name, value)
@@ -88,3 +97,13 @@ def tune(
         json.dump(result.best_settings, f, indent=2)
     with open(report.path, "w") as f:
         f.write(result.markdown())
+
+
+@dsl.component(base_image=IMAGE, install_kfp_package=False)
+def train_settings(model_name: str, model_fn: str, hidden_units: str, strategy: str,
+                   workers: int, parameter_servers: int, tpu: str, epochs: int,
+                   batch_size: int, learning_rate: float, precision: str, task: str,
+                   loss: str, target_metric: str, target_value: float) -> dict:
+    """The training pipeline's train settings as one dict, tune's train_defaults (a KFP
+    backend may not fill pipeline parameters into a dict a pipeline writes)."""
+    return dict(locals())

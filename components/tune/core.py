@@ -18,7 +18,7 @@ import time
 from typing import Any, Dict, List, Mapping
 
 from tfkfp.components.common.data.schema import SchemaError
-from tfkfp.components.common.platform import progress
+from tfkfp.components.common.platform import progress, vertex_jobs
 from tfkfp.components.common.training.config import TrainConfigError
 from tfkfp.components.common.training.request import check_request, make_config
 from tfkfp.components.tune import engines, options, study
@@ -65,7 +65,9 @@ def tune(dataset: str, model_dir: str, search_space: Mapping[str, Any] | str | N
          algorithm: str = "tpe", sampler_seed: int = 0,
          train_options: Mapping[str, Any] | None = None,
          heartbeat_seconds: int = HEARTBEAT_SECONDS, engine: str = "local",
-         engine_options: Mapping[str, Any] | None = None) -> TuneResult:
+         engine_options: Mapping[str, Any] | None = None,
+         train_defaults: Mapping[str, Any] | None = None,
+         gcp_resources: str = "") -> TuneResult:
     """Tune train's settings on a Dataset; the best trial's SavedModel goes to ``model_dir``.
 
     Args:
@@ -87,6 +89,11 @@ def tune(dataset: str, model_dir: str, search_space: Mapping[str, Any] | str | N
         engine: local (an Optuna study in this process), katib (a Katib Experiment) or
             vertex (a Vertex AI HyperparameterTuningJob).
         engine_options: The remote engine's options (remote_options.py).
+        train_defaults: train settings for what neither the space nor ``train_options``
+            sets (the training pipeline's own parameters).
+        gcp_resources: A file that names the Vertex AI HyperparameterTuningJob once
+            engine vertex has created it (KFP's UI links it, and a cancelled run cancels
+            it), and lists no resources otherwise; empty: none written.
     """
     from tfkfp.components.tune import remote_options
 
@@ -96,15 +103,23 @@ def tune(dataset: str, model_dir: str, search_space: Mapping[str, Any] | str | N
                         "study itself")
     space, settings, folder, request = _check(
         dataset, model_dir, search_space, objective, direction, trials, parallel_trials,
-        study_dir, pruning, algorithm, sampler_seed, train_options or {}, engine)
-    if engine != "local":
-        from tfkfp.components.tune import katib_run, vertex_run
+        study_dir, pruning, algorithm, sampler_seed, train_options or {}, engine,
+        train_defaults)
+    if gcp_resources:
+        vertex_jobs.write_gcp_resources(gcp_resources)  # engine vertex names its job there
+    if engine == "vertex":
+        from tfkfp.components.tune import vertex_run
 
-        if pruning and engine == "vertex":
+        if pruning:
             log.info("tune: engine vertex stops no trial early (pruning is the local and "
                      "katib engines')")
-        remote = {"katib": katib_run.run, "vertex": vertex_run.run}[engine]
-        return remote(dataset, model_dir, settings, trials, parallel_trials, engine_settings)
+        return vertex_run.run(dataset, model_dir, settings, trials, parallel_trials,
+                              engine_settings, gcp_resources=gcp_resources)
+    if engine == "katib":
+        from tfkfp.components.tune import katib_run
+
+        return katib_run.run(dataset, model_dir, settings, trials, parallel_trials,
+                             engine_settings)
     the_study = study.open_study(folder, settings, heartbeat_seconds)
     found = study.resume(the_study, heartbeat_seconds)
     todo = study.remaining(the_study, trials)
@@ -118,11 +133,13 @@ def tune(dataset: str, model_dir: str, search_space: Mapping[str, Any] | str | N
 
 
 def _check(dataset, model_dir, search_space, objective, direction, budget, parallel_trials,
-           study_dir, pruning, algorithm, sampler_seed, train_options, engine="local"):
+           study_dir, pruning, algorithm, sampler_seed, train_options, engine="local",
+           train_defaults=None):
     """Everything refused before the first trial: space, objective, budget, options; the
     settings name the algorithm as the engine does."""
     space, fixed = options.check_options(search_space, objective, direction, budget,
-                                         parallel_trials, algorithm, train_options, engine)
+                                         parallel_trials, algorithm, train_options, engine,
+                                         train_defaults)
     algorithm = engines.check_engine(engine, algorithm, space)
     objective, direction = options.check_objective(
         objective, direction, learned_task(dataset, model_dir, fixed))

@@ -10,14 +10,19 @@ Each trial is a batch Job (a Kubeflow Trainer TrainJob for a multi-worker strate
 trial's settings and prints ``<objective>=<value>`` after every epoch, which Katib's StdOut
 collector reads and median-stop compares. Choices made:
 
-- ``resumePolicy: Never``: a rerun of the step creates a new experiment, so nothing keeps
-  the suggestion service running once the budget is spent (LongRunning would).
+- ``resumePolicy: Never``: once the budget is spent nothing keeps the suggestion service
+  running (LongRunning would). A rerun of the step with the same ``experiment_name`` (its
+  pod lost, say) follows the experiment already there instead of starting over, when the
+  ``tfkfp.dev/request`` annotation (a digest of the spec) says it was made for the same
+  request; katib_run.py.
 - ``trialTemplate.retain: false``: a finished trial's Job and pod go at once; its log and
   model stay under ``<trials_dir>/<trial name>/`` on shared storage.
 - ``metricStrategies: latest``: a trial's value is its last epoch's, as in the local engine.
 """
 
 import dataclasses
+import hashlib
+import json
 from typing import Any, Dict, List, Mapping
 
 GROUP, VERSION, PLURAL = "kubeflow.org", "v1beta1", "experiments"
@@ -25,6 +30,7 @@ CONTAINER = "training"  # the trial pod's primary container
 TRIAL_NAME = "trialName"  # the trial parameter holding ${trialSpec.Name}
 TRIAL_PROGRAM = "tfkfp.components.tune.katib_trial"
 RESUME_POLICY = "Never"
+REQUEST_ANNOTATION = "tfkfp.dev/request"  # the digest of the spec the step sent
 RETAIN = False
 # Katib's defaults for a batch Job (experiment_defaults.go), set here: the API server has no
 # defaulting webhook and a reader should not need one.
@@ -172,5 +178,19 @@ def experiment(name: str, namespace: str, settings: Mapping[str, Any], budget: i
             {"name": "min_trials_required", "value": str(PRUNER_STARTUP_TRIALS)},
             {"name": "start_step", "value": "1"}]}
     return {"apiVersion": f"{GROUP}/{VERSION}", "kind": "Experiment",
-            "metadata": {"name": name, "namespace": namespace, "labels": dict(LABELS)},
+            "metadata": {"name": name, "namespace": namespace, "labels": dict(LABELS),
+                         "annotations": {REQUEST_ANNOTATION: digest(spec)}},
             "spec": spec}
+
+
+def digest(spec: Mapping[str, Any]) -> str:
+    """What a rerun compares to tell its own experiment from another request's: Katib's
+    webhook fills defaults into the stored spec, so the spec itself would not compare."""
+    return hashlib.sha256(json.dumps(spec, sort_keys=True).encode()).hexdigest()[:32]
+
+
+def made_for(existing: Mapping[str, Any], body: Mapping[str, Any]) -> bool:
+    """Whether an Experiment already on the cluster was created for ``body``'s request."""
+    annotations = (existing.get("metadata") or {}).get("annotations") or {}
+    return annotations.get(REQUEST_ANNOTATION) == body["metadata"]["annotations"][
+        REQUEST_ANNOTATION]

@@ -13,7 +13,7 @@ UI.
 import json
 import logging
 import uuid
-from typing import Any, Dict
+from typing import Any, Dict, Tuple
 
 from tfkfp.components.common.platform import uris
 from tfkfp.components.common.platform.follow import describe_error, follow
@@ -109,8 +109,9 @@ def run(dataset: str, model_dir: str, settings: Dict[str, Any], budget: int,
         {"dataset": paths["dataset"], "objective": settings["objective"],
          "fixed": settings["fixed"]}))
     objects = client.CustomObjectsApi(api)
-    status = _create_and_follow(objects, body, options, paths["trials_dir"])
-    return result_of(status, f"{namespace}/{name}", paths["trials_dir"], model_dir, settings)
+    status, resumed = _create_and_follow(objects, body, options, paths["trials_dir"])
+    return result_of(status, f"{namespace}/{name}", paths["trials_dir"], model_dir, settings,
+                     resumed)
 
 
 def trial_nodes(fixed: Dict[str, Any]) -> int:
@@ -123,30 +124,52 @@ def trial_nodes(fixed: Dict[str, Any]) -> int:
 
 
 def _create_and_follow(objects, body: Dict[str, Any], options: KatibOptions,
-                       trials_dir: str) -> Dict:
+                       trials_dir: str) -> Tuple[Dict, bool]:
+    """The ended experiment's status, and whether an earlier run had created it."""
     from kubernetes import client
 
     namespace, name = body["metadata"]["namespace"], body["metadata"]["name"]
+    resumed = False
     with sigterm_raises("tuning"):  # before creating: a cancel never leaves it behind
         try:
             objects.create_namespaced_custom_object(kx.GROUP, kx.VERSION, namespace,
                                                     kx.PLURAL, body)
+            log.info("created Katib Experiment %s/%s: %d trial(s), %d at a time, algorithm "
+                     "%s", namespace, name, body["spec"]["maxTrialCount"],
+                     body["spec"]["parallelTrialCount"],
+                     body["spec"]["algorithm"]["algorithmName"])
         except client.ApiException as err:
-            raise TuneError(f"could not create Katib Experiment {namespace}/{name}: "
-                            f"{err.status} {err.reason}: {api_message(err)}") from None
+            if err.status != 409:
+                raise TuneError(f"could not create Katib Experiment {namespace}/{name}: "
+                                f"{err.status} {err.reason}: {api_message(err)}") from None
+            resumed = _resume(objects, body)
         except BaseException:
             _delete(objects, namespace, name)  # the server may have made it already
             raise
-        log.info("created Katib Experiment %s/%s: %d trial(s), %d at a time, algorithm %s",
-                 namespace, name, body["spec"]["maxTrialCount"],
-                 body["spec"]["parallelTrialCount"], body["spec"]["algorithm"]["algorithmName"])
         try:
-            return _follow(objects, namespace, name, options, body, trials_dir)
+            return _follow(objects, namespace, name, options, body, trials_dir), resumed
         except TrialFailed:
             raise  # Katib failed it: kept for inspection
         except BaseException:
             _delete(objects, namespace, name)
             raise
+
+
+def _resume(objects, body: Dict[str, Any]) -> bool:
+    """An Experiment of this name exists: a rerun of this step follows it (Katib ran it on
+    while the step was gone); another request's is refused, naming it."""
+    namespace, name = body["metadata"]["namespace"], body["metadata"]["name"]
+    existing = objects.get_namespaced_custom_object(kx.GROUP, kx.VERSION, namespace,
+                                                    kx.PLURAL, name)
+    if not kx.made_for(existing, body):
+        raise TuneError(f"Katib Experiment {namespace}/{name} exists and was not made for "
+                        "this request (other settings, space or Dataset); give another "
+                        "engine_options experiment_name, or delete it to start over")
+    status = existing.get("status") or {}
+    log.info("tune: resuming Katib Experiment %s/%s, which an earlier run of this step "
+             "created: %d trial(s) so far, %d succeeded", namespace, name,
+             status.get("trials", 0), status.get("trialsSucceeded", 0))
+    return True
 
 
 def _follow(objects, namespace: str, name: str, options: KatibOptions, body,

@@ -76,9 +76,9 @@ def all_rows(status: Dict[str, Any], trials_dir: str, objective: str) -> List[Di
 
 
 def result_of(status: Dict[str, Any], what: str, trials_dir: str, model_dir: str,
-              settings: Dict[str, Any]):
-    """The core.TuneResult of a succeeded experiment; the optimal trial's model is copied
-    to ``model_dir``."""
+              settings: Dict[str, Any], resumed: bool = False):
+    """The core.TuneResult of a succeeded experiment (``resumed``: an earlier run of the
+    step created it); the optimal trial's model is copied to ``model_dir``."""
     from tfkfp.components.tune.core import TuneResult
 
     objective = settings["objective"]
@@ -100,4 +100,4 @@ def result_of(status: Dict[str, Any], what: str, trials_dir: str, model_dir: str
                          or _json(uris.join(folder, "result.json"))[objective]),
         best_settings={**settings["fixed"], **assigned},
         best_metrics=figures(_json(uris.join(folder, "result.json"))),
-        trials=all_rows(status, trials_dir, objective), resumed=False)
+        trials=all_rows(status, trials_dir, objective), resumed=resumed)

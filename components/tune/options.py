@@ -125,6 +125,7 @@ def typed(name: str, value: Any) -> Any:
     return value
 
 
+
 def _check_value(name: str, value: Any) -> None:
     """A value train itself would refuse, refused here naming the setting."""
     try:
@@ -137,13 +138,16 @@ def _check_value(name: str, value: Any) -> None:
 def check_options(search_space: Mapping[str, Any] | str | None = None, objective: str = "",
                   direction: str = "auto", trials: int = 8, parallel_trials: int = 1,
                   algorithm: str = "tpe", train_options: Mapping[str, Any] | None = None,
-                  engine: str = "local"
+                  engine: str = "local", train_defaults: Mapping[str, Any] | None = None
                   ) -> Tuple[Dict[str, Dict[str, Any]], Dict[str, Any]]:
     """Everything tune refuses without reading its Dataset (a pipeline checks it before a
-    run); the checked space and the train options every trial shares."""
+    run); the checked space and the train options every trial shares: ``train_options``,
+    then ``train_defaults`` for the settings neither they nor the space set."""
     space = parse_space(search_space)
     check_budget(trials, parallel_trials, algorithm, space, engine)
-    fixed = fixed_settings(train_options or {}, space, engine)
+    defaults = {name: typed(name, value) for name, value in (train_defaults or {}).items()
+                if name not in space}
+    fixed = fixed_settings(train_options or {}, space, engine, defaults)
     known = sorted({"eval_" + m for names in TARGET_METRICS.values() for m in names})
     if objective and objective not in known:
         raise TuneError(f"objective {objective!r} is not an evaluation figure train reports; "
@@ -197,23 +201,27 @@ def suggest(trial, space: Mapping[str, Mapping[str, Any]]) -> Dict[str, Any]:
 
 
 def fixed_settings(options: Mapping[str, Any], space: Mapping[str, Any],
-                   engine: str = "local") -> Dict[str, Any]:
-    """The train options every trial shares, checked as train checks them; a setting both
-    fixed and searched is refused (which would win is not obvious). Only katib runs a
-    multi-process strategy's trial (as a TrainJob)."""
+                   engine: str = "local",
+                   defaults: Mapping[str, Any] | None = None) -> Dict[str, Any]:
+    """The train options every trial shares (``defaults`` under ``options``), checked as
+    train checks them; a setting both given in ``options`` and searched is refused (which
+    would win is not obvious). Only katib runs a multi-process strategy's trial (as a
+    TrainJob)."""
     options = {name: typed(name, value) for name, value in options.items()}
     both = sorted(set(options) & set(space))
     if both:
         raise SearchSpaceError(f"setting(s) {', '.join(both)} are both given and searched; "
                                "leave them out of one")
+    options = {**(defaults or {}), **options}
+    given = "train_options with train_defaults" if defaults else "train_options"
     try:
         config = make_config("dataset", "model", dict(options))
         check_fields(config)
         multi_process = strategies.get(config.strategy).multi_process
     except TrainConfigError as err:
-        raise TuneError(f"train_options refused: {err}") from err
+        raise TuneError(f"{given} refused: {err}") from err
     if multi_process and engine != "katib":  # a trial is one train process (trials.py)
-        raise TuneError(f"train_options strategy {config.strategy!r}: a trial runs in one "
+        raise TuneError(f"{given} strategy {config.strategy!r}: a trial runs in one "
                         f"process on engine {engine!r}; use one of "
                         f"{', '.join(strategies.names(multi_process=False))}, or engine "
                         "katib (multi-worker trials as TrainJobs)")

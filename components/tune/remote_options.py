@@ -92,7 +92,8 @@ def _typed(name: str, value: Any, kind: type) -> Any:
 
 def shared(path: str, options) -> str | None:
     """``path`` as every trial reaches it: on the mounted claim (katib), or an object store
-    URI (KFP's /gcs/ paths included); None when only this machine sees it."""
+    URI (KFP's /gcs/, /s3/ and /minio/ paths included; vertex reads gs:// only); None when
+    only this machine sees it."""
     mount = getattr(options, "mount_path", "").rstrip("/") + "/"
     if getattr(options, "volume_claim", "") and (path + "/").startswith(mount):
         return path
@@ -105,7 +106,8 @@ def trial_paths(dataset: str, model_dir: str, options) -> Dict[str, str]:
     """Where the trials read the Dataset and write their folders; refused when a trial
     could not reach them."""
     engine = "katib" if isinstance(options, KatibOptions) else "vertex"
-    where = ("a gs:// URI, or a path under mount_path with volume_claim" if engine == "katib"
+    where = ("a gs://, s3:// or minio:// URI (or KFP's /gcs/, /s3/, /minio/ path), or a "
+             "path under mount_path with volume_claim" if engine == "katib"
              else "a gs:// URI (or a /gcs/ path)")
     data = shared(dataset, options)
     if not data:

@@ -2,8 +2,8 @@
 
 KFP uploads a step's outputs only after it succeeds and gives a rerun new output locations,
 so a study that must survive a killed step lives outside them. Optuna's heartbeat marks a
-trial whose process died as failed once its heartbeat lapses, and RetryFailedTrialCallback
-queues the same settings again; finished trials are kept.
+trial whose process died as failed once its heartbeat lapses, and
+RetryHeartbeatStaleTrialCallback queues the same settings again; finished trials are kept.
 """
 
 import json
@@ -43,7 +43,7 @@ def open_study(study_dir: str, settings: Mapping[str, Any], heartbeat_seconds: i
         f"sqlite:///{os.path.join(study_dir, DATABASE)}",
         engine_kwargs={"connect_args": {"timeout": 60}},  # parallel trials write at once
         heartbeat_interval=heartbeat_seconds, grace_period=2 * heartbeat_seconds,
-        heartbeat_stale_trial_callback=optuna.storages.RetryFailedTrialCallback(
+        heartbeat_stale_trial_callback=optuna.storages.RetryHeartbeatStaleTrialCallback(
             max_retry=MAX_RETRY))
     study = optuna.create_study(
         storage=storage, study_name=STUDY_NAME, direction=settings["direction"],
@@ -105,7 +105,7 @@ def remaining(study, budget: int) -> int:
 
     states = optuna.trial.TrialState
     trials = study.get_trials(deepcopy=False)
-    retry = optuna.storages.RetryFailedTrialCallback
+    retry = optuna.storages.RetryHeartbeatStaleTrialCallback
     retried = {n for t in trials for n in retry.retry_history(t)}
     done = [t for t in trials if t.state in (states.COMPLETE, states.PRUNED)
             or (t.state == states.FAIL and t.number not in retried)]

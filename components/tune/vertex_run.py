@@ -56,8 +56,10 @@ def job_client(region: str):
 
 
 def run(dataset: str, model_dir: str, settings: Dict[str, Any], budget: int,
-        parallel_trials: int, options: VertexOptions, client=None):
-    """Tune on Vertex AI; a core.TuneResult whose model is the best trial's."""
+        parallel_trials: int, options: VertexOptions, client=None, gcp_resources: str = ""):
+    """Tune on Vertex AI; a core.TuneResult whose model is the best trial's. Once the job
+    exists it is named in ``gcp_resources`` (a path; empty: nowhere), as GCPC's
+    HyperparameterTuningJobRunOp names it."""
     project = options.project or project_of(options)  # credentials first: the one line
     client = client or job_client(options.region)
     paths = trial_paths(dataset, model_dir, options)
@@ -68,18 +70,21 @@ def run(dataset: str, model_dir: str, settings: Dict[str, Any], budget: int,
     uris.write_text_atomic(request_uri, json.dumps(
         {"dataset": paths["dataset"], "objective": settings["objective"],
          "fixed": settings["fixed"]}))
-    job = _create_and_follow(client, req, options, settings["objective"])
+    job = _create_and_follow(client, req, options, settings["objective"], gcp_resources)
     if job.state.name != "JOB_STATE_SUCCEEDED":
         raise TrialFailed(f"Vertex AI {KIND} {job.name} ended {job.state.name}: "
                           f"{job.error.message or 'no error message'}")
     return _result(job, paths["trials_dir"], model_dir, settings)
 
 
-def _create_and_follow(client, req, options: VertexOptions, objective: str):
+def _create_and_follow(client, req, options: VertexOptions, objective: str,
+                       gcp_resources: str = ""):
     created = None
     with sigterm_raises("tuning"):  # before creating: a cancel never leaves it running
         try:
             created = client.create_hyperparameter_tuning_job(request=req)
+            if gcp_resources:
+                vertex_jobs.write_gcp_resources(gcp_resources, [(KIND, created.name)])
             log.info("created Vertex AI %s %s: %d trial(s), %d at a time, algorithm %s",
                      KIND, created.name, req.hyperparameter_tuning_job.max_trial_count,
                      req.hyperparameter_tuning_job.parallel_trial_count,

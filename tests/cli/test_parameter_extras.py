@@ -62,7 +62,8 @@ def test_every_value_that_needs_an_extra_is_one_a_pipeline_takes():
     pipeline and an extra of the table."""
     inputs = {key for name in registry.names()
               for key in registry.load(name).component_spec.inputs or {}}
-    for (parameter, _), extra in extras.PARAMETER_EXTRAS.items():
+    counts = [((name, "above 0"), extra) for name, extra in extras.COUNT_EXTRAS.items()]
+    for (parameter, _), extra in [*extras.PARAMETER_EXTRAS.items(), *counts]:
         assert parameter in inputs, f"no pipeline takes {parameter!r}"
         assert extra in extras.EXTRA_MODULES, extra
 
@@ -83,6 +84,8 @@ def test_a_beam_runner_without_the_beam_extra_is_refused_before_the_run_in_one_l
 
 @pytest.mark.parametrize("name, sets, module, extra", [
     ("tuning", ["dataset_uri=gs://b/dataset"], "optuna", "tune"),
+    ("training", ["input_uri=gs://b/data.csv", "label=label", "tune_trials=4"], "optuna",
+     "tune"),
     ("streaming_prediction", ["model_uri=gs://b/model",
                               "subscription=projects/p-123456/subscriptions/rows",
                               "output_topic=projects/p-123456/topics/out",

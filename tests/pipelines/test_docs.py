@@ -184,11 +184,16 @@ def test_a_dag_picture_has_every_task_and_dependency_of_the_compiled_yaml():
     for task in ("fingerprint_input", "merge_datasets", "train", "freeze_quantize",
                  "export_tflite", "batch_predict"):
         assert f'  {task}["' in picture, task
-    for before, after in (("for_loop_1", "merge_datasets"), ("merge_datasets", "train"),
-                          ("freeze_quantize", "export_tflite"), ("train", "batch_predict")):
+    for before, after in (("for_loop_1", "merge_datasets"),
+                          ("merge_datasets", "condition_branches_3"),
+                          ("freeze_quantize", "export_tflite"),
+                          ("condition_branches_3", "batch_predict")):
         assert f"  {before} --> {after}\n" in picture, (before, after)
     assert 'subgraph for_loop_1 ["for-loop-1: ParallelFor over group-numbers.Output"]' in picture
-    assert 'subgraph condition_3 ["deploy: if deploy != \'none\'"]' in picture
+    assert 'subgraph condition_6 ["deploy: if deploy != \'none\'"]' in picture
+    # the If / Else of tune and train, the Else drawn as the condition it stands for
+    assert 'subgraph condition_4 ["tune: if tune_trials > 0"]' in picture
+    assert 'subgraph condition_5 ["train: if tune_trials <= 0"]' in picture
     assert '    shard_tfrecords["shard-tfrecords"]' in picture  # inside the loop's frame
 
 

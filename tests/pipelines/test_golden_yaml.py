@@ -119,5 +119,9 @@ def test_training_passes_warm_start_model_uri_to_the_train_step():
         body = yaml.safe_load(f)
     parameter = body["root"]["inputDefinitions"]["parameters"]["warm_start_model_uri"]
     assert (parameter["parameterType"], parameter["defaultValue"]) == ("STRING", "")
-    train = body["root"]["dag"]["tasks"]["train"]["inputs"]["parameters"]
-    assert train["warm_start_model_uri"] == {"componentInputParameter": "warm_start_model_uri"}
+    # train runs in the Else branch of the tuning stage: the parameter reaches it through it
+    (train,) = [dag["dag"]["tasks"]["train"]["inputs"]["parameters"]
+                for dag in body["components"].values() if "train" in dag.get("dag", {}).get(
+                    "tasks", {})]
+    assert train["warm_start_model_uri"] == {
+        "componentInputParameter": "pipelinechannel--warm_start_model_uri"}

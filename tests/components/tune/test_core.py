@@ -99,9 +99,11 @@ def test_the_budget_counts_finished_trials_but_not_failed_ones_run_again():
 
 def test_a_study_finds_the_planted_better_setting(demo_dataset, tmp_path):
     model = tmp_path / "model"
+    named = tmp_path / "gcp_resources"
     result = tune(demo_dataset, str(model), PLANTED, trials=2, parallel_trials=2,
-                  algorithm="grid", train_options=TINY)
+                  algorithm="grid", train_options=TINY, gcp_resources=str(named))
     assert result.best_settings == {**TINY, "learning_rate": 0.05}
+    assert json.loads(named.read_text()) == {"resources": []}  # nothing on Google Cloud
     assert result.best_value > 0.5 and result.best_metrics["eval_accuracy"] == result.best_value
     assert result.counts() == {"complete": 2, "pruned": 0, "failed": 0}
     assert (model / "saved_model.pb").exists()  # the best trial's SavedModel, as train writes
@@ -182,7 +184,7 @@ def test_a_killed_study_resumes_with_its_finished_trials_kept(demo_dataset, tmp_
             assert after[number].value == trial.value and after[number].params == trial.params
     assert after[killed[0]].state.name == "FAIL"
     retries = [t for t in after.values() if killed[0] in
-               optuna.storages.RetryFailedTrialCallback.retry_history(t)]
+               optuna.storages.RetryHeartbeatStaleTrialCallback.retry_history(t)]
     assert len(retries) == 1 and retries[0].params == before[killed[0]].params
     assert retries[0].state.name == "COMPLETE"
     assert result.counts()["complete"] == 3 and result.resumed
@@ -225,3 +227,18 @@ def test_whole_numbers_kfp_hands_over_as_floats_become_train_s_ints():
     space = options.parse_space({"batch_size": {"type": "categorical", "choices": [32.0, 64.0]}})
     assert space["batch_size"]["choices"] == [32, 64]
     assert all(type(c) is int for c in space["batch_size"]["choices"])
+
+
+def test_train_defaults_fill_what_the_space_and_train_options_leave_out():
+    """The training pipeline's own settings are the defaults: a searched setting overrides
+    its default instead of being refused as both given and searched; train_options win."""
+    space, fixed = options.check_options(
+        {"learning_rate": {"type": "float", "low": 1e-3, "high": 0.1, "log": True}},
+        train_options={"batch_size": 32},
+        train_defaults={"learning_rate": 0.5, "batch_size": 64.0, "epochs": 3.0,
+                        "hidden_units": "16"})
+    assert set(space) == {"learning_rate"}
+    assert fixed == {"batch_size": 32, "epochs": 3, "hidden_units": "16"}
+    assert type(fixed["epochs"]) is int  # a dict output's whole numbers arrive as floats
+    with pytest.raises(TuneError, match="train_options with train_defaults refused.*precision"):
+        options.check_options(None, train_defaults={"precision": "float8"})

@@ -145,6 +145,58 @@ def test_katib_runs_the_trials_and_the_step_fetches_the_optimal_model(kubeconfig
         ["tune-a-good", "complete"], ["tune-a-slow", "complete"], ["tune-a-stopped", "pruned"]]
 
 
+def start_step(shared, options, space=SPACE):
+    """tune with engine katib in a process of its own, as the step's pod runs it."""
+    script = ("import sys; from tfkfp.components.tune.core import tune; "
+              f"tune({str(shared / 'data')!r}, {str(shared / 'model')!r}, "
+              f"search_space={space!r}, algorithm='grid', trials=2, "
+              f"train_options={TINY!r}, engine='katib', engine_options={options!r})")
+    return subprocess.Popen([sys.executable, "-c", script], env={**os.environ},
+                            stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
+
+
+def test_a_rerun_follows_the_experiment_its_lost_pod_created(kubeconfig, shared, tmp_path,
+                                                             caplog):
+    """A step whose pod is lost (SIGKILL: nothing runs on the way out) leaves its experiment
+    running on Katib; the rerun with the same experiment_name follows it to its end instead
+    of failing on AlreadyExists or starting over, and another request is refused."""
+    caplog.set_level(logging.INFO, logger="tfkfp")
+    options = engine_options(shared, "tune-r", trials_dir=str(shared / "trials"))
+    katib = Katib(kubeconfig)
+    lost = start_step(shared, options)
+    try:
+        katib.wait_for("tune-r", timeout=120)
+    finally:
+        lost.kill()
+        lost.communicate(timeout=60)
+    with pytest.raises(TuneError, match="tune-r exists and was not made for this request"):
+        tune(str(shared / "data"), str(tmp_path / "other"), search_space={
+            "learning_rate": {"type": "categorical", "choices": [0.01, 0.05]}},
+            algorithm="grid", trials=2, train_options=TINY, engine="katib",
+            engine_options=options)
+
+    def play(experiment):
+        objective = experiment["spec"]["objective"]["objectiveMetricName"]
+        latest, _ = katib.run_trial(experiment, "tune-r-good", {"learning_rate": "0.05"})
+        katib.finish("tune-r", {
+            "trials": 1, "trialsSucceeded": 1, "succeededTrialList": ["tune-r-good"],
+            "currentOptimalTrial": {
+                "bestTrialName": "tune-r-good",
+                "parameterAssignments": [{"name": "learning_rate", "value": "0.05"}],
+                "observation": {"metrics": [{"name": objective,
+                                             "latest": latest[objective]}]}}})
+
+    check = katib.play("tune-r", play)
+    result = tune(str(shared / "data"), str(tmp_path / "model"), search_space=SPACE,
+                  algorithm="grid", trials=2, train_options=TINY, engine="katib",
+                  engine_options=options)
+    check()
+    assert result.resumed and result.best_number == "tune-r-good"
+    assert (tmp_path / "model" / "saved_model.pb").exists()
+    assert any("resuming Katib Experiment team/tune-r" in r.getMessage()
+               for r in caplog.records)
+
+
 @pytest.mark.parametrize("nodes", [1, 3])  # a batch Job trial, a TrainJob trial
 def test_the_experiment_reads_back_as_sent(kubeconfig, nodes):
     from tfkfp.components.tune import katib_rules, options
@@ -183,13 +235,7 @@ def test_a_namespace_without_the_injection_label_is_refused_naming_it(kubeconfig
 
 
 def test_sigterm_deletes_the_experiment(kubeconfig, shared):
-    options = engine_options(shared, "tune-d")
-    script = ("import sys; from tfkfp.components.tune.core import tune; "
-              f"tune({str(shared / 'data')!r}, {str(shared / 'model')!r}, "
-              f"search_space={SPACE!r}, algorithm='grid', trials=2, "
-              f"train_options={TINY!r}, engine='katib', engine_options={options!r})")
-    step = subprocess.Popen([sys.executable, "-c", script], env={**os.environ},
-                            stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
+    step = start_step(shared, engine_options(shared, "tune-d"))
     katib = Katib(kubeconfig)
     try:
         katib.wait_for("tune-d", timeout=120)

@@ -134,9 +134,16 @@ def test_sigterm_cancels_the_tuning_job(demo_dataset, tmp_path, monkeypatch):
         os.kill(os.getpid(), signal.SIGTERM)  # what kubelet sends a cancelled step
 
     threading.Thread(target=cancel_once_created, daemon=True).start()
+    named = tmp_path / "gcp_resources"
     with pytest.raises(SystemExit, match="cancelled Vertex AI HyperparameterTuningJob .*"
                                          "JOB_STATE_CANCELLED"):
         tune(demo_dataset, str(tmp_path / "model"), search_space=PLANTED, algorithm="grid",
              trials=2, train_options=TINY, engine="vertex",
-             engine_options={"project": "p", "poll_seconds": 0.01})
-    assert fake.cancelled == {"projects/p/locations/us-central1/hyperparameterTuningJobs/1"}
+             engine_options={"project": "p", "poll_seconds": 0.01}, gcp_resources=str(named))
+    job = "projects/p/locations/us-central1/hyperparameterTuningJobs/1"
+    assert fake.cancelled == {job}
+    # as GCPC's HyperparameterTuningJobRunOp names it: KFP's UI links it, cancels it
+    assert json.loads(named.read_text()) == {"resources": [{
+        "resourceType": "HyperparameterTuningJob",
+        "resourceUri": f"https://us-central1-aiplatform.googleapis.com/v1/{job}"}]}
+
