@@ -27,6 +27,10 @@ from tfkfp.components.shard_tfrecords.component import shard_tfrecords
 from tfkfp.pipelines import checks
 from tfkfp.pipelines.fan_out import check_group_count, fingerprinted, group_numbers
 from tfkfp.pipelines.resources import sized
+from tfkfp.pipelines.step_defaults import defaults_of
+
+# a parameter's default is the step's: step_defaults.py
+DEFAULTS = defaults_of(shard_tfrecords, batch_predict, merge_predictions)
 
 
 @dsl.pipeline(name="tfkfp-predict-shards")
@@ -67,31 +71,31 @@ def batch_prediction(
     model_uri: str,
     dataset_uri: str = "",
     csv_uri: str = "",
-    keys: List[str] = [],  # noqa: B006 - KFP reads defaults from the signature
-    label: str = "",
-    column_types: Dict[str, str] = {},  # noqa: B006
-    input_format: str = "auto",
-    num_shards: int = 0,
-    layout: str = "packed",
-    file_groups: int = 1,
-    output_format: str = "jsonl",
-    top_k: int = 1,
-    predict_batch_size: int = 4096,
-    split: str = "all",
-    max_error_fraction: float = 0.01,
-    endpoint_url: str = "",
-    endpoint_model: str = "model",
-    endpoint_protocol: str = "v2",
-    endpoint_batch_rows: int = 256,
-    endpoint_concurrency: int = 4,
-    endpoint_headers: Dict[str, str] = {},  # noqa: B006
-    endpoint_token_file: str = "",
-    endpoint_token_env: str = "",
-    endpoint_retries: int = 8,
-    endpoint_timeout_s: float = 120.0,
-    beam_runner: str = "",
-    beam_options: Dict[str, str] = {},  # noqa: B006
-    data_root: str = "auto",
+    keys: List[str] = DEFAULTS.keys,
+    label: str = DEFAULTS.label,
+    column_types: Dict[str, str] = DEFAULTS.column_types,
+    input_format: str = DEFAULTS.input_format,
+    num_shards: int = DEFAULTS.num_shards,
+    layout: str = DEFAULTS.layout,
+    file_groups: int = DEFAULTS.file_groups,
+    output_format: str = DEFAULTS.output_format,
+    top_k: int = DEFAULTS.top_k,
+    predict_batch_size: int = DEFAULTS.predict_batch_size,
+    split: str = DEFAULTS.split,
+    max_error_fraction: float = DEFAULTS.max_error_fraction,
+    endpoint_url: str = DEFAULTS.endpoint_url,
+    endpoint_model: str = DEFAULTS.endpoint_model,
+    endpoint_protocol: str = DEFAULTS.endpoint_protocol,
+    endpoint_batch_rows: int = DEFAULTS.endpoint_batch_rows,
+    endpoint_concurrency: int = DEFAULTS.endpoint_concurrency,
+    endpoint_headers: Dict[str, str] = DEFAULTS.endpoint_headers,
+    endpoint_token_file: str = DEFAULTS.endpoint_token_file,
+    endpoint_token_env: str = DEFAULTS.endpoint_token_env,
+    endpoint_retries: int = DEFAULTS.endpoint_retries,
+    endpoint_timeout_s: float = DEFAULTS.endpoint_timeout_s,
+    beam_runner: str = DEFAULTS.beam_runner,
+    beam_options: Dict[str, str] = DEFAULTS.beam_options,
+    data_root: str = DEFAULTS.data_root,
 ):
     """Batch prediction with a tfkfp model over sharded TFRecords (or a CSV sharded first),
     the model loaded in the steps or, with endpoint_url, already serving at an endpoint.

@@ -15,6 +15,9 @@ from tfkfp.components.export_tflite.component import export_tflite
 from tfkfp.components.freeze_quantize.component import freeze_quantize
 from tfkfp.pipelines import checks
 from tfkfp.pipelines.resources import sized
+from tfkfp.pipelines.step_defaults import defaults_of
+
+DEFAULTS = defaults_of(freeze_quantize, export_tflite)  # the steps': step_defaults.py
 
 
 class Outputs(NamedTuple):
@@ -28,23 +31,23 @@ class Outputs(NamedTuple):
 def edge_export(
     model_uri: str,
     dataset_uri: str,
-    quantization: str = "auto",
-    signature: str = "",
-    input_mapping: dict = {},  # noqa: B006 - KFP reads the default; it is never mutated
-    max_accuracy_drop: float = 0.01,
-    min_agreement: float = 0.98,
-    max_relative_error: float = 0.05,
-    max_rmse_increase: float = 0.05,
-    calibration_examples: int = 300,
-    eval_examples: int = 1000,
-    integer_io: bool = False,
-    select_tf_ops: bool = False,
-    modes: list = [],  # noqa: B006 - KFP reads the default; it is never mutated
-    sweep_seconds: float = 900.0,
-    latency_batch_size: int = 256,
-    latency_runs: int = 20,
-    latency_seconds: float = 10.0,
-    input_layout: str = "packed",
+    quantization: str = DEFAULTS.quantization,
+    signature: str = DEFAULTS.signature,
+    input_mapping: dict = DEFAULTS.input_mapping,
+    max_accuracy_drop: float = DEFAULTS.max_accuracy_drop,
+    min_agreement: float = DEFAULTS.min_agreement,
+    max_relative_error: float = DEFAULTS.max_relative_error,
+    max_rmse_increase: float = DEFAULTS.max_rmse_increase,
+    calibration_examples: int = DEFAULTS.calibration_examples,
+    eval_examples: int = DEFAULTS.eval_examples,
+    integer_io: bool = DEFAULTS.integer_io,
+    select_tf_ops: bool = DEFAULTS.select_tf_ops,
+    modes: list = DEFAULTS.modes,
+    sweep_seconds: float = DEFAULTS.sweep_seconds,
+    latency_batch_size: int = DEFAULTS.latency_batch_size,
+    latency_runs: int = DEFAULTS.latency_runs,
+    latency_seconds: float = DEFAULTS.latency_seconds,
+    input_layout: str = DEFAULTS.input_layout,
 ) -> Outputs:
     """Freezes and quantizes a SavedModel, then exports a validated TFLite bundle.
 

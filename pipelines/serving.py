@@ -13,9 +13,18 @@ from typing import Any, Dict
 from kfp import dsl
 
 from tfkfp.components.batch_predict.component import batch_predict
-from tfkfp.components.deploy_model.component import publish_precomputed
+from tfkfp.components.deploy_model.component import (
+    deploy_gate,
+    deploy_model,
+    publish_precomputed,
+    smoke_test,
+)
 from tfkfp.pipelines.deployment import check_deploy, gate, roll_out
 from tfkfp.pipelines.resources import sized
+from tfkfp.pipelines.step_defaults import defaults_of
+
+# a parameter's default is the step's: step_defaults.py
+DEFAULTS = defaults_of(deploy_gate, deploy_model, smoke_test, publish_precomputed, batch_predict)
 
 
 @sized  # every step's CPU and memory: pipelines/resources.py
@@ -23,17 +32,17 @@ from tfkfp.pipelines.resources import sized
 def serving(
     model_uri: str,
     dataset_uri: str,
-    target: str = "kserve",
-    service_name: str = "tfkfp-model",
-    deploy_options: dict = {},  # noqa: B006 - KFP reads defaults from the signature
-    serving_model_uri: str = "",
-    gate_metric: str = "accuracy",
-    gate_margin: float = 0.0,
-    eval_split: str = "eval",
-    smoke_rows: int = 8,
+    target: str = DEFAULTS.target,
+    service_name: str = DEFAULTS.service_name,
+    deploy_options: dict = DEFAULTS.deploy_options,
+    serving_model_uri: str = DEFAULTS.serving_model_uri,
+    gate_metric: str = DEFAULTS.gate_metric,
+    gate_margin: float = DEFAULTS.gate_margin,
+    eval_split: str = DEFAULTS.eval_split,
+    smoke_rows: int = DEFAULTS.smoke_rows,
     precompute_dataset_uri: str = "",
-    precomputed_uri: str = "",
-    precomputed_key: str = "",
+    precomputed_uri: str = DEFAULTS.precomputed_uri,
+    precomputed_key: str = DEFAULTS.precomputed_key,
 ):
     """Deploys a tfkfp model behind a gate, with precomputed answers and a smoke test.
 

@@ -14,6 +14,9 @@ from kfp import dsl
 from tfkfp.components.stream_predict.component import stream_predict
 from tfkfp.pipelines import checks
 from tfkfp.pipelines.resources import sized
+from tfkfp.pipelines.step_defaults import defaults_of
+
+DEFAULTS = defaults_of(stream_predict)  # a parameter's default is the step's: step_defaults.py
 
 
 @sized  # every step's CPU and memory: pipelines/resources.py
@@ -23,25 +26,25 @@ def streaming_prediction(
     subscription: str,
     output_topic: str,
     dead_letter_topic: str,
-    keys: List[str] = [],  # noqa: B006 - KFP reads defaults from the signature
-    top_k: int = 1,
-    max_batch_size: int = 64,
-    max_batch_wait_s: float = 1.0,
-    max_messages: int = 0,
-    duration_s: float = 0.0,
-    drain_s: float = 10.0,
-    id_label: str = "",
-    runner: str = "dataflow",
-    beam_options: Dict[str, str] = {},  # noqa: B006
-    follow: bool = False,
-    endpoint_url: str = "",
-    endpoint_model: str = "model",
-    endpoint_protocol: str = "v2",
-    endpoint_headers: Dict[str, str] = {},  # noqa: B006
-    endpoint_token_file: str = "",
-    endpoint_token_env: str = "",
-    endpoint_retries: int = 8,
-    endpoint_timeout_s: float = 120.0,
+    keys: List[str] = DEFAULTS.keys,
+    top_k: int = DEFAULTS.top_k,
+    max_batch_size: int = DEFAULTS.max_batch_size,
+    max_batch_wait_s: float = DEFAULTS.max_batch_wait_s,
+    max_messages: int = DEFAULTS.max_messages,
+    duration_s: float = DEFAULTS.duration_s,
+    drain_s: float = DEFAULTS.drain_s,
+    id_label: str = DEFAULTS.id_label,
+    runner: str = DEFAULTS.runner,
+    beam_options: Dict[str, str] = DEFAULTS.beam_options,
+    follow: bool = DEFAULTS.follow,
+    endpoint_url: str = DEFAULTS.endpoint_url,
+    endpoint_model: str = DEFAULTS.endpoint_model,
+    endpoint_protocol: str = DEFAULTS.endpoint_protocol,
+    endpoint_headers: Dict[str, str] = DEFAULTS.endpoint_headers,
+    endpoint_token_file: str = DEFAULTS.endpoint_token_file,
+    endpoint_token_env: str = DEFAULTS.endpoint_token_env,
+    endpoint_retries: int = DEFAULTS.endpoint_retries,
+    endpoint_timeout_s: float = DEFAULTS.endpoint_timeout_s,
 ):
     """Predictions for the rows of a Pub/Sub subscription, one message per row to
     output_topic, every row that cannot be predicted to dead_letter_topic.

@@ -14,6 +14,7 @@ from typing import Any, Dict, List, NamedTuple
 from kfp import dsl
 
 from tfkfp.components.batch_predict.component import batch_predict
+from tfkfp.components.deploy_model.component import deploy_gate, deploy_model, smoke_test
 from tfkfp.components.diagnose_bottleneck.component import diagnose_bottleneck
 from tfkfp.components.export_tflite.component import export_tflite
 from tfkfp.components.freeze_quantize.component import freeze_quantize
@@ -26,6 +27,7 @@ from tfkfp.pipelines.accelerator import Gpu
 from tfkfp.pipelines.deployment import check_deploy, gate, roll_out
 from tfkfp.pipelines.fan_out import check_group_count, fingerprinted, group_numbers
 from tfkfp.pipelines.resources import sized
+from tfkfp.pipelines.step_defaults import defaults_of
 
 # The pipeline's parameters that go to the train step unchanged (same names); the tune
 # step takes them, and model_fn, as its train_defaults.
@@ -37,6 +39,11 @@ TUNE_SETTINGS = {"tune_trials": "trials", "search_space": "search_space",
                  "tune_objective": "objective", "parallel_trials": "parallel_trials",
                  "study_dir": "study_dir", "tune_engine": "engine",
                  "tune_engine_options": "engine_options"}
+
+
+# a parameter's default is the step's: step_defaults.py
+DEFAULTS = defaults_of(shard_tfrecords, diagnose_bottleneck, train, tune, freeze_quantize,
+                       export_tflite, batch_predict, deploy_gate, deploy_model, smoke_test)
 
 
 class Outputs(NamedTuple):
@@ -55,54 +62,54 @@ def make_training(gpu: Gpu | None = None):
     def training(
         input_uri: str,
         label: str,
-        keys: List[str] = [],  # noqa: B006 - KFP reads defaults from the signature
-        column_types: Dict[str, str] = {},  # noqa: B006
-        input_format: str = "auto",
-        eval_fraction: float = 0.1,
-        compression: str = "none",
-        missing: str = "impute",
-        layout: str = "packed",
-        file_groups: int = 1,
-        model_name: str = "mlp",
-        model_fn: str = "",
-        hidden_units: str = "256,128",
-        strategy: str = "default",
-        workers: int = 2,
-        parameter_servers: int = 1,
-        tpu: str = "",
-        launcher: str = "local",
-        launcher_options: dict = {},  # noqa: B006
-        epochs: int = 5,
-        batch_size: int = 64,
-        learning_rate: float = 0.001,
-        precision: str = "float32",
-        checkpoint_dir: str = "",
-        warm_start_model_uri: str = "",
-        task: str = "auto",
-        loss: str = "",
-        target_metric: str = "",
-        target_value: float = 0.0,
-        quantization: str = "auto",
-        max_accuracy_drop: float = 0.01,
-        min_agreement: float = 0.98,
-        max_rmse_increase: float = 0.05,
-        output_format: str = "jsonl",
-        max_error_fraction: float = 0.01,
+        keys: List[str] = DEFAULTS.keys,
+        column_types: Dict[str, str] = DEFAULTS.column_types,
+        input_format: str = DEFAULTS.input_format,
+        eval_fraction: float = DEFAULTS.eval_fraction,
+        compression: str = DEFAULTS.compression,
+        missing: str = DEFAULTS.missing,
+        layout: str = DEFAULTS.layout,
+        file_groups: int = DEFAULTS.file_groups,
+        model_name: str = DEFAULTS.model_name,
+        model_fn: str = DEFAULTS.model_fn,
+        hidden_units: str = DEFAULTS.hidden_units,
+        strategy: str = DEFAULTS.strategy,
+        workers: int = DEFAULTS.workers,
+        parameter_servers: int = DEFAULTS.parameter_servers,
+        tpu: str = DEFAULTS.tpu,
+        launcher: str = DEFAULTS.launcher,
+        launcher_options: dict = DEFAULTS.launcher_options,
+        epochs: int = DEFAULTS.epochs,
+        batch_size: int = DEFAULTS.batch_size,
+        learning_rate: float = DEFAULTS.learning_rate,
+        precision: str = DEFAULTS.precision,
+        checkpoint_dir: str = DEFAULTS.checkpoint_dir,
+        warm_start_model_uri: str = DEFAULTS.warm_start_model_uri,
+        task: str = DEFAULTS.task,
+        loss: str = DEFAULTS.loss,
+        target_metric: str = DEFAULTS.target_metric,
+        target_value: float = DEFAULTS.target_value,
+        quantization: str = DEFAULTS.quantization,
+        max_accuracy_drop: float = DEFAULTS.max_accuracy_drop,
+        min_agreement: float = DEFAULTS.min_agreement,
+        max_rmse_increase: float = DEFAULTS.max_rmse_increase,
+        output_format: str = DEFAULTS.output_format,
+        max_error_fraction: float = DEFAULTS.max_error_fraction,
         diagnose: bool = False,
         deploy: str = "none",
-        service_name: str = "tfkfp-model",
-        deploy_options: dict = {},  # noqa: B006
-        serving_model_uri: str = "",
-        gate_metric: str = "accuracy",
-        gate_margin: float = 0.0,
-        smoke_rows: int = 8,
-        data_root: str = "auto",
-        input_layout: str = "packed",
+        service_name: str = DEFAULTS.service_name,
+        deploy_options: dict = DEFAULTS.deploy_options,
+        serving_model_uri: str = DEFAULTS.serving_model_uri,
+        gate_metric: str = DEFAULTS.gate_metric,
+        gate_margin: float = DEFAULTS.gate_margin,
+        smoke_rows: int = DEFAULTS.smoke_rows,
+        data_root: str = DEFAULTS.data_root,
+        input_layout: str = DEFAULTS.input_layout,
         tune_trials: int = 0,
-        search_space: dict = {},  # noqa: B006
+        search_space: dict = DEFAULTS.search_space,
         tune_objective: str = "",
-        parallel_trials: int = 1,
-        study_dir: str = "",
+        parallel_trials: int = DEFAULTS.parallel_trials,
+        study_dir: str = DEFAULTS.study_dir,
         tune_engine: str = "local",
         tune_engine_options: dict = {},  # noqa: B006
     ) -> Outputs:

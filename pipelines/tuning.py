@@ -13,6 +13,9 @@ from kfp import dsl
 from tfkfp.components.tune.component import tune
 from tfkfp.pipelines import checks
 from tfkfp.pipelines.resources import sized
+from tfkfp.pipelines.step_defaults import defaults_of
+
+DEFAULTS = defaults_of(tune)  # a parameter's default is the step's: step_defaults.py
 
 
 class Outputs(NamedTuple):
@@ -27,18 +30,18 @@ class Outputs(NamedTuple):
                           "output the best trial's model.")
 def tuning(
     dataset_uri: str,
-    search_space: dict = {},  # noqa: B006 - KFP reads defaults from the signature
-    objective: str = "",
-    direction: str = "auto",
-    trials: int = 8,
-    parallel_trials: int = 1,
-    study_dir: str = "",
-    pruning: bool = True,
-    algorithm: str = "tpe",
-    sampler_seed: int = 0,
-    train_options: dict = {},  # noqa: B006
-    engine: str = "local",
-    engine_options: dict = {},  # noqa: B006
+    search_space: dict = DEFAULTS.search_space,
+    objective: str = DEFAULTS.objective,
+    direction: str = DEFAULTS.direction,
+    trials: int = DEFAULTS.trials,
+    parallel_trials: int = DEFAULTS.parallel_trials,
+    study_dir: str = DEFAULTS.study_dir,
+    pruning: bool = DEFAULTS.pruning,
+    algorithm: str = DEFAULTS.algorithm,
+    sampler_seed: int = DEFAULTS.sampler_seed,
+    train_options: dict = DEFAULTS.train_options,
+    engine: str = DEFAULTS.engine,
+    engine_options: dict = DEFAULTS.engine_options,
 ) -> Outputs:
     """Tunes train's settings on a Dataset and outputs the best trial's model.
 

@@ -105,5 +105,26 @@ def train_settings(model_name: str, model_fn: str, hidden_units: str, strategy: 
                    batch_size: int, learning_rate: float, precision: str, task: str,
                    loss: str, target_metric: str, target_value: float) -> dict:
     """The training pipeline's train settings as one dict, tune's train_defaults (a KFP
-    backend may not fill pipeline parameters into a dict a pipeline writes)."""
+    backend may not fill pipeline parameters into a dict a pipeline writes).
+
+    Args:
+        model_name: train's model_name.
+        model_fn: train's model_fn.
+        hidden_units: train's hidden_units.
+        strategy: train's strategy.
+        workers: train's workers.
+        parameter_servers: train's parameter_servers.
+        tpu: train's tpu.
+        epochs: train's epochs.
+        batch_size: train's batch_size.
+        learning_rate: train's learning_rate.
+        precision: train's precision.
+        task: train's task.
+        loss: train's loss.
+        target_metric: train's target_metric.
+        target_value: train's target_value.
+
+    Returns:
+        The settings by name, as tune's train_defaults takes them.
+    """
     return dict(locals())
