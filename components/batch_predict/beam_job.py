@@ -39,6 +39,7 @@ from tfkfp.components.common.beam.handler import (
 )
 from tfkfp.components.common.beam.rows import block_key
 from tfkfp.components.common.beam.runners import pipeline_options, run_pipeline
+from tfkfp.components.common.data import predictions_files
 from tfkfp.components.common.data.schema import Column
 from tfkfp.components.common.platform import uris
 from tfkfp.components.common.platform.progress import log
@@ -249,7 +250,7 @@ class _WriteShard(beam.DoFn):
 
 def _write_shard(job: BeamJob, index: int, grouped: Dict) -> Dict:
     path = job.plan.files[index]
-    names = writers.shard_names(index, len(job.plan.files), job.output_format)
+    names = predictions_files.shard_names(index, len(job.plan.files), job.output_format)
     answers = _in_order(job, grouped["predictions"])
     errors = sorted(grouped["errors"], key=lambda e: e.record)
     inputs, predicted = sum(grouped["files"]), len(answers.records)

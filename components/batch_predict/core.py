@@ -47,6 +47,7 @@ from tfkfp.components.batch_predict.options import EndpointOptions, check_beam, 
 from tfkfp.components.batch_predict.records import Chunk, ErrorRow, prefetch
 from tfkfp.components.batch_predict.stages import StageClock
 from tfkfp.components.batch_predict.tfrecords import missing_records
+from tfkfp.components.common.data import predictions_files
 from tfkfp.components.common.data.dataset import select_group
 from tfkfp.components.common.data.schema import Column, scalar_of
 from tfkfp.components.common.model.predictor import Predictor, load_predictor
@@ -429,9 +430,10 @@ class _Task:
 def _finish(result: PredictResult) -> None:
     """Drop output of another layout or format from earlier runs; write the summary."""
     keep = {name for index in range(result.num_shards) for name in
-            writers.shard_names(index, result.num_shards, result.output_format).values()}
+            predictions_files.shard_names(index, result.num_shards,
+                                          result.output_format).values()}
     for name in uris.listdir(result.output_dir):
-        stale_shard = name.startswith(("predictions-", "errors-")) and name not in keep
+        stale_shard = predictions_files.is_shard(name) and name not in keep
         stale_summary = name.startswith(SUMMARY_PREFIX) and \
             not name.endswith(f"-of-{result.file_groups:05d}.json")
         if stale_shard or stale_summary:
@@ -446,7 +448,7 @@ class _Shard:
 
     def __init__(self, plan: sources.InputPlan, index: int, fmt: str, output_dir: str):
         self.path, self.fmt, self.output_dir = plan.files[index], fmt, output_dir
-        self.names = writers.shard_names(index, len(plan.files), fmt)
+        self.names = predictions_files.shard_names(index, len(plan.files), fmt)
         self.out = writers.ShardWriter(uris.join(output_dir, self.names["predictions"]), fmt)
         self.errors: List[ErrorRow] = []
         self.inputs = self.rows = 0

@@ -28,7 +28,6 @@ from tfkfp.components.batch_predict.records import ErrorRow
 from tfkfp.components.common.data.schema import Column
 from tfkfp.components.common.platform import uris
 
-EXTENSIONS = {"jsonl": "jsonl", "csv": "csv", "tfrecord": "tfrecord"}
 ERROR_FIELDS = ("file", "record", "offset", "reason")
 
 
@@ -67,12 +66,6 @@ def judged(preds: Predictions) -> Dict[str, tuple]:
     names = np.asarray(preds.labels, dtype=object)[preds.top_ids[:, 0]]
     said = [v.decode() if isinstance(v, bytes) else str(v) for v in truth]
     return {"correct": ("int64", (names == np.asarray(said, dtype=object)).astype(np.int64))}
-
-
-def shard_names(index: int, count: int, fmt: str) -> Dict[str, str]:
-    ext = EXTENSIONS[fmt]
-    return {"predictions": f"predictions-{index:05d}-of-{count:05d}.{ext}",
-            "errors": f"errors-{index:05d}-of-{count:05d}.{ext}"}
 
 
 class ShardWriter:

@@ -2,13 +2,13 @@
 
 A v1 instance carrying a key found in the set is answered from it, marked ``precomputed``
 with the time the set was computed, without running the model; the rest go to the model.
-The set is the predictions folder batch_predict wrote (``predictions-*.jsonl`` or ``.csv``:
-its rows already hold class, class_id, score and the top-k lists, or a regressor's value).
-A background thread
-notices a newer set (files added, replaced or changed) and swaps it in whole, so a request
-sees the old set or the new one, never a mix; a set that fails to load is logged and the old
-one kept. Entries older than ``max_age_s`` (by the files' modification time: when
-batch_predict wrote them) fall through to the model.
+The set is the predictions folder batch_predict wrote (``predictions-*.jsonl`` or ``.csv``,
+named in ``common.data.predictions_files``: its rows already hold class, class_id, score and
+the top-k lists, or a regressor's value). A background thread notices a newer set (files
+added, replaced or changed) and swaps it in whole, so a request sees the old set or the new
+one, never a mix; a set that fails to load is logged and the old one kept. Entries older
+than ``max_age_s`` (by the files' modification time: when batch_predict wrote them) fall
+through to the model.
 
 Memory: an entry is a tuple of the answer's values (label strings shared), rebuilt into a dict
 when it answers. Measured with tracemalloc on 200k keys: 250 bytes per key at top_k 1, 410 at
@@ -26,12 +26,12 @@ import time
 from datetime import datetime, timezone
 from typing import Any, Dict, List, Tuple
 
+from tfkfp.components.common.data import predictions_files
 from tfkfp.components.common.platform import uris
 from tfkfp.components.serve.errors import PrecomputedError
 from tfkfp.components.serve.heap import freeze_heap
 
 log = logging.getLogger("tfkfp.serve")
-PATTERNS = ("predictions-*.jsonl", "predictions-*.csv")
 # The answer fields batch_predict writes, beside the key columns (CSV spells the top-k
 # lists as class_1..k / score_1..k).
 ANSWER_FIELDS = ("class", "class_id", "score", "top_classes", "top_scores", "value")
@@ -58,21 +58,17 @@ def key_text(value: Any) -> str | None:
     return str(value)
 
 
-def files_of(uri: str) -> List[str]:
-    return sorted(f for pattern in PATTERNS for f in uris.glob(uris.join(uri, pattern)))
-
-
 def signature_of(files: List[str]) -> Tuple:
     return tuple((f, uris.size(f), uris.mtime(f)) for f in files)
 
 
 def load(uri: str, key: str, top_k: int) -> PrecomputedSet:
     """Read every predictions file under ``uri``, keyed by column ``key``."""
-    files = files_of(uri)
+    files = predictions_files.find(uri)
     if not files:
-        raise PrecomputedError(f"precomputed {uri}: no predictions-*.jsonl or "
-                               "predictions-*.csv files (batch_predict's output with "
-                               "output_format jsonl or csv)")
+        raise PrecomputedError(f"precomputed {uri}: no {' or '.join(predictions_files.PATTERNS)}"
+                               " files (batch_predict's output with output_format "
+                               f"{' or '.join(predictions_files.ROW_FORMATS)})")
     signature = signature_of(files)
     answers: Dict[str, Tuple] = {}
     for path in files:
@@ -84,7 +80,7 @@ def load(uri: str, key: str, top_k: int) -> PrecomputedSet:
 
 def _rows(path: str):
     text = uris.read_text(path)
-    if path.endswith(".jsonl"):
+    if predictions_files.format_of(path) == "jsonl":
         for line, raw in enumerate(text.splitlines(), 1):
             if raw.strip():
                 try:
@@ -196,7 +192,7 @@ class Precomputed:
     def reload(self) -> bool:
         """Swap in a newer set if the files changed; True when one was loaded."""
         try:
-            if signature_of(files_of(self.uri)) == self.current.signature:
+            if signature_of(predictions_files.find(self.uri)) == self.current.signature:
                 return False
             newer = load(self.uri, self.key, self.top_k)
         except (OSError, ValueError) as err:  # PrecomputedError is a ValueError

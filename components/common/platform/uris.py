@@ -16,7 +16,7 @@ import shutil
 import uuid
 from typing import IO, Dict, Iterator, List
 
-from tfkfp.components.common.platform import object_store, transient
+from tfkfp.components.common.platform import kfp_mounts, object_store, transient
 
 _SCHEME = re.compile(r"^[a-zA-Z][a-zA-Z0-9+.-]*://")
 
@@ -280,13 +280,10 @@ def publish_dir(files: Dict[str, bytes], target: str) -> str:
 
 
 def kfp_remote_uri(path: str) -> str | None:
-    """The object-store URI behind a KFP artifact path (KFP mounts gs://B/... at /gcs/B/...),
-    the URI itself when it is one, or None for a path only this machine can see."""
-    if is_remote(path):
-        return path
-    if path.startswith("/gcs/"):
-        return "gs://" + path[len("/gcs/"):]
-    return None
+    """The object-store URI behind a KFP artifact path (``/gcs/B/...``, ``/minio/B/...``,
+    ``/s3/B/...``: kfp_mounts), the URI itself when it is one, or None for a path only
+    this machine can see."""
+    return path if is_remote(path) else kfp_mounts.uri_of(path)
 
 
 def link_or_copy(src: str, dst: str) -> None:
