@@ -12,10 +12,9 @@ import dataclasses
 import json
 import logging
 import time
-import urllib.error
-import urllib.request
 from typing import Any, Dict
 
+from tfkfp.components.common.endpoint.client import Answer, EndpointClient
 from tfkfp.components.common.model import routes
 from tfkfp.components.common.platform import kube_api
 from tfkfp.components.deploy_model import kserve, least_privilege, publish, vertex
@@ -118,21 +117,32 @@ def _existing_model(name: str, options: DeployOptions) -> str:
 
 def _existing(model_uri: str, name: str, options: DeployOptions) -> Deployment:
     """Wait until the endpoint says the model is ready (KServe v1: GET /v1/models/NAME)."""
-    url = options.url.rstrip('/') + routes.v1_model(name)
+    base = options.url.rstrip("/")
+    client = EndpointClient(base, {}, retries=0, timeout_s=10)
+    path = routes.v1_model(name)
     give_up = time.monotonic() + options.deadline_seconds
     last = ""
     while time.monotonic() <= give_up:
         try:
-            with urllib.request.urlopen(url, timeout=10) as response:
-                if json.loads(response.read()).get("ready"):
-                    log.info("endpoint %s serves %s", options.url, name)
-                    return Deployment("existing", name, options.url.rstrip("/"), model_uri,
-                                      {"url": options.url})
-                last = "it answers, but the model is not ready"
-        except urllib.error.HTTPError as err:
-            last = f"{err.code} {err.reason}"
-        except (urllib.error.URLError, ConnectionError, ValueError) as err:
+            answer = client.send("GET", path)
+        except OSError as err:
             last = str(err)
+        else:
+            last = _not_ready(answer)
+            if not last:
+                log.info("endpoint %s serves %s", options.url, name)
+                return Deployment("existing", name, base, model_uri, {"url": options.url})
         time.sleep(min(options.poll_seconds, 1.0))
-    raise DeployFailed(f"endpoint {url} did not report model {name!r} ready within "
-                       f"{options.deadline_seconds} s: {last}")
+    raise DeployFailed(f"endpoint {client.url(path)} did not report model {name!r} ready "
+                       f"within {options.deadline_seconds} s: {last}")
+
+
+def _not_ready(answer: Answer) -> str:
+    """Why the model's status answer does not say ready ("": it does)."""
+    if not 200 <= answer.status < 300:
+        return f"{answer.status} {answer.reason}"
+    try:
+        ready = json.loads(answer.data).get("ready")
+    except (ValueError, AttributeError) as err:
+        return f"it answers, but not with the model's status ({err})"
+    return "" if ready else "it answers, but the model is not ready"

@@ -11,14 +11,14 @@ after the rows are sent: a model replaced meanwhile would mix two models' answer
 """
 
 import dataclasses
+import functools
 import json
-import urllib.error
 import urllib.parse
-import urllib.request
 from typing import Any, Dict, List, Sequence
 
 import numpy as np
 
+from tfkfp.components.common.endpoint.client import EndpointClient
 from tfkfp.components.common.model import routes
 from tfkfp.components.deploy_model.errors import DeployFailed, EndpointNotFound, GateInputError
 
@@ -150,17 +150,25 @@ def _get(url: str, missing_ok: bool = False) -> Dict[str, Any] | None:
 
 
 def _request(url: str, body: bytes | None = None) -> Any:
-    request = urllib.request.Request(url, data=body, method="POST" if body else "GET",
-                                     headers={"Content-Type": "application/json"})
+    parts = urllib.parse.urlsplit(url)
+    path = parts.path + (f"?{parts.query}" if parts.query else "")
     try:
-        with urllib.request.urlopen(request, timeout=TIMEOUT_S) as response:
-            return json.loads(response.read())
-    except urllib.error.HTTPError as err:
-        if err.code == 404:
-            raise EndpointNotFound(url) from None
-        text = err.read().decode("utf-8", "replace")[:300]
-        raise DeployFailed(f"{url} answered {err.code}: {text}") from None
-    except (urllib.error.URLError, ConnectionError, TimeoutError) as err:
+        answer = _client(f"{parts.scheme}://{parts.netloc}").send(
+            "POST" if body else "GET", path, body)
+    except OSError as err:
         raise DeployFailed(f"{url} did not answer: {err}") from None
+    if answer.status == 404:
+        raise EndpointNotFound(url)
+    if not 200 <= answer.status < 300:
+        text = answer.data.decode("utf-8", "replace")[:300]
+        raise DeployFailed(f"{url} answered {answer.status}: {text}")
+    try:
+        return json.loads(answer.data)
     except ValueError as err:
         raise DeployFailed(f"{url} answered something other than JSON: {err}") from None
+
+
+@functools.lru_cache(maxsize=8)
+def _client(origin: str) -> EndpointClient:
+    """One client (its kept connection) per endpoint: the gate sends many requests."""
+    return EndpointClient(origin, {}, retries=0, timeout_s=TIMEOUT_S)

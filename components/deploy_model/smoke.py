@@ -6,12 +6,12 @@ import json
 import logging
 import math
 import time
-import urllib.error
-import urllib.request
+import urllib.parse
 from typing import Any, Dict, List
 
 import numpy as np
 
+from tfkfp.components.common.endpoint.client import GOOGLE_SCOPES, EndpointClient, GoogleAuth
 from tfkfp.components.common.model import routes
 from tfkfp.components.deploy_model.errors import SmokeTestFailed
 
@@ -98,38 +98,35 @@ def _check(answer: Any, probs: np.ndarray, labels: List[str], tolerance: float):
 def _post(url: str, body: Dict[str, Any], wait_seconds: float) -> List[Any]:
     """POST JSON and return its predictions; retry refused connections and 503s (a service
     that just became Ready may still be wiring its routes) until ``wait_seconds``."""
-    data = json.dumps(body).encode()
-    give_up = time.monotonic() + wait_seconds
-    while True:
-        request = urllib.request.Request(url, data=data, headers=_headers(url), method="POST")
-        try:
-            with urllib.request.urlopen(request, timeout=60) as response:
-                return json.loads(response.read())["predictions"]
-        except urllib.error.HTTPError as err:
-            text = err.read().decode("utf-8", "replace")[:500]
-            if err.code != 503 or time.monotonic() > give_up:
-                raise SmokeTestFailed(f"{url} answered {err.code}: {text}") from None
-        except (urllib.error.URLError, ConnectionError) as err:
-            if time.monotonic() > give_up:
-                raise SmokeTestFailed(f"{url} did not answer within {wait_seconds:.0f} s: "
-                                      f"{err}") from None
-        except (KeyError, ValueError) as err:
-            raise SmokeTestFailed(f"{url} answered without a predictions list: {err}") \
-                from None
-        time.sleep(1.0)
+    parts = urllib.parse.urlsplit(url)
+    client = EndpointClient(f"{parts.scheme}://{parts.netloc}", {}, retries=0, timeout_s=60,
+                            auth=_auth(url))
+    path = parts.path + (f"?{parts.query}" if parts.query else "")
+    waiting = client.backoff(total=None, status_forcelist={503}, every_s=1.0,
+                             give_up_at=time.monotonic() + wait_seconds)
+    try:
+        answer = client.send("POST", path, json.dumps(body).encode(), waiting)
+    except OSError as err:
+        raise SmokeTestFailed(f"{url} did not answer within {wait_seconds:.0f} s: "
+                              f"{err}") from None
+    if not 200 <= answer.status < 300:
+        raise SmokeTestFailed(f"{url} answered {answer.status}: "
+                              f"{answer.data.decode('utf-8', 'replace')[:500]}")
+    try:
+        return json.loads(answer.data)["predictions"]
+    except (KeyError, TypeError, ValueError) as err:
+        raise SmokeTestFailed(f"{url} answered without a predictions list: {err}") \
+            from None
 
 
-def _headers(url: str) -> Dict[str, str]:
-    headers = {"Content-Type": "application/json"}
-    if VERTEX_HOST in url:  # Vertex AI wants the caller's Google credentials
-        import google.auth
-        import google.auth.transport.requests
+def _auth(url: str) -> GoogleAuth | None:
+    """Vertex AI wants the caller's Google credentials (refreshed when they expire)."""
+    if VERTEX_HOST not in url:
+        return None
+    import google.auth
 
-        credentials, _ = google.auth.default(
-            scopes=["https://www.googleapis.com/auth/cloud-platform"])
-        credentials.refresh(google.auth.transport.requests.Request())
-        headers["Authorization"] = f"Bearer {credentials.token}"
-    return headers
+    credentials, _ = google.auth.default(scopes=list(GOOGLE_SCOPES))
+    return GoogleAuth(credentials)
 
 
 def _json_value(value: Any) -> Any:

@@ -9,6 +9,7 @@ cannot give a token are refused with ``EndpointInputError`` naming the URL.
 import dataclasses
 from typing import Any, Callable, Dict
 
+from tfkfp.components.common.endpoint.backoff import RETRIED
 from tfkfp.components.common.endpoint.client import EndpointClient, GoogleAuth, bearer_token
 from tfkfp.components.common.endpoint.errors import EndpointError, EndpointInputError
 from tfkfp.components.common.endpoint.options import EndpointOptions, check_endpoint
@@ -70,22 +71,22 @@ def _auth(options: EndpointOptions, credentials) -> Callable[[], Dict[str, str]]
 
 
 def _check_ready(client: EndpointClient, path: str, options: EndpointOptions) -> Any:
-    """The model answers ready (its body returned); a server still loading it (503) is
-    waited for as a request would be; a server that cannot be reached is refused at once."""
-    for attempt in range(options.retries + 1):
-        try:
-            status, body = client.get(path)
-        except OSError as err:
-            raise EndpointInputError(
-                f"endpoint {client.url(path)} is unreachable ({type(err).__name__}: {err}); "
-                "check endpoint_url (inside a cluster an InferenceService's "
-                "status.address.url) and that the server is running") from None
-        if status == 200:
-            return body
-        if status not in (429, 502, 503, 504) or attempt == options.retries:
-            raise EndpointInputError(f"endpoint {client.url(path)} answered {status} "
-                                     f"({str(body)[:200]}): {_not_ready_hint(options)}")
-        client.sleep(min(15.0, 0.5 * 2 ** attempt))
+    """The model answers ready (its body returned); a server still loading it (429, 502,
+    503, 504) is waited for as a request would be; a server that cannot be reached is
+    refused at once."""
+    waiting = client.backoff(total=options.retries, connect=0, read=0, other=0,
+                             status_forcelist=RETRIED)
+    try:
+        status, body = client.get(path, waiting)
+    except OSError as err:
+        raise EndpointInputError(
+            f"endpoint {client.url(path)} is unreachable ({type(err).__name__}: {err}); "
+            "check endpoint_url (inside a cluster an InferenceService's "
+            "status.address.url) and that the server is running") from None
+    if status != 200:
+        raise EndpointInputError(f"endpoint {client.url(path)} answered {status} "
+                                 f"({str(body)[:200]}): {_not_ready_hint(options)}")
+    return body
 
 
 def _not_ready_hint(options: EndpointOptions) -> str:
