@@ -10,7 +10,9 @@ from typing import Dict, List
 from tfkfp.cli import check, extras, pipeline_help, stream
 from tfkfp.cli.submit import ENDPOINT_ENV
 from tfkfp.components._image import IMAGE, IMAGE_ENV, __version__
+from tfkfp.components.common.data import formats
 from tfkfp.components.common.data.layouts import DEFAULT_BLOCK_ROWS, DEFAULT_LAYOUT, LAYOUTS
+from tfkfp.components.common.endpoint.options import served_protocols
 from tfkfp.pipelines import registry
 from tfkfp.pipelines.accelerator import DEFAULT_TYPE, parse_gpu
 
@@ -29,6 +31,11 @@ def _column_types(pairs: List[str]) -> Dict[str, str]:
                 f"--column-types {pair!r}: expected NAME=TYPE, e.g. age=float32")
         types[name] = dtype
     return types
+
+
+def _either(names) -> str:
+    """'a, b or c'."""
+    return " or ".join(filter(None, (", ".join(names[:-1]), names[-1])))
 
 
 def _parser() -> argparse.ArgumentParser:
@@ -61,7 +68,7 @@ def _parser() -> argparse.ArgumentParser:
                        metavar="NAME=TYPE",
                        help="override inferred types: float32, int64 or string")
     shard.add_argument("--input-format", default="auto",
-                       choices=["auto", "csv", "jsonl", "parquet", "npz", "images"])
+                       choices=list(formats.choices(formats.SHARD)))
     shard.add_argument("--threads", type=int, default=0,
                        help="reading and encoding threads (default: the CPU limit)")
     shard.add_argument("--missing", choices=["impute", "error"], default="impute",
@@ -242,10 +249,10 @@ def _add_serve_parser(commands) -> None:
                        help="serve KServe's model-repository API (POST /v2/repository/models/"
                        "NAME/load|unload and its gRPC twins) to clients on 127.0.0.1 or ::1 "
                        "only, e.g. KServe's agent in the same pod (default: off)")
-    serve.add_argument("--example-request", choices=("v1", "v2", "tfserving"),
+    serve.add_argument("--example-request", choices=served_protocols(),
                        metavar="PROTOCOL", help="print a valid one-row request body for the "
-                       "model in PROTOCOL (v1, v2 or tfserving) and exit, without serving; "
-                       "its URL goes to stderr")
+                       f"model in PROTOCOL ({_either(served_protocols())}) and exit, without "
+                       "serving; its URL goes to stderr")
 
 
 def _shard(args: argparse.Namespace) -> None:

@@ -11,6 +11,7 @@ import os
 from typing import Dict, List, Sequence, Tuple
 
 from tfkfp.components.batch_predict.errors import PredictInputError, model_errors
+from tfkfp.components.common.data import formats
 from tfkfp.components.common.data.dataset import (
     MANIFEST_FILE,
     Manifest,
@@ -27,9 +28,7 @@ from tfkfp.components.common.platform import uris
 
 PREDICTION_COLUMNS = ("class", "class_id", "score", "top_classes", "top_scores", "value",
                       "endpoint", "model_version")  # the last two: endpoint mode's
-INPUT_FORMATS = ("auto", "tfrecord", "csv", "jsonl")
-_EXTENSIONS = {".tfrecord": "tfrecord", ".tfrecords": "tfrecord", ".csv": "csv",
-               ".jsonl": "jsonl", ".json": "jsonl", ".ndjson": "jsonl"}
+INPUT_FORMATS = formats.choices(formats.PREDICT)  # auto, then the formats it reads
 
 
 @dataclasses.dataclass(frozen=True)
@@ -49,8 +48,9 @@ class InputPlan:
 def resolve_input(data_uri: str, split: str = "all", schema_uri: str = "",
                   input_format: str = "auto", model_schema: Schema | None = None) -> InputPlan:
     """Find the input files, their format and the data's schema."""
-    if input_format not in INPUT_FORMATS:
-        raise PredictInputError(f"input_format {input_format!r} is not one of {INPUT_FORMATS}")
+    if input_format not in formats.choices(formats.PREDICT):
+        raise PredictInputError(f"input_format {input_format!r} is not one of "
+                                f"{formats.choices(formats.PREDICT)}")
     if is_dataset(data_uri):
         return _dataset_dir(data_uri, split, schema_uri)
     files = _files(data_uri)
@@ -118,11 +118,13 @@ def _files(data_uri: str) -> List[str]:
 
 
 def _format_of(files: Sequence[str]) -> str:
-    found = {_EXTENSIONS.get(os.path.splitext(f.removesuffix(".gz"))[1].lower()) for f in files}
+    found = formats.formats_of(files, formats.PREDICT)
     if None in found or len(found) != 1:
         kinds = sorted({os.path.splitext(f)[1] or "(none)" for f in files})
         raise PredictInputError(f"cannot tell the input format from the extensions {kinds}; "
-                                f"expected one of {sorted(_EXTENSIONS)} or set input_format")
+                                "expected one of "
+                                f"{sorted(formats.extensions(formats.PREDICT))} or set "
+                                "input_format")
     return found.pop()
 
 

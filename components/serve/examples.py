@@ -8,13 +8,14 @@ Every value is a placeholder of the input's type (0.0, 0, ""); replace them with
 import json
 from typing import Any, Dict, List, Sequence, Tuple
 
+from tfkfp.components.common.data import datatypes
+from tfkfp.components.common.endpoint.options import served_protocols
 from tfkfp.components.common.model import routes
 from tfkfp.components.serve.errors import ServeOptionsError
 from tfkfp.components.serve.rows import Field
 
-PROTOCOLS = ("v1", "v2", "tfserving")
+PROTOCOLS = served_protocols()  # ("v1", "v2", "tfserving"): common.endpoint.options' table
 _PLACEHOLDER = {"float32": 0.0, "int64": 0, "string": ""}
-_V2_TYPES = {"float32": "FP32", "int64": "INT64", "string": "BYTES"}
 _KEY_PLACEHOLDER = {"float32": 1.0, "int64": 1, "string": "row-1"}
 
 
@@ -29,9 +30,9 @@ def example_request(protocol: str, fields: Sequence[Field], keys: Dict[str, str]
         keys: key columns echoed into the answer (v1 and tfserving), name -> dtype.
         model: the model's name in the URLs.
     """
-    if protocol not in PROTOCOLS:
+    if protocol not in served_protocols():
         raise ServeOptionsError(f"--example-request {protocol!r}: expected one of "
-                                f"{', '.join(PROTOCOLS)}")
+                                f"{', '.join(served_protocols())}")
     row = {**{name: _KEY_PLACEHOLDER.get(dtype, "row-1") for name, dtype in keys.items()},
            **{f.name: _value(f) for f in fields}}
     if protocol == "v1":
@@ -53,7 +54,7 @@ def _tensor(field: Field) -> Dict[str, Any]:
     for size in field.shape:
         count *= int(size)
     return {"name": field.name, "shape": [1, *map(int, field.shape)],
-            "datatype": _V2_TYPES[field.dtype], "data": [_PLACEHOLDER[field.dtype]] * count}
+            "datatype": datatypes.v2_name(field.dtype), "data": [_PLACEHOLDER[field.dtype]] * count}
 
 
 def request_text(protocol: str, fields: Sequence[Field], keys: Dict[str, str],

@@ -9,7 +9,8 @@ tensor per model input, ``[rows, *shape]``. Gaps follow common.data.missing: ``n
 ``null`` in the data) in a float column is NaN, in a string column the empty string; both are
 filled inside the model (the TFLite Predictor feeds the bundle's fill). A column whose type
 cannot hold a gap, a missing or unknown column, a value of the wrong type and too many rows are
-refused with a RequestError naming the instance, the field and what was expected.
+refused with a RequestError naming the instance, the field and what was expected. The values of
+one column (a Field) become its array in ``fields``.
 
 Answers hold what a batch_predict row holds: ``class``, ``class_id``, ``score`` and, when
 top_k > 1, ``top_classes`` and ``top_scores``; v1 answers also echo the key columns.
@@ -18,29 +19,24 @@ top_k > 1, ``top_classes`` and ``top_scores``; v1 answers also echo the key colu
 import base64
 import binascii
 import dataclasses
-import itertools
 import json
 from typing import Any, Callable, Dict, List, Sequence
 
 import numpy as np
 
-from tfkfp.components.common.data import missing
+from tfkfp.components.common.data import datatypes, missing
 from tfkfp.components.common.model.predictor import BLOCKS, to_blocks
 from tfkfp.components.serve.errors import RequestError
+from tfkfp.components.serve.fields import (
+    Field,
+    column_array,
+    dims_text,
+    scalar_matrix,
+    sent_value,
+    tensor_array,
+)
 
-_V2_TYPES = {"float32": ("FP32", "FP64"), "int64": ("INT64", "INT32"), "string": ("BYTES",)}
-_EXPECT = {"float32": "a number or null", "int64": "a whole number",
-           "string": 'a string or null, or {"b64": ...}'}
-
-
-@dataclasses.dataclass(frozen=True)
-class Field:
-    name: str
-    dtype: str  # float32 | int64 | string
-    shape: tuple  # per row
-
-    def describe(self) -> str:
-        return self.dtype + (str(list(self.shape)) if self.shape else "")
+__all__ = ["Field", "RequestError", "RowDecoder", "Rows"]
 
 
 @dataclasses.dataclass
@@ -112,22 +108,22 @@ class RowDecoder:
         keys = [{k: row[k] for k in self.keys if k in row} for row in instances]
         with np.errstate(over="ignore"):  # a number past float32 becomes inf: refused below
             features = self._v1_features(instances)
-        self._check_finite(features, lambda row, name, at: _sent(instances[row][name], at))
+        self._check_finite(features, lambda row, name, at: sent_value(instances[row][name], at))
         return Rows(features, len(instances), keys)
 
     def _v1_features(self, instances: List[Dict]) -> Dict:
         """The model's inputs from checked rows, a matrix per dtype where it can."""
         features = {}
         for dtype, names in self._matrices.items():
-            matrix = _matrix(instances, names, dtype)
-            if matrix is None:  # decoded column by column, the first bad value named
-                return self.finish({name: _column([row[name] for row in instances], f)
+            block = scalar_matrix(instances, names, dtype)
+            if block is None:  # decoded column by column, the first bad value named
+                return self.finish({name: column_array([row[name] for row in instances], f)
                                     for name, f in self.fields.items()})
             if dtype in self.blocks:
-                features[BLOCKS[dtype]] = matrix
+                features[BLOCKS[dtype]] = block
             else:
-                features.update(zip(names, matrix.T.copy()))  # a contiguous row per column
-        features.update({f.name: _column([row[f.name] for row in instances], f)
+                features.update(zip(names, block.T.copy()))  # a contiguous row per column
+        features.update({f.name: column_array([row[f.name] for row in instances], f)
                          for f in self._others})
         order = [BLOCKS[d] for d in self.blocks] + [n for n in self.fields if n in features]
         return {k: features[k] for k in order}
@@ -202,138 +198,26 @@ class RowDecoder:
         wrong = _mismatch([n for n in self.fields if n not in given],
                           sorted(set(given) - set(self.fields)), "input")
         if wrong:
-            wanted = ", ".join(f"{f.name} ({_V2_TYPES[f.dtype][0]} [-1{_dims(f)}])"
+            wanted = ", ".join(f"{f.name} ({datatypes.v2_name(f.dtype)} [-1{dims_text(f)}])"
                                for f in self.fields.values())
             raise RequestError(f"inputs: {wrong}; the model takes {wanted}")
         with np.errstate(over="ignore"):  # a number past float32 becomes inf: refused below
-            features = {name: _tensor(given[name], f) for name, f in self.fields.items()}
+            features = {name: tensor_array(given[name], f) for name, f in self.fields.items()}
         counts = {len(v) for v in features.values()}
         if len(counts) != 1:
             raise RequestError(f"inputs: every input needs the same rows; found "
                                f"{ {n: len(v) for n, v in features.items()} }")
         count = counts.pop()
         self.check_count(count, "inputs")
-        self._check_finite(features, lambda row, name, at: _sent(
+        self._check_finite(features, lambda row, name, at: sent_value(
             given[name].data, row * int(np.prod(self.fields[name].shape)) + at))
         return Rows(self.finish(features), count, [{} for _ in range(count)])
-
-
-_FITS = {"float32": frozenset({float, int, type(None)}), "int64": frozenset({int})}
-
-
-def _matrix(instances: List[Dict], names: List[str], dtype: str) -> np.ndarray | None:
-    """Scalar columns of one dtype of checked rows as one ``[rows, columns]`` matrix,
-    converted in one numpy call (a float gap, ``null``, is NaN as in ``_column``), or None
-    when some value does not fit (``_column`` then names it)."""
-    values = [list(map(row.__getitem__, names)) for row in instances]
-    if not set(map(type, itertools.chain.from_iterable(values))) <= _FITS[dtype]:
-        return None
-    try:
-        return np.array(values, dtype=dtype)
-    except (OverflowError, TypeError, ValueError):
-        return None
-
-
-def _column(values: List[Any], field: Field) -> np.ndarray:
-    """One column's values as the model's input array (gaps as common.data.missing stores them)."""
-    if field.shape:
-        return np.stack([_shaped(i, v, field) for i, v in enumerate(values)])
-    gap = missing.gap_value(field.dtype) if missing.can_hold_gaps(field.dtype) else None
-    out = []
-    for i, value in enumerate(values):
-        if value is None and gap is not None:
-            value = gap
-        elif not _fits(value, field.dtype):
-            raise _wrong(i, field, value)
-        out.append(_bytes(i, field, value) if field.dtype == "string" else value)
-    return np.asarray(out, dtype=object if field.dtype == "string" else field.dtype)
-
-
-def _fits(value: Any, dtype: str) -> bool:
-    if isinstance(value, bool):
-        return False
-    if dtype == "float32":
-        return isinstance(value, (int, float))
-    if dtype == "int64":
-        return isinstance(value, int) and -2**63 <= value < 2**63
-    return isinstance(value, str) or (isinstance(value, dict) and value.keys() == {"b64"})
-
-
-def _bytes(index: int, field: Field, value: Any) -> bytes:
-    """A string value as UTF-8 bytes; TF Serving's ``{"b64": ...}`` as the bytes it holds."""
-    if isinstance(value, str):
-        return value.encode()
-    try:
-        return base64.b64decode(value["b64"], validate=True)
-    except (binascii.Error, TypeError, ValueError) as err:
-        raise RequestError(f'instance {index}, column {field.name!r}: "b64" is not base64 '
-                           f"({err})") from None
-
-
-def _shaped(index: int, value: Any, field: Field) -> np.ndarray:
-    flat = _flatten(value)
-    size = int(np.prod(field.shape))
-    if flat is None or len(flat) != size or not all(_fits(v, field.dtype) for v in flat):
-        raise _wrong(index, field, value, f"a list of {size} values ({_EXPECT[field.dtype]},"
-                     " no gaps)")
-    if field.dtype == "string":
-        flat = [_bytes(index, field, v) for v in flat]
-    dtype = object if field.dtype == "string" else field.dtype
-    return np.asarray(flat, dtype=dtype).reshape(field.shape)
-
-
-def _sent(value: Any, index: int) -> Any:
-    """The ``index``-th number of a value as sent (a number or nested lists), or None."""
-    flat = _flatten(value) if isinstance(value, list) else [value]
-    return flat[index] if flat is not None and index < len(flat) else None
-
-
-def _flatten(value: Any) -> List[Any] | None:
-    if not isinstance(value, list):
-        return None
-    if value and isinstance(value[0], list):
-        parts = [_flatten(v) for v in value]
-        return None if any(p is None for p in parts) else [x for p in parts for x in p]
-    return value
-
-
-def _wrong(index: int, field: Field, value: Any, expected: str = "") -> RequestError:
-    found = repr(value)
-    found = found if len(found) <= 60 else found[:57] + "..."
-    return RequestError(f"instance {index}, column {field.name!r}: expected "
-                        f"{field.describe()} ({expected or _EXPECT[field.dtype]}); found "
-                        f"{found}")
-
-
-def _tensor(tensor: Any, field: Field) -> np.ndarray:
-    allowed = _V2_TYPES[field.dtype]
-    if tensor.datatype not in allowed:
-        raise RequestError(f"input {field.name!r}: datatype {tensor.datatype}; expected "
-                           f"{' or '.join(allowed)}")
-    shape = list(tensor.shape)
-    if len(shape) != 1 + len(field.shape) or tuple(shape[1:]) != tuple(field.shape):
-        raise RequestError(f"input {field.name!r}: shape {shape}; expected [rows{_dims(field)}]")
-    try:
-        if field.dtype == "string":
-            data = np.asarray(tensor.data if tensor.data is not None else [], dtype=object)
-            flat = [b"" if v is None else v if isinstance(v, bytes) else str(v).encode()
-                    for v in data.reshape(-1)]
-            return np.asarray(flat, dtype=object).reshape(shape)
-        return tensor.as_numpy().astype(field.dtype, copy=False).reshape(shape)
-    except (TypeError, ValueError) as err:
-        gaps = "" if field.dtype == "float32" else " (an int64 input cannot hold a gap)"
-        raise RequestError(f"input {field.name!r}: data does not fit {tensor.datatype} "
-                           f"shape {shape}{gaps}: {err}") from None
 
 
 def _mismatch(absent: List[str], unknown: List[str], what: str) -> str:
     parts = [f"missing {what} {absent}"] if absent else []
     parts += [f"unknown {what} {unknown}"] if unknown else []
     return ", ".join(parts)
-
-
-def _dims(field: Field) -> str:
-    return "".join(f", {d}" for d in field.shape)
 
 
 def _kind(value: Any) -> str:

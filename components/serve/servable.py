@@ -13,13 +13,13 @@ from typing import Any, Dict, List, Tuple
 
 import numpy as np
 
+from tfkfp.components.common.data import datatypes
 from tfkfp.components.common.model.predictor import ModelInputError, Predictor, load_predictor
 from tfkfp.components.common.model.ranking import check_outputs, check_top_k, top_k_of
 from tfkfp.components.serve.errors import RequestError, ServeOptionsError
 from tfkfp.components.serve.options import ServeOptions
 from tfkfp.components.serve.rows import Field, RowDecoder, Rows
 
-V2_OUT = {"float32": "FP32", "int64": "INT64", "string": "BYTES"}
 # Open Inference Protocol parameters the server takes: KServe's binary tensor data extension
 REQUEST_PARAMETERS = ("binary_data_output",)
 OUTPUT_PARAMETERS = ("binary_data",)
@@ -113,7 +113,7 @@ class Servable:
         return outs
 
     def input_types(self) -> List[Dict[str, Any]]:
-        return [{"name": f.name, "datatype": V2_OUT[f.dtype], "shape": [-1, *f.shape]}
+        return [{"name": f.name, "datatype": datatypes.v2_name(f.dtype), "shape": [-1, *f.shape]}
                 for f in self.decoder.fields.values()]
 
     def output_types(self) -> List[Dict[str, Any]]:

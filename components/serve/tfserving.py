@@ -18,6 +18,7 @@ import json
 import re
 from typing import Any, Callable, Dict, List
 
+from tfkfp.components.common.data import datatypes
 from tfkfp.components.common.model.savedmodel import (
     EXAMPLES_INPUT,
     SIGNATURE_EXAMPLES,
@@ -29,7 +30,6 @@ from tfkfp.components.serve.errors import RequestError, too_deep
 # the SavedModel's two signatures (a TFLite bundle's serving_raw and the default name): the
 # server answers both with the same rows
 SIGNATURES = (SIGNATURE_EXAMPLES, SIGNATURE_RAW)
-_DTYPES = {"FP32": "DT_FLOAT", "INT64": "DT_INT64", "BYTES": "DT_STRING"}
 _VERSIONED = re.compile(r"^/(v1|v2)/models/([^/:]+)/(versions|labels)/([^/:]+)(.*)$")
 _TAILS = {"v1": ("", ":predict", "/metadata"), "v2": ("", "/ready", "/infer")}
 
@@ -137,7 +137,7 @@ def model_metadata(name: str, version: str, servable) -> Dict:
 
 
 def _tensor_info(name: str, spec: Dict) -> Dict:
-    return {"dtype": _DTYPES[spec["datatype"]], "name": name,
+    return {"dtype": datatypes.tf_of_v2(spec["datatype"]), "name": name,
             "tensor_shape": {"dim": [{"size": str(d), "name": ""} for d in spec["shape"]],
                              "unknown_rank": False}}
 

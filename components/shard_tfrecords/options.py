@@ -5,6 +5,7 @@ import json
 from typing import Dict
 
 from tfkfp.components.common.data import data_root as data_root_rules
+from tfkfp.components.common.data import formats
 from tfkfp.components.common.data.dataset import COMPRESSIONS
 from tfkfp.components.common.data.layouts import (
     DEFAULT_BLOCK_ROWS,
@@ -14,8 +15,15 @@ from tfkfp.components.common.data.layouts import (
 )
 from tfkfp.components.shard_tfrecords.errors import ShardInputError
 
-FORMATS = ("csv", "jsonl", "parquet", "npz", "images")  # input_format, besides auto
+FORMATS = formats.names(formats.SHARD)  # input_format, besides auto (common.data.formats)
 MISSING_POLICIES = ("impute", "error")  # missing: keep rows with gaps, or refuse the first
+
+
+def check_input_format(input_format: str) -> None:
+    """Refuse an input_format that is neither auto nor a format sharding reads."""
+    if input_format not in formats.choices(formats.SHARD):
+        raise ShardInputError(f"input_format {input_format!r} is not one of "
+                              f"{', '.join(formats.choices(formats.SHARD))}")
 
 
 def check_options(eval_fraction: float, compression: str, shard_size_mb: float,
@@ -28,9 +36,7 @@ def check_options(eval_fraction: float, compression: str, shard_size_mb: float,
         data_root_rules.check(data_root)
     except data_root_rules.DataRootError as err:
         raise ShardInputError(str(err)) from err
-    if input_format not in ("auto", *FORMATS):
-        raise ShardInputError(f"input_format {input_format!r} is not one of "
-                              f"auto, {', '.join(FORMATS)}")
+    check_input_format(input_format)
     if layout not in LAYOUTS:
         raise ShardInputError(f"layout {layout!r} is not one of {', '.join(LAYOUTS)}")
     if LAYOUTS[layout].multi_row and not 1 <= block_rows <= MAX_BLOCK_ROWS:

@@ -13,7 +13,7 @@ from typing import Dict, List, Sequence, Tuple
 
 import numpy as np
 
-from tfkfp.components.common.data import missing
+from tfkfp.components.common.data import formats, missing
 from tfkfp.components.common.platform import uris
 from tfkfp.components.common.platform.follow import describe_error
 from tfkfp.components.shard_tfrecords.errors import ShardInputError
@@ -32,21 +32,18 @@ from tfkfp.components.shard_tfrecords.formats.images import (
     class_folders,
 )
 from tfkfp.components.shard_tfrecords.formats.text import Csv, Jsonl
-from tfkfp.components.shard_tfrecords.options import FORMATS
+from tfkfp.components.shard_tfrecords.options import check_input_format
 
 __all__ = ["Chunk", "RawColumn", "IMAGE_KEY", "IMAGE_LABEL", "resolve_files",
            "infer_columns", "plan_chunks", "read_chunk"]
 
-_EXTENSIONS = {".csv": "csv", ".jsonl": "jsonl", ".json": "jsonl", ".ndjson": "jsonl",
-               ".parquet": "parquet", ".pq": "parquet", ".npz": "npz"}
+# each format sharding reads (common.data.formats) and the reader of its chunks
 _READERS = {"csv": Csv, "jsonl": Jsonl, "parquet": Parquet, "npz": Npz, "images": Images}
 
 
 def resolve_files(input_uri: str, input_format: str = "auto") -> Tuple[str, List[str]]:
     """The input format and its files, sorted; a folder of class subfolders is 'images'."""
-    if input_format not in ("auto", *FORMATS):
-        raise ShardInputError(f"input_format {input_format!r} is not one of "
-                              f"auto, {', '.join(FORMATS)}")
+    check_input_format(input_format)
     try:
         fmt, files = _listed(input_uri, input_format)
     except ShardInputError:
@@ -118,12 +115,13 @@ def fingerprint(input_uri: str, input_format: str = "auto") -> str:
 
 
 def _format_of(files: Sequence[str]) -> str:
-    found = {_EXTENSIONS.get(os.path.splitext(f.removesuffix(".gz"))[1].lower()) for f in files}
+    found = formats.formats_of(files, formats.SHARD)
     if None in found or len(found) != 1:
         kinds = sorted({os.path.splitext(f)[1] or "(none)" for f in files})
         raise ShardInputError(
             f"cannot tell the input format from the file extensions {kinds}; expected one "
-            f"kind among {sorted(_EXTENSIONS)}, or set input_format to one of {FORMATS}")
+            f"kind among {sorted(formats.extensions(formats.SHARD))}, or set input_format to "
+            f"one of {formats.names(formats.SHARD)}")
     return found.pop()
 
 

@@ -99,11 +99,8 @@ def _run(config: TrainConfig, result_path: str) -> Dict[str, Any] | None:
             **{"eval_" + k[len("val_"):]: v for k, v in final.items()},
             "input_wait_fraction": wait, "target_metric": target_metric,
             "seconds_to_target": evaluation.seconds_to_target, **timer.figures()}
-        if chief and task.name == "classification":
-            # the eval split's confusion matrix (and ROC curve) for the KFP UI
-            result["classification"] = evaluation.classification(savedmodel.label_names(schema))
-        elif chief:  # predicted against actual values, for the report's plots
-            result["regression"] = evaluation.regression()
+        if chief:  # the eval split's report for the KFP UI, under the task's name
+            result[task.name] = task.eval_report(evaluation, schema)
         export_dir = config.model_dir if chief else os.path.join(scratch, "model")
         savedmodel.export_model(model, schema, export_dir, _model_metadata(config, result),
                                 task=task.name)

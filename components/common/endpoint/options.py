@@ -5,13 +5,49 @@ and timeouts, each refused before any work naming the setting. It imports no Num
 import dataclasses
 import math
 import re
-from typing import Dict
+from typing import Dict, Tuple
 
 from tfkfp.components.common.endpoint.errors import EndpointInputError
 
-# Open Inference Protocol (the default: columns, a model version), KServe v1 rows, and a
-# Vertex AI Endpoint's :predict (v1 rows, Google credentials)
-PROTOCOLS = ("v2", "v1", "vertex")
+
+@dataclasses.dataclass(frozen=True)
+class Protocol:
+    """A serving protocol the suite speaks: as a caller of an endpoint (batch_predict's and
+    stream_predict's endpoint mode; its encoding is common.endpoint.protocols' class of the
+    same name), as ``tfkfp serve`` (which prints an example request in it), or both."""
+
+    name: str
+    called: bool  # endpoint callers speak it (endpoint_protocol)
+    served: bool  # tfkfp serve answers it (--example-request)
+    summary: str  # one line for help texts and docs
+
+
+# One entry a protocol; callers list the default first, then the table's order.
+PROTOCOL_TABLE: Dict[str, Protocol] = {p.name: p for p in (
+    Protocol("v1", called=True, served=True, summary="KServe v1 rows"),
+    Protocol("v2", called=True, served=True,
+             summary="Open Inference Protocol: columns, a model version"),
+    Protocol("vertex", called=True, served=False,
+             summary="a Vertex AI Endpoint's :predict: v1 rows, Google credentials"),
+    Protocol("tfserving", called=False, served=True,
+             summary="TF Serving's REST API, its columnar form"),
+)}
+DEFAULT_PROTOCOL = "v2"
+
+
+def called_protocols() -> Tuple[str, ...]:
+    """What endpoint_protocol takes: the default first, then the others callers speak."""
+    return tuple(sorted((p.name for p in PROTOCOL_TABLE.values() if p.called),
+                        key=lambda name: name != DEFAULT_PROTOCOL))
+
+
+def served_protocols() -> Tuple[str, ...]:
+    """The protocols ``tfkfp serve`` answers, in the table's order."""
+    return tuple(p.name for p in PROTOCOL_TABLE.values() if p.served)
+
+
+PROTOCOLS = called_protocols()  # ("v2", "v1", "vertex"), for choices and messages
+
 # A Vertex AI Endpoint: its resource name, or a URL ending in it after the API version
 VERTEX_ENDPOINT = re.compile(r"^(?:(?P<host>https?://[^/]+)/(?P<api>v1|v1beta1)/)?"
                              r"(?P<name>projects/[^/]+/locations/(?P<location>[^/]+)"
@@ -45,7 +81,7 @@ class EndpointOptions:
 
     url: str
     model: str = "model"
-    protocol: str = "v2"
+    protocol: str = DEFAULT_PROTOCOL
     batch_rows: int = 256
     concurrency: int = 4
     headers: Dict[str, str] = dataclasses.field(default_factory=dict)
@@ -79,9 +115,9 @@ def check_endpoint(options: EndpointOptions) -> None:
     if not options.model or "/" in options.model:
         raise EndpointInputError(f"endpoint_model {options.model!r}: expected the model's "
                                 "name in the endpoint's URLs (non-empty, without '/')")
-    if options.protocol not in PROTOCOLS:
+    if options.protocol not in called_protocols():
         raise EndpointInputError(f"endpoint_protocol {options.protocol!r} is not one of "
-                                f"{PROTOCOLS}")
+                                f"{called_protocols()}")
     for name in ("batch_rows", "concurrency"):
         if getattr(options, name) < 1:
             raise EndpointInputError(f"endpoint_{name} {getattr(options, name)} is below 1")

@@ -26,16 +26,11 @@ from typing import Any, Dict, List, Tuple
 
 import numpy as np
 
+from tfkfp.components.common.data import datatypes
 from tfkfp.components.common.endpoint.errors import EndpointError
 from tfkfp.components.common.endpoint.options import vertex_base_url
 from tfkfp.components.common.model import routes
 from tfkfp.components.common.model.predictor import InputSpec
-
-_V2_TYPES = {"float32": "FP32", "int64": "INT64", "string": "BYTES"}
-_FROM_V2 = {"FP32": "float32", "FP64": "float32", "INT64": "int64", "INT32": "int64",
-            "BYTES": "string"}
-_FROM_TF = {"DT_FLOAT": "float32", "DT_DOUBLE": "float32", "DT_INT64": "int64",
-            "DT_INT32": "int64", "DT_STRING": "string"}
 
 
 @dataclasses.dataclass
@@ -139,7 +134,7 @@ class V1:
         try:
             signatures = metadata["metadata"]["signature_def"]["signature_def"]
             signature = signatures.get("serving_raw") or next(iter(signatures.values()))
-            inputs = {name: InputSpec(_FROM_TF[info["dtype"]], _dims(info))
+            inputs = {name: InputSpec(datatypes.from_tf(info["dtype"]), _dims(info))
                       for name, info in signature["inputs"].items()}
             outputs = {name: _dims(info) for name, info in signature["outputs"].items()}
             version = str(metadata.get("model_spec", {}).get("version", ""))
@@ -203,7 +198,7 @@ class V2:
     def served(metadata: Any) -> Served:
         """Open Inference Protocol model metadata: ``inputs``, ``outputs``, ``versions``."""
         try:
-            inputs = {i["name"]: InputSpec(_FROM_V2[i["datatype"]],
+            inputs = {i["name"]: InputSpec(datatypes.from_v2(i["datatype"]),
                                            tuple(int(d) for d in i["shape"][1:]))
                       for i in metadata["inputs"]}
             outputs = {o["name"]: tuple(int(d) for d in o["shape"][1:])
@@ -265,13 +260,14 @@ def answered_by(body: Dict) -> str:
     return ", ".join(p for p in parts if p)
 
 
-PROTOCOLS = {"v1": V1, "v2": V2, "vertex": Vertex}
+# the encoding of each protocol endpoint callers speak (common.endpoint.options' table)
+PROTOCOLS = {protocol.name: protocol for protocol in (V1, V2, Vertex)}
 
 
 def _v2_type(values: np.ndarray) -> str:
     if values.dtype == object or values.dtype.kind == "S":
-        return "BYTES"
-    return _V2_TYPES["int64" if values.dtype.kind in "iu" else "float32"]
+        return datatypes.v2_name("string")
+    return datatypes.v2_name("int64" if values.dtype.kind in "iu" else "float32")
 
 
 def _id_mismatch(body: Dict, request_id: str) -> str:

@@ -24,14 +24,15 @@ import tempfile
 from typing import Any, Dict, List
 
 from tfkfp.components.common.data.schema import Schema, SchemaError
+from tfkfp.components.common.model import task_kinds
 from tfkfp.components.common.platform import uris
 
 SIGNATURE_EXAMPLES = "serving_default"
 SIGNATURE_RAW = "serving_raw"
 EXAMPLES_INPUT = "examples"
-OUTPUTS = ("probabilities", "class_ids", "classes")
-REGRESSION_OUTPUTS = ("value",)
-TASKS = ("classification", "regression")
+OUTPUTS = task_kinds.kind("classification").outputs
+REGRESSION_OUTPUTS = task_kinds.kind("regression").outputs
+TASKS = task_kinds.names()  # common.model.task_kinds' table
 LABELS_FILE = "labels.txt"
 SCHEMA_FILE = "schema.json"
 METADATA_FILE = "tfkfp_model.json"
@@ -50,9 +51,9 @@ def export_model(model, schema: Schema, export_dir: str, metadata: Dict[str, Any
     """
     import tensorflow as tf
 
-    if task not in TASKS:
-        raise ValueError(f"task {task!r} is not one of {', '.join(TASKS)}")
-    labels = label_names(schema) if task == "classification" else []
+    if task not in task_kinds.TASK_KINDS:
+        raise ValueError(f"task {task!r} is not one of {', '.join(task_kinds.names())}")
+    labels = label_names(schema) if task_kinds.kind(task).classes else []
     with uris.replaced_dir(export_dir) as staging, tempfile.TemporaryDirectory() as tmp:
         module = _serving_module(model, schema, labels, tmp)
         tf.saved_model.save(module, staging, signatures={
@@ -164,20 +165,20 @@ def load_schema(model_dir: str) -> Schema:
 def load_labels(model_dir: str) -> List[str]:
     """A classifier's class names; none for a regressor."""
     path = uris.join(model_dir, "assets", LABELS_FILE)
-    if model_task(model_dir) == "regression" and not uris.exists(path):
+    if not task_kinds.kind(model_task(model_dir)).classes and not uris.exists(path):
         return []
     return [line for line in uris.read_text(path).splitlines() if line]
 
 
 def model_task(model_dir: str) -> str:
     """classification or regression, as train recorded it (earlier models: classifiers)."""
-    return recorded_task(model_dir) or "classification"
+    return recorded_task(model_dir) or task_kinds.DEFAULT_TASK
 
 
 def recorded_task(model_dir: str) -> str | None:
     """The task train recorded in tfkfp_model.json; None for a model that does not say."""
     task = load_metadata(model_dir).get("task")
-    return task if task in TASKS else None
+    return task if task in task_kinds.TASK_KINDS else None
 
 
 def task_of_outputs(outputs) -> str:
@@ -185,7 +186,7 @@ def task_of_outputs(outputs) -> str:
     regressor's, else classification. Only for an artifact that does not record its task
     (tfkfp_model.json's or a TFLite bundle's signature.json "task"): the recorded task is
     resolved once, at train's boundary, and read back everywhere else."""
-    return "regression" if set(outputs) == set(REGRESSION_OUTPUTS) else "classification"
+    return task_kinds.of_outputs(outputs)
 
 
 def load_metadata(model_dir: str) -> Dict[str, Any]:

@@ -9,18 +9,18 @@ import json
 import os
 from typing import Any, Dict, Tuple
 
+from tfkfp.components.common.model import task_kinds
 from tfkfp.components.common.platform import uris
 
 MODELS = ("mlp", "cnn", "resnet50", "mobilenet_v2")
 OPTIMIZERS = ("adam", "sgd", "rmsprop")
 PRECISIONS = ("float32", "mixed_float16", "mixed_bfloat16")
-# What the model learns (tasks.py): auto follows the label.
-TASKS = ("auto", "classification", "regression")
-REGRESSION_LOSSES = ("mse", "huber")
+# What the model learns (common.model.task_kinds' table; tasks.py): auto follows the label.
+TASKS = ("auto", *task_kinds.names())
+REGRESSION_LOSSES = task_kinds.kind("regression").losses
 # The eval figures a target can be set on; True: higher is better.
 HIGHER_IS_BETTER = {"accuracy": True, "r2": True, "rmse": False, "mae": False, "loss": False}
-TARGET_METRICS = {"classification": ("accuracy", "loss"),
-                  "regression": ("rmse", "mae", "r2", "loss")}
+TARGET_METRICS = {k.name: k.target_metrics for k in task_kinds.TASK_KINDS.values()}
 # What tf.io.gfile reads in the suite's image, besides local paths.
 WARM_START_SCHEMES = ("gs://", "file://")
 
@@ -93,8 +93,8 @@ def check_fields(config: TrainConfig) -> None:
         _one_of("model_name", config.model_name, MODELS)
     _positive(config, "epochs", "batch_size", "steps_per_execution", "learning_rate")
     _not_negative(config, "global_batch_size", "steps_per_epoch", "eval_steps", "seed")
-    _one_of("task", config.task, TASKS)
-    _one_of("loss", config.loss or "crossentropy", ("crossentropy", *REGRESSION_LOSSES))
+    _one_of("task", config.task, ("auto", *task_kinds.names()))
+    _one_of("loss", config.loss or task_kinds.losses()[0], task_kinds.losses())
     _one_of("target_metric", config.target_metric or "accuracy", tuple(HIGHER_IS_BETTER))
     if config.target_metric == "accuracy" and not 0.0 <= config.target_value <= 1.0:
         raise TrainConfigError(f"target_value {config.target_value} is not an accuracy in "

@@ -62,7 +62,8 @@ def task_for(config: TrainConfig, schema: Schema):
     the label and ``config.task``, with a regressor's label statistics from a sample."""
     name = tasks.resolve(schema, config.task)
     schema = tasks.training_schema(schema, name)
-    labels = sample_labels(config.dataset, schema) if name == "regression" else None
+    labels = (sample_labels(config.dataset, schema) if tasks.TASK_OBJECTS[name].samples_labels
+              else None)
     return schema, tasks.make(name, schema, labels, config.loss)
 
 

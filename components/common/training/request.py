@@ -10,7 +10,7 @@ from typing import Any, Dict, Sequence, Tuple
 
 from tfkfp.components.common.data.dataset import Manifest
 from tfkfp.components.common.data.schema import Schema, SchemaError
-from tfkfp.components.common.model import savedmodel
+from tfkfp.components.common.model import savedmodel, task_kinds
 from tfkfp.components.common.platform import uris
 from tfkfp.components.common.training.config import TrainConfig, TrainConfigError
 
@@ -111,8 +111,9 @@ def _check_warm_start(config: TrainConfig, schema: Schema, task: str) -> None:
     if earlier_task != task:
         raise TrainConfigError(f"warm_start {where}: it is a {earlier_task} model; this run "
                                f"is {task}: a model continues only on the same task")
-    classes = savedmodel.label_names(schema) if task == "classification" else []
-    earlier = savedmodel.load_labels(where) if task == "classification" else []
+    answers_classes = task_kinds.kind(task).classes
+    classes = savedmodel.label_names(schema) if answers_classes else []
+    earlier = savedmodel.load_labels(where) if answers_classes else []
     if earlier != classes:
         raise TrainConfigError(f"warm_start {where}: its classes {earlier} are not the "
                                f"dataset's {classes}; a model continues only on the same "

@@ -1,9 +1,11 @@
 """What a model learns from its label: classes (classification) or a number (regression).
 
 The task follows from the label unless the ``task`` option names it: a float label is a
-regression target; an integer or string label with a class vocabulary is classified. Each
-task gives the model's head, its loss and training metric, and the sums and figures of the
-per-epoch evaluation, so the training loop has no task switch of its own.
+regression target; an integer or string label with a class vocabulary is classified. The
+kinds are common.model.task_kinds' table (whether a model answers classes, its outputs,
+losses and target metrics); each has a task object here (``TASK_OBJECTS``) that gives the
+model's head, its loss and training metric, the sums and figures of the per-epoch evaluation
+and the eval split's report, so the training loop has no task switch of its own.
 
 A regressor's label is normalised inside the model: the head predicts in units of the label's
 standard deviation (from the sampled training rows) and rescales to the label's own units, so
@@ -13,17 +15,13 @@ threshold and the reported loss mean the same on any scale.
 
 import dataclasses
 import math
-from typing import Dict, Tuple
+from typing import ClassVar, Dict, Tuple
 
 import numpy as np
 
 from tfkfp.components.common.data.schema import Schema, SchemaError
-from tfkfp.components.common.training.config import (
-    HIGHER_IS_BETTER,
-    REGRESSION_LOSSES,
-    TARGET_METRICS,
-    TASKS,
-)
+from tfkfp.components.common.model import savedmodel, task_kinds
+from tfkfp.components.common.training.config import HIGHER_IS_BETTER
 
 MAX_VOCABULARY_HINT = "more distinct values than shard_tfrecords keeps as classes"
 
@@ -31,8 +29,9 @@ MAX_VOCABULARY_HINT = "more distinct values than shard_tfrecords keeps as classe
 def resolve(schema: Schema, requested: str = "auto") -> str:
     """The task for the schema's label: ``requested`` when the label supports it, refused
     with the reason when it cannot work."""
-    if requested not in TASKS:
-        raise SchemaError(f"task {requested!r} is not one of {', '.join(TASKS)}")
+    allowed = ("auto", *task_kinds.names())
+    if requested not in allowed:
+        raise SchemaError(f"task {requested!r} is not one of {', '.join(allowed)}")
     label = schema.label
     if label is None:
         raise SchemaError(f"the schema has no label column, so there is nothing to train on; "
@@ -64,15 +63,16 @@ def resolve(schema: Schema, requested: str = "auto") -> str:
 def training_schema(schema: Schema, task: str) -> Schema:
     """The schema the reader uses for the task: a regressor reads the label's raw values
     (an integer label regressed on drops its class vocabulary)."""
-    return schema.with_raw_label() if task == "regression" else schema
+    return schema if task_kinds.kind(task).classes else schema.with_raw_label()
 
 
 def check_target(task: str, metric: str) -> str:
     """The metric a target is set on: ``metric``, or the task's first (accuracy, rmse)."""
-    chosen = metric or TARGET_METRICS[task][0]
-    if chosen not in TARGET_METRICS[task]:
+    metrics = task_kinds.kind(task).target_metrics
+    chosen = metric or metrics[0]
+    if chosen not in metrics:
         raise SchemaError(f"target_metric {metric!r} does not apply to {task}; expected one "
-                          f"of {', '.join(TARGET_METRICS[task])}")
+                          f"of {', '.join(metrics)}")
     return chosen
 
 
@@ -93,6 +93,11 @@ def label_moments(labels: np.ndarray) -> Tuple[float, float]:
 class Classification:
     num_classes: int
     name: str = "classification"
+    samples_labels: ClassVar[bool] = False  # make needs no sample of training labels
+
+    @classmethod
+    def build(cls, schema: Schema, labels: np.ndarray | None, loss: str) -> "Classification":
+        return cls(len(schema.label.vocabulary))
 
     def head(self, x):
         import tf_keras
@@ -121,6 +126,10 @@ class Classification:
         loss, right, count = totals
         return {"val_loss": loss / max(count, 1), "val_accuracy": right / max(count, 1)}
 
+    def eval_report(self, evaluation, schema: Schema) -> Dict:
+        """The eval split's confusion matrix (and ROC curve) for the KFP UI."""
+        return evaluation.classification(savedmodel.label_names(schema))
+
 
 @dataclasses.dataclass(frozen=True)
 class Regression:
@@ -128,6 +137,12 @@ class Regression:
     std: float
     loss_name: str = "mse"
     name: str = "regression"
+    samples_labels: ClassVar[bool] = True  # the label's moments come from a sample
+
+    @classmethod
+    def build(cls, schema: Schema, labels: np.ndarray | None, loss: str) -> "Regression":
+        _check_spread(schema.label.name, labels)
+        return cls(*label_moments(labels), loss_name=loss)
 
     def head(self, x):
         import tf_keras
@@ -182,10 +197,18 @@ class Regression:
                 "val_mae": absolute / count,
                 "val_r2": 1.0 - squared / spread if spread > 0 else 0.0}
 
+    def eval_report(self, evaluation, schema: Schema) -> Dict:
+        """Predicted against actual values, for the report's plots."""
+        return evaluation.regression()
+
+
+# The task object of each kind in common.model.task_kinds' table.
+TASK_OBJECTS = {task.name: task for task in (Classification, Regression)}
+
 
 def check_loss(task: str, loss: str) -> str:
     """The loss for the task: ``loss``, or the task's own (crossentropy, mse)."""
-    allowed = ("crossentropy",) if task == "classification" else REGRESSION_LOSSES
+    allowed = task_kinds.kind(task).losses
     chosen = loss or allowed[0]
     if chosen not in allowed:
         raise SchemaError(f"loss {loss!r} does not apply to {task}; expected "
@@ -195,11 +218,7 @@ def check_loss(task: str, loss: str) -> str:
 
 def make(task: str, schema: Schema, labels: np.ndarray | None, loss: str = ""):
     """The task object for a resolved task; ``labels``: sampled training labels (regression)."""
-    loss = check_loss(task, loss)
-    if task == "classification":
-        return Classification(len(schema.label.vocabulary))
-    _check_spread(schema.label.name, labels)
-    return Regression(*label_moments(labels), loss_name=loss)
+    return TASK_OBJECTS[task].build(schema, labels, check_loss(task, loss))
 
 
 def _check_spread(name: str, labels: np.ndarray | None) -> None:

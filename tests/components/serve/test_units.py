@@ -10,8 +10,9 @@ import pytest
 
 from tfkfp.components.serve.batcher import Batcher
 from tfkfp.components.serve.errors import OverloadedError, RequestError, ServeOptionsError
+from tfkfp.components.serve.fields import column_array as _column
 from tfkfp.components.serve.options import ServeOptions
-from tfkfp.components.serve.rows import Field, RowDecoder, _column
+from tfkfp.components.serve.rows import Field, RowDecoder
 
 
 @pytest.mark.parametrize("change,words", [
