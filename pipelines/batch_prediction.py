@@ -1,7 +1,8 @@
 """The batch_prediction pipeline: fan batch_predict out over groups of shards, merge the counts.
 
 The model and the data come in by URI through ``dsl.importer``. The data is either an
-existing Dataset directory of TFRecord shards (``dataset_uri``) or a CSV (``csv_uri``), which is
+existing Dataset directory of TFRecord shards (``dataset_uri``) or input files
+(``input_uri``: CSV, JSON Lines, Parquet, .npz or images; ``csv_uri`` before), which are
 first sharded by shard_tfrecords. One batch_predict task per file group runs inside a
 ``dsl.ParallelFor`` (one pod each on a cluster), and merge_predictions adds the groups' counts
 into one summary. Everything runs under the KFP local runner too.
@@ -70,7 +71,7 @@ def predict_shards(model: dsl.Model, dataset: dsl.Dataset, file_groups: int,
 def batch_prediction(
     model_uri: str,
     dataset_uri: str = "",
-    csv_uri: str = "",
+    input_uri: str = "",
     keys: List[str] = DEFAULTS.keys,
     label: str = DEFAULTS.label,
     column_types: Dict[str, str] = DEFAULTS.column_types,
@@ -97,21 +98,22 @@ def batch_prediction(
     beam_options: Dict[str, str] = DEFAULTS.beam_options,
     data_root: str = DEFAULTS.data_root,
 ):
-    """Batch prediction with a tfkfp model over sharded TFRecords (or a CSV sharded first),
+    """Batch prediction with a tfkfp model over sharded TFRecords (or input files sharded first),
     the model loaded in the steps or, with endpoint_url, already serving at an endpoint.
 
     Args:
         model_uri: A tfkfp SavedModel or TFLite bundle directory (gs:// on a cluster).
-        dataset_uri: A Dataset directory of TFRecord shards; used when csv_uri is empty.
-        csv_uri: A CSV file, folder or pattern to shard first with shard_tfrecords.
+        dataset_uri: A Dataset directory of TFRecord shards; used when input_uri is empty.
+        input_uri: A file, folder or pattern of input data (CSV, JSON Lines, Parquet,
+            .npz or images) to shard first with shard_tfrecords; formerly csv_uri.
         keys: Passthrough key columns (sharding: the key columns; prediction: carried).
-        label: The CSV's label column, if it has one (kept out of the model inputs).
+        label: The input's label column, if it has one (kept out of the model inputs).
         column_types: Column types overriding inference, e.g. {"zip": "string"}: float32,
             int64 or string.
-        input_format: Format of csv_uri's files: auto (from their extensions), csv, jsonl,
+        input_format: Format of input_uri's files: auto (from their extensions), csv, jsonl,
             parquet, npz or images.
-        num_shards: Shards per split when sharding the CSV (0: by size, at least 2).
-        layout: Record layout when sharding the CSV: packed (scalar numbers as one list
+        num_shards: Shards per split when sharding the input (0: by size, at least 2).
+        layout: Record layout when sharding the input: packed (scalar numbers as one list
             feature per dtype), columns (one feature per column) or blocks (packed, 256 rows
             per record: fastest to read, tfkfp readers only).
         file_groups: How many parallel batch_predict tasks share the shards.
@@ -152,7 +154,7 @@ def batch_prediction(
         beam_options: The runner's settings, e.g. {"project": "p", "region":
             "us-central1", "temp_location": "gs://b/tmp", "sdk_container_image": "..."}
             for dataflow, {"job_endpoint": "host:8099"} for portable.
-        data_root: Where the CSV's shards are kept: auto (beside the Dataset artifact on
+        data_root: Where the input's shards are kept: auto (beside the Dataset artifact on
             the pipeline root's object store when the steps can write there, else inside
             it), inside, or a path or s3://, minio://, gs:// URI; see shard_tfrecords.
     """
@@ -170,11 +172,11 @@ def batch_prediction(
                       endpoint_retries=endpoint_retries,
                       endpoint_timeout_s=endpoint_timeout_s, beam_runner=beam_runner,
                       beam_options=beam_options)
-    with dsl.If(csv_uri != "", name="shard-csv"):
-        sharded = shard_tfrecords(input_uri=csv_uri, label=label, keys=keys,
+    with dsl.If(input_uri != "", name="shard-input"):
+        sharded = shard_tfrecords(input_uri=input_uri, label=label, keys=keys,
                                   column_types=column_types, input_format=input_format,
                                   num_shards=num_shards, layout=layout, data_root=data_root,
-                                  input_fingerprint=fingerprinted(csv_uri, input_format).output)
+                                  input_fingerprint=fingerprinted(input_uri, input_format).output)
         predict_shards(model=model.output, dataset=sharded.outputs["dataset"], **predicting)
     with dsl.Else(name="existing-shards"):
         dataset = dsl.importer(artifact_uri=dataset_uri, artifact_class=dsl.Dataset,
@@ -193,13 +195,14 @@ def check_arguments(arguments: Dict[str, Any]) -> None:
     from tfkfp.components.shard_tfrecords.options import check_options as check_shard
 
     values = checks.with_defaults(batch_prediction, arguments)
-    if not values["dataset_uri"] and not values["csv_uri"]:
+    if not values["dataset_uri"] and not values["input_uri"]:
         raise ValueError("there is nothing to predict: pass --set dataset_uri=... (a Dataset "
-                         "directory of TFRecord shards) or --set csv_uri=... (a CSV to shard)")
+                         "directory of TFRecord shards) or --set input_uri=... (files to "
+                         "shard)")
     check_group_count(values["file_groups"], "file_groups")
     if values["split"] not in ("all", *SPLITS):
         raise ValueError(f"split {values['split']!r} is not one of all, {', '.join(SPLITS)}")
-    if values["csv_uri"]:
+    if values["input_uri"]:
         checks.check_step(shard_tfrecords, check_shard,
                           checks.pick(values, "num_shards", "layout", "column_types",
                                       "input_format", "data_root"))

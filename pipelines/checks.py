@@ -26,7 +26,7 @@ from tfkfp.components.common.platform import uris
 QUANTIZED = "freeze_quantize's tflite_model"
 
 # The pipelines' parameters that name data a step reads, and places a step writes.
-READ_URIS = ("input_uri", "csv_uri", "dataset_uri", "model_uri", "precompute_dataset_uri",
+READ_URIS = ("input_uri", "dataset_uri", "model_uri", "precompute_dataset_uri",
              "warm_start_model_uri", "serving_model_uri")
 WRITE_URIS = ("checkpoint_dir", "precomputed_uri")
 # A parameter that is a word or a place a step writes (data_root's "auto" and "inside").

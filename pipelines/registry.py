@@ -3,6 +3,7 @@
 import importlib
 import json
 import os
+import sys
 from typing import Any, Callable, Dict, List, Sequence
 
 from tfkfp.pipelines import checks
@@ -16,6 +17,9 @@ PIPELINES = {"training": "tfkfp.pipelines.training",
 HERE = os.path.dirname(os.path.abspath(__file__))
 # Where a run happens, for check_values: nowhere in particular, this machine, a cluster.
 RUNS_ON = ("", "local", "cluster")
+# Renamed pipeline parameters whose old name ``--set`` still takes (docs/reference/names.md):
+# pipeline -> old name -> new name.
+RENAMED = {"batch_prediction": {"csv_uri": "input_uri"}}
 
 
 class ParameterError(ValueError):
@@ -88,11 +92,22 @@ def parse_pairs(name: str, pairs: List[str]) -> Dict[str, Any]:
         key, sep, text = pair.partition("=")
         if not sep:
             raise ParameterError(f"--set {pair!r}: expected KEY=VALUE")
+        key = _current_name(name, key)
         if key not in inputs:
             raise ParameterError(f"pipeline {name!r} has no parameter {key!r}; its parameters "
                                  f"are {', '.join(sorted(inputs))}")
         values[key] = _convert(key, text, inputs[key].type)
     return values
+
+
+def _current_name(pipeline: str, key: str) -> str:
+    """``key``, or the name a renamed parameter has now (said once on stderr)."""
+    new = RENAMED.get(pipeline, {}).get(key)
+    if new is None:
+        return key
+    print(f"tfkfp: {pipeline}'s {key} is now called {new}; --set {key}=... still works",
+          file=sys.stderr)
+    return new
 
 
 def check_values(name: str, values: Dict[str, Any], runs_on: str = "",

@@ -51,7 +51,7 @@ spec:
   - type: Container
     max: {{cpu: "64", memory: 256Gi}}
 """
-CHECK_SETS = ("--set", "csv_uri=gs://bucket/new.csv")  # batch_prediction needs data
+CHECK_SETS = ("--set", "input_uri=gs://bucket/new.csv")  # batch_prediction needs data
 
 
 def tfkfp_without(*args: str, poisoned: str = POISONED_MAIN, cwd=None):
@@ -100,7 +100,7 @@ def test_submit_checks_and_compiles_without_anything_heavy(refusing_host):
 
 
 @pytest.mark.parametrize("name, parameters", [
-    ("batch_prediction", ["model_uri=gs://b/model", "csv_uri=gs://b/new.csv"]),
+    ("batch_prediction", ["model_uri=gs://b/model", "input_uri=gs://b/new.csv"]),
     ("edge_export", ["model_uri=gs://b/model", "dataset_uri=gs://b/dataset"]),
     ("serving", ["model_uri=gs://b/model", "dataset_uri=gs://b/dataset"]),
     ("training", ["input_uri=gs://b/data.csv", "label=label", "deploy=kserve"]),

@@ -65,7 +65,7 @@ def test_a_local_input_that_does_not_exist_is_refused_before_any_task(
 
 
 @pytest.mark.parametrize("pipeline, parameters, refused", [
-    ("batch_prediction", ["model_uri=gs://b/m", "csv_uri=new.csv"], "csv_uri 'new.csv'"),
+    ("batch_prediction", ["model_uri=gs://b/m", "input_uri=new.csv"], "input_uri 'new.csv'"),
     ("serving", ["model_uri=model", "dataset_uri=gs://b/d", "target=existing",
                  'deploy_options={"url": "http://127.0.0.1:9"}'], "model_uri 'model'"),
     ("edge_export", ["model_uri=gs://b/m", "dataset_uri=data"], "dataset_uri 'data'"),

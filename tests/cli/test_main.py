@@ -202,7 +202,7 @@ QUANTIZE = "(step freeze_quantize)"
      f"quantization 'int3' is not one of none, dynamic, float16, int8, int16x8, auto {QUANTIZE}"),
     ("run", "batch_prediction", ["--set", "model_uri=model"],
      "there is nothing to predict: pass --set dataset_uri=... (a Dataset directory of TFRecord "
-     "shards) or --set csv_uri=... (a CSV to shard)"),
+     "shards) or --set input_uri=... (files to shard)"),
     ("run", "batch_prediction", MODEL + ["--set", "output_format=xml"],
      "output_format 'xml' is not one of ('jsonl', 'csv', 'tfrecord') (step batch_predict)"),
     ("run", "batch_prediction", MODEL + ["--set", "top_k=0"],
@@ -216,14 +216,14 @@ QUANTIZE = "(step freeze_quantize)"
     ("run", "batch_prediction", MODEL + ["--set", "max_error_fraction=-0.5"],
      "max_error_fraction -0.5 is outside [0, 1]; it is the largest share of rows that may fail "
      "(e.g. 0.01: 1%; 1: never fail on error rows) (step batch_predict)"),
-    ("run", "batch_prediction", ["--set", "model_uri=m", "--set", "csv_uri=c.csv", "--set",
+    ("run", "batch_prediction", ["--set", "model_uri=m", "--set", "input_uri=c.csv", "--set",
                                  'column_types={"id": "text"}'],
      f'column_types {{"id": "text"}}: types must be float32, int64 or string {SHARD}'),
-    ("submit", "batch_prediction", ["--set", "model_uri=m", "--set", "csv_uri=c.csv", "--set",
+    ("submit", "batch_prediction", ["--set", "model_uri=m", "--set", "input_uri=c.csv", "--set",
                                     "num_shards=-1"],
      f"num_shards -1 / shard_size_mb 128.0: expected num_shards >= 1, or num_shards 0 and "
      f"shard_size_mb > 0 {SHARD}"),
-    ("run", "batch_prediction", ["--set", "model_uri=m", "--set", "csv_uri=c.csv", "--set",
+    ("run", "batch_prediction", ["--set", "model_uri=m", "--set", "input_uri=c.csv", "--set",
                                  "layout=rows"],
      f"layout 'rows' is not one of columns, packed, blocks {SHARD}"),
     ("run", "edge_export", EDGE + ["--set", "quantization=int3"],

@@ -34,7 +34,7 @@ def without_vertex(monkeypatch):
     ("training", ["input_uri=gs://b/data.csv", "label=label", "launcher=vertex"]),
     ("training", ["input_uri=gs://b/data.csv", "label=label", "deploy=vertex"]),
     ("serving", ["model_uri=gs://b/model", "dataset_uri=gs://b/dataset", "target=vertex"]),
-    ("batch_prediction", ["model_uri=gs://b/model", "csv_uri=gs://b/new.csv",
+    ("batch_prediction", ["model_uri=gs://b/model", "input_uri=gs://b/new.csv",
                           "endpoint_protocol=vertex",
                           "endpoint_url=projects/p/locations/europe-west4/endpoints/1"]),
 ])

@@ -201,7 +201,7 @@ def test_a_dag_picture_draws_branches_nested_pipelines_and_repeated_names():
     from tfkfp.pipelines import dag
 
     picture = dag.mermaid("batch_prediction")
-    assert '["existing-shards: if csv_uri == \'\'"]' in picture  # the Else of shard-csv
+    assert '["existing-shards: if input_uri == \'\'"]' in picture  # the Else of shard-input
     assert '["tfkfp-predict-shards (pipeline)"]' in picture
     assert 'importer["importer: model_uri"]' in picture
     ids = [line.split("[")[0].split()[-1] for line in picture.splitlines() if '["' in line]

@@ -61,3 +61,19 @@ def test_each_name_of_the_synonyms_table_is_a_parameter_where_it_says():
         for where in re.findall(r"`?([a-z_]+)`?(?: pipeline)?", row["where"]):
             owner = registry.load(where) if where in registry.names() else components[where]
             assert row["name"] in docs.signature(owner), f"{where} has no {row['name']}"
+
+
+def test_a_renamed_pipeline_parameter_is_still_taken_by_its_old_name(capsys):
+    """batch_prediction's csv_uri became input_uri (it shards every input format): a saved
+    ``--set csv_uri=...`` still works, and says the new name."""
+    from tfkfp.pipelines import registry
+
+    values = registry.parse_parameters("batch_prediction", [
+        "model_uri=gs://b/model", "csv_uri=gs://b/new.csv"])
+    assert values == {"model_uri": "gs://b/model", "input_uri": "gs://b/new.csv"}
+    assert "batch_prediction's csv_uri is now called input_uri" in capsys.readouterr().err
+    inputs = registry.load("batch_prediction").component_spec.inputs
+    assert "input_uri" in inputs and "csv_uri" not in inputs
+    for renamed in registry.RENAMED.values():  # the names page lists each rename
+        for old, new in renamed.items():
+            assert any((row["old"], row["new"]) == (old, new) for row in renames()), old

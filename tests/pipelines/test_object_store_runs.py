@@ -108,7 +108,7 @@ def test_batch_prediction_from_the_store_twice(s3, demo_model, demo_dir, tmp_pat
     bucket, prefix = s3[len("s3://"):].split("/", 1)
     uris.copy_tree(demo_model, uris.join(s3, "model"))
     uris.link_or_copy(demo_dir.csv, uris.join(s3, "new", "digits.csv"))
-    sets = {"model_uri": uris.join(s3, "model"), "csv_uri": uris.join(s3, "new", "digits.csv"),
+    sets = {"model_uri": uris.join(s3, "model"), "input_uri": uris.join(s3, "new", "digits.csv"),
             "keys": '["id"]', "file_groups": 2}
     for attempt in range(2):
         root = str(tmp_path / "root")
