@@ -2,9 +2,12 @@ import os
 
 os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "2")
 
+import shutil
+
 import numpy as np
 import pytest
 from beam_table import beam_table  # noqa: F401  (a session fixture for every test)
+from cluster_tools import namespace
 from pubsub_emulator import pubsub_emulator  # noqa: F401  (likewise)
 
 
@@ -227,6 +230,14 @@ def demo_model(demo_dataset, tmp_path_factory):
     return export_model(model, schema, out, {"framework": "tensorflow"})
 
 
+@pytest.fixture
+def dataset_copy(demo_dataset, tmp_path):
+    """A copy of demo_dataset this test may damage (cut or flip its shards)."""
+    out = tmp_path / "dataset"
+    shutil.copytree(demo_dataset, out)
+    return str(out)
+
+
 def cut_shard(path, keep):
     """Truncate an uncompressed TFRecord shard after its first ``keep`` records, exactly on a
     record boundary (every record left reads cleanly). Returns (records, bytes) before and
@@ -284,3 +295,10 @@ def summary_row(out: str, label: str) -> str:
             break
         row.append(line.strip())
     return " ".join(row)
+
+
+@pytest.fixture(scope="session")
+def tools():
+    """``tools.tool(name)``, ``tools.run(args)``, ``tools.missing(reason)`` and the paths of
+    the cluster tools (tests/cluster_tools.py), for the manifest and image tests."""
+    return namespace()

@@ -4,24 +4,13 @@ part (e.g. the Training Operator's, by writing a TFJob's status)."""
 
 import contextlib
 import pathlib
-import socket
 import subprocess
 import time
 from typing import Iterator
 
 import cluster_tools
 import yaml
-
-
-def _free_ports(count: int):
-    sockets = [socket.socket() for _ in range(count)]
-    try:
-        for s in sockets:
-            s.bind(("127.0.0.1", 0))
-        return [s.getsockname()[1] for s in sockets]
-    finally:
-        for s in sockets:
-            s.close()
+from ports import free_ports
 
 
 @contextlib.contextmanager
@@ -39,7 +28,7 @@ def running(work: pathlib.Path) -> Iterator[pathlib.Path]:
     cluster_tools.run([openssl, "rsa", "-in", key, "-pubout", "-out", pub])
     (work / "pki" / "tokens.csv").write_text("test-token,test,1,system:masters\n")
     ca, cert, cert_key = _serving_certificate(openssl, work / "pki")
-    api_port, etcd_port, peer_port = _free_ports(3)
+    api_port, etcd_port, peer_port = free_ports(3)
     kubeconfig = work / "kubeconfig"
     kubeconfig.write_text(yaml.safe_dump({
         "apiVersion": "v1", "kind": "Config", "current-context": "t",

@@ -11,6 +11,7 @@ import traceback
 from typing import Iterator
 
 import kube_apiserver
+import upstream_schemas
 from cluster_tools import run, tool
 
 
@@ -35,6 +36,16 @@ def cluster(work, namespace: str, crds, manifests=()) -> Iterator[str]:
                 os.environ.pop("KUBECONFIG", None)
             else:
                 os.environ["KUBECONFIG"] = previous
+
+
+@contextlib.contextmanager
+def cluster_with(tmp_path_factory, namespace: str, schemas, manifests=()) -> Iterator[str]:
+    """``cluster`` in a fresh folder, with the CRDs of these upstream_schemas names
+    registered: what a test module's ``kubeconfig`` fixture yields."""
+    work = tmp_path_factory.mktemp("apiserver")
+    crds = upstream_schemas.write(schemas, work / "crds")
+    with cluster(work, namespace, crds, manifests) as path:
+        yield path
 
 
 def _wait_established(kubectl) -> None:

@@ -17,20 +17,15 @@ import time
 from typing import Dict, List, Tuple
 
 import pytest
+from ports import free_port
 
 PROJECT = "local-project"  # Beam's pattern for project ids accepts it; the emulator any
 START_TIMEOUT = 90
 
 
-def _free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
-
-
 class Emulator:
     def __init__(self, folder: str):
-        self.port = _free_port()
+        self.port = free_port()
         self.host = f"127.0.0.1:{self.port}"
         self.log = os.path.join(folder, "pubsub-emulator.log")
         with open(self.log, "w") as out:

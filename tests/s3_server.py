@@ -16,6 +16,8 @@ import time
 import uuid
 from typing import Dict
 
+from ports import free_port
+
 ACCESS_KEY = "tfkfp-test"
 SECRET_KEY = "tfkfp-test-secret"
 BUCKET = "tfkfp-test"
@@ -43,9 +45,7 @@ def _free_ports(count: int) -> list:
     """Ports p with p and p + 10000 free (SeaweedFS puts gRPC at HTTP + 10000)."""
     ports = []
     while len(ports) < count:
-        with socket.socket() as s:
-            s.bind(("127.0.0.1", 0))
-            port = s.getsockname()[1]
+        port = free_port()
         if port < 55000 and port not in ports and _free(port + 10000):
             ports.append(port)
     return ports

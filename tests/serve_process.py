@@ -10,18 +10,13 @@ import http.client
 import json
 import os
 import signal
-import socket
 import subprocess
 import sys
 import time
 
+from ports import free_port
+
 START_TIMEOUT = 180  # seconds for TensorFlow to import and the model to load on 2 busy cores
-
-
-def free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
 
 
 class Server:

@@ -30,7 +30,7 @@ METRICS = ("input_records_per_second", "input_mb_per_second", "read_records_per_
 
 @dataclasses.dataclass(frozen=True)
 class BottleneckResult:
-    verdict: str  # one of verdict.VERDICTS
+    verdict: str  # verdict.INPUT, COMPUTE or MEMORY
     summary: str  # the numbers that justify the verdict, in one sentence
     remedies: Tuple[verdict.Remedy, ...]  # most effective first
     figures: Dict[str, Any]

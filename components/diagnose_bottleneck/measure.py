@@ -13,7 +13,6 @@ from typing import Callable, List, Tuple
 from tfkfp.components.common.data import reader
 from tfkfp.components.common.platform import uris
 
-MB = 1 << 20
 MIN_STEPS = 3
 READ_BATCH = 1024
 WARMUP_SHARE = 0.25  # untimed share of each measurement: tracing, autotuning, allocation
@@ -31,10 +30,6 @@ class Rate:
     @property
     def records_per_second(self) -> float:
         return self.records / max(self.seconds, 1e-9)
-
-    @property
-    def mb_per_second(self) -> float:
-        return self.bytes / MB / max(self.seconds, 1e-9)
 
 
 def evict_page_cache(files: List[str]) -> bool:

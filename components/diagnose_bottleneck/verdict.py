@@ -10,7 +10,6 @@ from tfkfp.components.common.training import strategies
 from tfkfp.components.diagnose_bottleneck.memory import HEADROOM
 
 INPUT, COMPUTE, MEMORY = "input-bound", "compute-bound", "memory-bound"
-VERDICTS = (INPUT, COMPUTE, MEMORY)
 SMALL_SHARD_MB = 1.0  # shards smaller than this cost more to open than to read
 PARALLEL_READS = 8  # the reader interleaves up to this many files
 TARGET_SHARD_MB = 128.0  # shard_tfrecords' default shard size

@@ -17,7 +17,7 @@ import pytest
 import upstream_schemas
 import yaml
 from cluster_tools import ROOT, run, tool
-from kube_controller import cluster
+from kube_controller import cluster_with
 
 from tfkfp.components.common.training.config import TrainConfig
 from tfkfp.components.common.training.shape import ClusterShape
@@ -94,10 +94,9 @@ def objects(tmp_path_factory):
     """The API server's custom objects, with every upstream CRD tfkfp writes to."""
     from kubernetes import client, config
 
-    work = tmp_path_factory.mktemp("apiserver")
-    crds = upstream_schemas.write([upstream_schemas.INFERENCESERVICE, upstream_schemas.TFJOB,
-                                   *upstream_schemas.TRAINER], work / "crds")
-    with cluster(work, NAMESPACE, crds) as kubeconfig:
+    schemas = [upstream_schemas.INFERENCESERVICE, upstream_schemas.TFJOB,
+               *upstream_schemas.TRAINER]
+    with cluster_with(tmp_path_factory, NAMESPACE, schemas) as kubeconfig:
         yield client.CustomObjectsApi(config.new_client_from_config(kubeconfig))
 
 

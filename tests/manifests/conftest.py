@@ -5,7 +5,7 @@ A missing tool skips its tests with the reason, or fails them when TFKFP_REQUIRE
 """
 
 import pytest
-from cluster_tools import ROOT, namespace, run, tool
+from cluster_tools import ROOT, run, tool
 
 OVERLAYS = ("gke", "onprem", "kind")
 
@@ -35,10 +35,3 @@ def runtime(tmp_path_factory):
     path = tmp_path_factory.mktemp("runtime") / "trainer.yaml"
     path.write_text(text)
     return path, [d for d in yaml.safe_load_all(text) if d]
-
-
-@pytest.fixture(scope="session")
-def tools():
-    """``tools.tool(name)``, ``tools.run(args)``, ``tools.missing(reason)`` and the paths."""
-    return namespace()
-

@@ -6,11 +6,11 @@ RBAC, no Secret with values)."""
 import os
 import pathlib
 import re
-import socket
 import subprocess
 
 import pytest
 import yaml
+from ports import free_ports
 
 from tfkfp.components._image import IMAGE, IMAGE_NAME, __version__
 
@@ -39,17 +39,6 @@ ALLOWED_RULES = {("kubeflow.org", "tfjobs"): {"create", "get", "list", "watch", 
 SERVING_KEYS = ("servingImages", "servingServiceAccounts")
 # Service accounts bound by the overlays that Kubeflow Pipelines itself creates.
 EXTERNAL_SERVICE_ACCOUNTS = {("kubeflow", "pipeline-runner")}
-
-
-def free_ports(count):
-    """Loopback ports nobody listens on (another engineer's API server may use the defaults)."""
-    sockets = [socket.socket() for _ in range(count)]
-    for sock in sockets:
-        sock.bind(("127.0.0.1", 0))
-    ports = [str(sock.getsockname()[1]) for sock in sockets]
-    for sock in sockets:
-        sock.close()
-    return ports
 
 
 def of_kind(docs, kind):
@@ -218,7 +207,7 @@ def test_real_api_server_accepts_every_overlay(rendered, tools, tmp_path):
     bad = tmp_path / "must-be-rejected.yaml"
     bad.write_text(BAD_FOR_THE_SERVER)
     paths = [rendered[o][0] for o in OVERLAYS] + [bad]
-    ports = dict(zip(("API_PORT", "ETCD_PORT", "ETCD_PEER_PORT"), free_ports(3)))
+    ports = dict(zip(("API_PORT", "ETCD_PORT", "ETCD_PEER_PORT"), map(str, free_ports(3))))
     result = subprocess.run(
         ["bash", ROOT / "scripts" / "k8s" / "apiserver-validate.sh", *paths],
         env={**os.environ, **ports, "K8S_BIN": str(apiserver.parent),

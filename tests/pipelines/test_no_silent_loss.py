@@ -4,7 +4,6 @@ errors files), and shards named by a pattern are checked by their Dataset's mani
 
 import os
 import re
-import shutil
 
 import pytest
 
@@ -22,13 +21,6 @@ def test_the_console_line_says_how_many_rows_failed():
         "1,796 predictions, 1 errors, 0.06% of rows failed")
     Output.metadata = {**Output.metadata, "predictions": 1797, "errors": 0, "error_fraction": 0}
     assert figures.key_figures({"predictions": Output()}) == "1,797 predictions, 0 errors"
-
-
-@pytest.fixture
-def dataset_copy(demo_dataset, tmp_path):
-    out = tmp_path / "dataset"
-    shutil.copytree(demo_dataset, out)
-    return str(out)
 
 
 def predict(model, dataset, root):

@@ -11,11 +11,10 @@ and the last error. SIGTERM's SystemExit (signals.sigterm_raises) and KeyboardIn
 through untouched, so the caller stops the remote work as before.
 """
 
+import json
 import logging
 import time
 from typing import Callable, TypeVar
-
-from tfkfp.components.common.platform.kube_api import api_message
 
 log = logging.getLogger("tfkfp")
 T = TypeVar("T")
@@ -90,6 +89,14 @@ def describe_error(err: BaseException) -> str:
         text = str(err)
     text = " ".join(f"{type(err).__name__}: {text}".split())
     return text if len(text) <= 500 else text[:497] + "..."
+
+
+def api_message(err) -> str:
+    """The message of an ApiException's Status body (why the server refused)."""
+    try:
+        return json.loads(err.body).get("message", "")
+    except (TypeError, ValueError, AttributeError):
+        return str(err.body or "")
 
 
 def follow(what: str, read_status: Callable[[], T], done: Callable[[T], bool], *,

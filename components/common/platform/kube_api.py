@@ -3,10 +3,13 @@ launchers, deploy_model's kserve target) reach it: the pod's own service account
 cluster, the kubeconfig elsewhere, and the API server's own words when it refuses."""
 
 import contextlib
-import json
 import logging
 import os
 from typing import Iterator
+
+# The API server's words when it refuses (api_message) are read beside describe_error, which
+# follow's messages use too; both are importable here.
+from tfkfp.components.common.platform.follow import api_message, describe_error  # noqa: F401
 
 DEFAULT_NAMESPACE = "tfkfp"  # manifests/base/namespace.yaml
 POD_NAMESPACE_FILE = "/var/run/secrets/kubernetes.io/serviceaccount/namespace"
@@ -40,8 +43,6 @@ def undoing(what: str, log: logging.Logger, missing_ok: bool = True) -> Iterator
     ``missing_ok`` a 404 (already gone) is no failure."""
     from kubernetes import client
 
-    from tfkfp.components.common.platform.follow import describe_error
-
     try:
         yield
     except client.ApiException as err:
@@ -49,11 +50,3 @@ def undoing(what: str, log: logging.Logger, missing_ok: bool = True) -> Iterator
             log.warning("could not %s: %s", what, err.reason)
     except Exception as err:  # noqa: BLE001 - the step's own error is on its way: keep it
         log.warning("could not %s: %s", what, describe_error(err))
-
-
-def api_message(err) -> str:
-    """The message of an ApiException's Status body (why the server refused)."""
-    try:
-        return json.loads(err.body).get("message", "")
-    except (TypeError, ValueError, AttributeError):
-        return str(err.body or "")

@@ -38,7 +38,6 @@ from tfkfp.components.common.tflite.inputs import QuantizeInputError
 from tfkfp.components.common.tflite.options import parse_mapping  # noqa: F401 - its users import it here
 from tfkfp.components.common.tflite.parity import Reading
 
-AUTO_SIGNATURE = ""  # serving_raw when the model has it, else serving_default
 _FLOATS = ("float16", "float32", "float64", "bfloat16")
 
 

@@ -17,10 +17,11 @@ from typing import Any, Callable, Dict, Tuple
 from tfkfp.components.common.platform import choices
 from tfkfp.components.common.training.config import TrainConfigError
 from tfkfp.components.common.training.shape import LOCAL, Placement
-from tfkfp.components.train.launchers import job, kube, tfjob, trainjob, vertex
+from tfkfp.components.train.launchers import kube, tfjob, trainjob, vertex
+from tfkfp.components.train.launchers.spec import LaunchOptions
 
 
-def _nothing(options: job.LaunchOptions) -> None:
+def _nothing(options: LaunchOptions) -> None:
     """Nothing more to check."""
 
 
@@ -33,11 +34,11 @@ class Launcher:
     # Train runs the strategy in this step's pod (one process, or one process per task);
     # otherwise ``run`` starts the shape on other machines.
     in_process: bool = False
-    options: Tuple[str, ...] = ()  # the launcher_options it reads (job.LaunchOptions fields)
-    check: Callable[[job.LaunchOptions], None] = _nothing  # its own checks of those
+    options: Tuple[str, ...] = ()  # the launcher_options it reads (LaunchOptions fields)
+    check: Callable[[LaunchOptions], None] = _nothing  # its own checks of those
     job_dir_scheme: str = ""  # the only storage its job_dir may be on ("": any shared one)
     # Before anything is staged: checks against the cluster (e.g. kube's allow-list).
-    preflight: Callable[[job.LaunchOptions], None] = _nothing
+    preflight: Callable[[LaunchOptions], None] = _nothing
     # run(shape, plan, options, gcp_resources=path): return once the job succeeds, raise
     # when it fails; stop the job when the step is cancelled (SIGTERM).
     run: Callable[..., None] | None = None

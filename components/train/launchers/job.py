@@ -3,60 +3,32 @@ options, checked before launch as each entry says, and the job plan: where the r
 the data and write the model, checkpoints, TensorBoard logs and the result. A replica runs
 on another machine, so every one of those places is on storage all replicas reach (an object
 store such as gs://, or a shared volume mounted at the same path); what is not gets staged in
-the job folder and copied back afterwards."""
+the job folder and copied back afterwards. LaunchOptions, JobPlan and worker_command live in
+spec.py (the launchers' modules need them without the table); they are importable here too."""
 
 import dataclasses
 import json
 import logging
-import re
 from typing import Any, Dict
 
-from tfkfp.components._image import step_image
 from tfkfp.components.common.platform import uris
 from tfkfp.components.common.platform.choices import typed_option
 from tfkfp.components.common.training.config import TrainConfig, TrainConfigError
+from tfkfp.components.train import launchers
+from tfkfp.components.train.launchers.spec import (  # noqa: F401 - importable here
+    JOB_NAME,
+    MAX_JOB_NAME,
+    JobPlan,
+    LaunchOptions,
+    worker_command,
+)
 
 log = logging.getLogger("tfkfp")
-
-# A job's name is a DNS label, and so are its pods' host names (<name>-worker-255,
-# <name>-node-0-319), which must fit in 63 characters.
-JOB_NAME = re.compile(r"[a-z]([-a-z0-9]*[a-z0-9])?")
-MAX_JOB_NAME = 52
-
-
-@dataclasses.dataclass(frozen=True)
-class LaunchOptions:
-    """``launcher_options`` of train. Which launchers read a field is said by ``options`` of
-    their entries in LAUNCHERS (launchers/__init__.py); the comments say what each field
-    means to them (all: every cluster launcher; k8s: the Kubernetes ones)."""
-
-    job_dir: str = ""  # all: shared folder for the job (default: beside the model)
-    # all: the replicas' image; default the step's own (k8s: from the tfkfp-config allow-list)
-    image: str = dataclasses.field(default_factory=step_image)
-    deadline_seconds: int = 86400  # all: the job fails when it runs longer
-    poll_seconds: float = 10.0  # all: how often the job's status is read
-    # k8s: default tfkfp-replica, from the tfkfp-config allow-list; vertex: the project's
-    service_account: str = ""
-    namespace: str = ""  # k8s: default this pod's namespace, else tfkfp
-    job_name: str = ""  # k8s: default tfkfp-train-<random>
-    cpu: str = "2"  # k8s: CPU request per replica
-    memory: str = "8Gi"  # k8s: memory request and limit per replica
-    gpus: int = 0  # all: GPUs per replica (k8s: nvidia.com/gpu; tfjob, vertex: not the ps)
-    volume_claim: str = ""  # k8s: a ReadWriteMany PVC mounted in every replica
-    mount_path: str = "/mnt/tfkfp"  # k8s: where volume_claim is mounted
-    backoff_limit: int = 3  # tfjob: restarts (of preempted replicas) before the job fails
-    runtime: str = "tfkfp-tensorflow"  # trainjob: the ClusterTrainingRuntime (manifests/trainer)
-    project: str = ""  # vertex: Google Cloud project (default: the environment's)
-    region: str = "us-central1"  # vertex
-    machine_type: str = "n1-standard-8"  # vertex
-    gpu_type: str = ""  # vertex: the accelerator, e.g. NVIDIA_TESLA_T4 (with gpus)
 
 
 def parse_options(launcher: str, options: Dict[str, Any] | None) -> LaunchOptions:
     """Check ``launcher_options`` for this launcher, as its entry in LAUNCHERS says: known
     keys, right types, sane values, then the launcher's own checks."""
-    from tfkfp.components.train import launchers  # the table imports this module
-
     entry = launchers.get(launcher)
     options = dict(options or {})
     if not entry.options:
@@ -102,22 +74,8 @@ def _typed(name: str, value: Any, kind: type) -> Any:
     return typed_option("launcher_options", name, value, kind, TrainConfigError)
 
 
-@dataclasses.dataclass(frozen=True)
-class JobPlan:
-    """The run as the replicas see it, and what to copy back for the caller."""
-
-    config: TrainConfig  # paths every replica reaches
-    job_dir: str
-    config_uri: str
-    result_uri: str
-    copy_in: Dict[str, str]  # caller's path -> shared path, before launch
-    copy_out: Dict[str, str]  # shared path -> caller's path, after success
-
-
 def plan(config: TrainConfig, launcher: str, options: LaunchOptions) -> JobPlan:
     """Map each path of the run to storage the replicas reach, staging what is not."""
-    from tfkfp.components.train import launchers  # the table imports this module
-
     entry = launchers.get(launcher)
 
     def shared(path: str) -> str | None:
@@ -190,8 +148,3 @@ def collect(job: JobPlan) -> Dict[str, Any]:
         if uris.exists(src):
             uris.copy_tree(src, dst)
     return json.loads(uris.read_text(job.result_uri))
-
-
-def worker_command(job: JobPlan) -> list:
-    """The command every replica runs (its role comes from TF_CONFIG)."""
-    return ["python", "-m", "tfkfp.components.train.worker", job.config_uri, job.result_uri]

@@ -32,7 +32,7 @@ from tfkfp.components.train.errors import (
     ClusterJobFailed,
     ClusterJobReportedFailure,
 )
-from tfkfp.components.train.launchers.job import LaunchOptions
+from tfkfp.components.train.launchers.spec import LaunchOptions
 from tfkfp.components.train.launchers.tail import TAIL_LINES, indented
 
 log = logging.getLogger("tfkfp")

@@ -7,7 +7,7 @@ from typing import Any, Dict
 from tfkfp.components.common.training.shape import ClusterShape
 from tfkfp.components.train.errors import TFJobFailed, TFJobReportedFailure
 from tfkfp.components.train.launchers import kube
-from tfkfp.components.train.launchers.job import JobPlan, LaunchOptions, worker_command
+from tfkfp.components.train.launchers.spec import JobPlan, LaunchOptions, worker_command
 
 GROUP, VERSION, PLURAL = "kubeflow.org", "v1", "tfjobs"
 REPLICA_TYPES = {"chief": "Chief", "worker": "Worker", "ps": "PS"}

@@ -14,7 +14,7 @@ from tfkfp.components.common.training.shape import ClusterShape
 from tfkfp.components.train import jobset_replica
 from tfkfp.components.train.errors import TrainJobFailed, TrainJobReportedFailure
 from tfkfp.components.train.launchers import kube
-from tfkfp.components.train.launchers.job import JobPlan, LaunchOptions, worker_command
+from tfkfp.components.train.launchers.spec import JobPlan, LaunchOptions, worker_command
 
 GROUP, VERSION, PLURAL = "trainer.kubeflow.org", "v1alpha1", "trainjobs"
 RUNTIME_KIND = "ClusterTrainingRuntime"

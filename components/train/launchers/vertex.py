@@ -12,7 +12,7 @@ from tfkfp.components.common.platform.signals import sigterm_raises
 from tfkfp.components.common.training.config import TrainConfigError
 from tfkfp.components.common.training.shape import ClusterShape
 from tfkfp.components.train.errors import VertexJobFailed
-from tfkfp.components.train.launchers.job import JobPlan, LaunchOptions, worker_command
+from tfkfp.components.train.launchers.spec import JobPlan, LaunchOptions, worker_command
 
 log = logging.getLogger("tfkfp")
 

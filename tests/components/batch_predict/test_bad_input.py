@@ -156,13 +156,6 @@ def test_a_folder_that_is_not_a_model(demo_dataset, tmp_path):
         batch_predict(demo_dataset, demo_dataset, str(tmp_path / "out"))
 
 
-@pytest.fixture
-def dataset_copy(demo_dataset, tmp_path):
-    out = tmp_path / "dataset"
-    shutil.copytree(demo_dataset, out)
-    return str(out)
-
-
 def test_a_shard_cut_on_a_record_boundary_fails_naming_it_before_any_output(
         dataset_copy, demo_model, tmp_path, predictor):
     shard = Manifest.load(dataset_copy).shard_files("eval")[1]

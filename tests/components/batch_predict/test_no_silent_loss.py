@@ -17,13 +17,6 @@ from tfkfp.components.batch_predict.merge import merge_predictions
 from tfkfp.components.common.data.dataset import Manifest
 
 
-@pytest.fixture
-def dataset_copy(demo_dataset, tmp_path):
-    out = tmp_path / "dataset"
-    shutil.copytree(demo_dataset, out)
-    return str(out)
-
-
 def eval_shards(dataset):
     manifest = Manifest.load(dataset)
     return manifest.shard_files("eval", check=False), manifest.shard_records("eval")

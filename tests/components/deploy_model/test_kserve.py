@@ -10,7 +10,7 @@ import pathlib
 import pytest
 import upstream_schemas
 import yaml
-from kube_controller import Controller, cluster
+from kube_controller import Controller, cluster_with
 
 from tfkfp.components._image import IMAGE
 from tfkfp.components.deploy_model import kserve, least_privilege, network_policy
@@ -24,9 +24,7 @@ ROOT = pathlib.Path(__file__).resolve().parents[3]
 
 @pytest.fixture(scope="module")
 def kubeconfig(tmp_path_factory):
-    work = tmp_path_factory.mktemp("apiserver")
-    crds = upstream_schemas.write([upstream_schemas.INFERENCESERVICE], work / "crds")
-    with cluster(work, NAMESPACE, crds) as path:
+    with cluster_with(tmp_path_factory, NAMESPACE, [upstream_schemas.INFERENCESERVICE]) as path:
         yield path
 
 

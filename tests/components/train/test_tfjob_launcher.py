@@ -12,7 +12,7 @@ import pytest
 import upstream_schemas
 import yaml
 from cluster_tools import ROOT, run, tool
-from kube_controller import Controller, cancel_step, cluster
+from kube_controller import Controller, cancel_step, cluster_with
 
 from tfkfp.components._image import IMAGE
 from tfkfp.components.common.training.config import TrainConfigError
@@ -26,9 +26,7 @@ NAMESPACE = "team"
 
 @pytest.fixture(scope="module")
 def kubeconfig(tmp_path_factory):
-    work = tmp_path_factory.mktemp("apiserver")
-    crds = upstream_schemas.write([upstream_schemas.TFJOB], work / "crds")
-    with cluster(work, NAMESPACE, crds) as path:
+    with cluster_with(tmp_path_factory, NAMESPACE, [upstream_schemas.TFJOB]) as path:
         yield path
 
 

@@ -16,7 +16,7 @@ import pytest
 import upstream_schemas
 import yaml
 from cluster_tools import ROOT, run, tool
-from kube_controller import Controller, cancel_step, cluster
+from kube_controller import Controller, cancel_step, cluster_with
 
 from tfkfp.components._image import IMAGE
 from tfkfp.components.common.training.config import TrainConfigError
@@ -32,7 +32,7 @@ JOBSET = ("jobset.x-k8s.io", "v1alpha2", "jobsets")
 
 @pytest.fixture(scope="module")
 def kubeconfig(tmp_path_factory):
-    work = tmp_path_factory.mktemp("apiserver")
+    work = tmp_path_factory.mktemp("resources")
     runtime = work / "runtime.yaml"
     runtime.write_text(run([tool("kubectl"), "kustomize", ROOT / "manifests" / "trainer"]).stdout)
     # The namespace's allow-list: the defaults and the account one test picks.
@@ -42,8 +42,8 @@ def kubeconfig(tmp_path_factory):
         "metadata": {"name": kube.ALLOWLIST, "namespace": NAMESPACE},
         "data": {"replicaImages": f"{IMAGE}\n",
                  "replicaServiceAccounts": f"{kube.DEFAULT_SERVICE_ACCOUNT}\ntrainer-sa\n"}}))
-    crds = upstream_schemas.write(upstream_schemas.TRAINER, work / "crds")
-    with cluster(work, NAMESPACE, crds, [runtime, allowlist]) as path:
+    with cluster_with(tmp_path_factory, NAMESPACE, upstream_schemas.TRAINER,
+                      [runtime, allowlist]) as path:
         yield path
 
 
