@@ -3,39 +3,27 @@ the readiness wait of target existing, the smoke test's request and the gate's, 
 scripted server in the test: a model not ready yet is waited for, a 503 is retried until
 the smoke test's wait is over, and each failure is named as before."""
 
-import http.server
 import json
 import threading
 
 import pytest
 from ports import free_port
-from threaded_server import answering
+from threaded_server import LoopbackServer, QuietHandler, answering
 
 from tfkfp.components.deploy_model import endpoint_model, smoke
 from tfkfp.components.deploy_model.core import deploy_model
 from tfkfp.components.deploy_model.errors import DeployFailed, EndpointNotFound, SmokeTestFailed
 
 
-class Scripted(http.server.ThreadingHTTPServer):
+class Scripted(LoopbackServer):
     """Answers each request with the next (status, body) of ``script``; the last repeats."""
 
-    daemon_threads = True
-
     def __init__(self, *script):
-        super().__init__(("127.0.0.1", 0), _Handler)
+        super().__init__(_Handler)
         self.script, self.seen, self.lock = list(script), [], threading.Lock()
 
-    @property
-    def url(self):
-        return f"http://127.0.0.1:{self.server_address[1]}"
 
-
-class _Handler(http.server.BaseHTTPRequestHandler):
-    protocol_version = "HTTP/1.1"
-
-    def log_message(self, *args):
-        pass
-
+class _Handler(QuietHandler):
     def do_GET(self):
         self._answer(None)
 

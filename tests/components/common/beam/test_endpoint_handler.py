@@ -5,7 +5,6 @@ request's never given to its rows, an endpoint that cannot answer failing its ro
 and RunInference in a real Beam pipeline."""
 
 import contextlib
-import http.server
 import json
 import threading
 
@@ -14,7 +13,7 @@ import numpy as np
 import pytest
 from apache_beam.ml.inference.base import RunInference
 from apache_beam.testing.util import assert_that, equal_to
-from threaded_server import answering
+from threaded_server import LoopbackServer, QuietHandler, answering
 
 from tfkfp.components.common.beam.endpoint_handler import (
     EndpointModelHandler,
@@ -30,29 +29,18 @@ COLUMNS = [Column("x", "float32", ()), Column("colour", "string", ())]
 POISON = 13.0  # a row the server refuses (400), as a model failing on one input would
 
 
-class Scripted(http.server.ThreadingHTTPServer):
+class Scripted(LoopbackServer):
     """A server for model ``m``: class ``big`` (id 1) when x > 0, else ``small`` (id 0),
     score |x| / 100; ``answer_fault`` alters an answer; ``down`` answers 503 to every
     predict."""
 
-    daemon_threads = True
-
     def __init__(self):
-        super().__init__(("127.0.0.1", 0), _Handler)
+        super().__init__(_Handler)
         self.requests, self.answer_fault, self.down = [], None, False
         self.lock = threading.Lock()
 
-    @property
-    def url(self):
-        return f"http://127.0.0.1:{self.server_address[1]}"
 
-
-class _Handler(http.server.BaseHTTPRequestHandler):
-    protocol_version = "HTTP/1.1"
-
-    def log_message(self, *args):
-        pass
-
+class _Handler(QuietHandler):
     def do_GET(self):
         if self.path == "/v2/models/m/ready":
             return self._send(200, {"name": "m", "ready": True})

@@ -3,7 +3,6 @@ suite's schedule: common.endpoint.backoff) against a small server in the test: t
 double from 0.5 s, a server's Retry-After is honoured up to 15 s, a refused request is not
 retried, and what is given up names why, as before the client was built on urllib3."""
 
-import http.server
 import json
 import logging
 import threading
@@ -11,33 +10,22 @@ import time
 
 import pytest
 from ports import free_port
-from threaded_server import answering
+from threaded_server import LoopbackServer, QuietHandler, answering
 
 from tfkfp.components.common.endpoint.backoff import Backoff, wait_after
 from tfkfp.components.common.endpoint.client import EndpointClient
 from tfkfp.components.common.endpoint.errors import EndpointError, RowsRefused
 
 
-class Scripted(http.server.ThreadingHTTPServer):
+class Scripted(LoopbackServer):
     """Answers each request with the next (status, headers) of ``script``, then 200."""
 
-    daemon_threads = True
-
     def __init__(self, script):
-        super().__init__(("127.0.0.1", 0), _Handler)
+        super().__init__(_Handler)
         self.script, self.seen, self.lock = list(script), [], threading.Lock()
 
-    @property
-    def url(self):
-        return f"http://127.0.0.1:{self.server_address[1]}"
 
-
-class _Handler(http.server.BaseHTTPRequestHandler):
-    protocol_version = "HTTP/1.1"
-
-    def log_message(self, *args):
-        pass
-
+class _Handler(QuietHandler):
     def do_GET(self):
         self._answer()
 
