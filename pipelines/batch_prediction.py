@@ -188,6 +188,7 @@ def check_arguments(arguments: Dict[str, Any]) -> None:
     """Refuse a request without data, a bad group count, split, or what shard_tfrecords or
     batch_predict would refuse before reading anything (by their own checks), before a run
     starts."""
+    from tfkfp.components.batch_predict.merge import check_error_fraction
     from tfkfp.components.batch_predict.options import check_beam
     from tfkfp.components.batch_predict.options import check_options as check_predict
     from tfkfp.components.batch_predict.options import endpoint_options as check_endpoint
@@ -204,16 +205,9 @@ def check_arguments(arguments: Dict[str, Any]) -> None:
         raise ValueError(f"split {values['split']!r} is not one of all, {', '.join(SPLITS)}")
     if values["input_uri"]:
         checks.check_step(shard_tfrecords, check_shard,
-                          checks.pick(values, "num_shards", "layout", "column_types",
-                                      "input_format", "data_root"))
-    checks.check_step(batch_predict, check_predict,
-                      checks.pick(values, "output_format", "top_k", "predict_batch_size",
-                                  "max_error_fraction"))
-    checks.check_step(batch_predict, check_endpoint,
-                      checks.pick(values, "endpoint_url", "endpoint_model", "endpoint_protocol",
-                                  "endpoint_batch_rows", "endpoint_concurrency",
-                                  "endpoint_headers", "endpoint_token_file",
-                                  "endpoint_token_env", "endpoint_retries",
-                                  "endpoint_timeout_s"))
-    checks.check_step(batch_predict, check_beam,
-                      checks.pick(values, "beam_runner", "beam_options", "endpoint_url"))
+                          checks.fed(batch_prediction, shard_tfrecords, values))
+    predicting = checks.fed(batch_prediction, batch_predict, values)
+    for check in (check_predict, check_endpoint, check_beam):
+        checks.check_step(batch_predict, check, predicting)
+    checks.check_step(merge_predictions, check_error_fraction,  # the limit on all the rows
+                      checks.fed(batch_prediction, merge_predictions, values))

@@ -1,8 +1,9 @@
 """Refusing a pipeline request before a run starts, with the steps' own option checks.
 
 Each pipeline's ``check_arguments`` (called by ``registry.parse_parameters``, so by ``tfkfp
-run`` and ``tfkfp submit``) hands what it would pass to a step to that component's own
-``check_options``: the allowed values (modes, formats, compressions, policies) live in the
+run`` and ``tfkfp submit``) hands what it passes a step (``fed``: read from the compiled
+pipeline, so no list of names is kept) to that component's own ``check_options``: the
+allowed values (modes, formats, compressions, policies) live in the
 components, once, in modules that import no NumPy or TensorFlow (a component's options.py,
 train's core), so a typo is refused in about a second, on the light install too. Anything
 that needs the data (a label column, a file's contents) is the task's to refuse.
@@ -17,6 +18,7 @@ remote storage's transient errors).
 
 import inspect
 import os
+import re
 from typing import Any, Callable, Dict, List, Mapping, Sequence
 
 from tfkfp.components.common.data import data_root
@@ -44,6 +46,40 @@ def with_defaults(pipeline, arguments: Mapping[str, Any]) -> Dict[str, Any]:
 
 def pick(values: Mapping[str, Any], *names: str) -> Dict[str, Any]:
     return {name: values[name] for name in names}
+
+
+def fed(pipeline, step, values: Mapping[str, Any]) -> Dict[str, Any]:
+    """What ``pipeline`` gives ``step`` (every task of it, in any branch or loop), under the
+    step's parameter names: the pipeline arguments in ``values`` it wires there and the
+    constants it passes, read from the compiled pipeline, so a check is handed what the
+    step gets without a list of names to keep in step. What another task computes (a
+    loop item, an upstream output) is the run's, and left out."""
+    from google.protobuf import json_format
+
+    spec = json_format.MessageToDict(pipeline.pipeline_spec)
+    component = re.compile(rf"comp-{re.escape(step.component_spec.name)}(-\d+)?")
+    given: Dict[str, Any] = {}
+    _walk(spec, spec["root"]["dag"], dict(values), component, given)
+    return given
+
+
+def _walk(spec, dag, scope: Dict[str, Any], component, given: Dict[str, Any]) -> None:
+    """Visit ``dag``'s tasks; ``scope``: the values of the DAG's own inputs."""
+    for task in dag.get("tasks", {}).values():
+        name = task["componentRef"]["name"]
+        known = {}
+        for parameter, source in task.get("inputs", {}).get("parameters", {}).items():
+            if "componentInputParameter" in source:
+                if source["componentInputParameter"] in scope:
+                    known[parameter] = scope[source["componentInputParameter"]]
+            elif "constant" in source.get("runtimeValue", {}):
+                known[parameter] = source["runtimeValue"]["constant"]
+        inner = spec["components"][name].get("dag")
+        if inner is not None:
+            _walk(spec, inner, known, component, given)
+        elif component.fullmatch(name):
+            for parameter, value in known.items():
+                given.setdefault(parameter, value)
 
 
 def check_step(step, check: Callable, given: Mapping[str, Any]) -> None:

@@ -125,10 +125,8 @@ def check_arguments(arguments: Dict[str, Any]) -> None:
     from tfkfp.components.freeze_quantize.options import check_options as check_quantize
 
     values = checks.with_defaults(edge_export, arguments)
-    checks.check_step(freeze_quantize, parse_mapping, checks.pick(values, "input_mapping"))
-    checks.check_step(freeze_quantize, check_quantize, checks.pick(
-        values, "quantization", "calibration_examples", "eval_examples", "modes",
-        "sweep_seconds", "input_layout", "latency_batch_size", "latency_runs",
-        "latency_seconds"))
+    given = checks.fed(edge_export, freeze_quantize, values)
+    checks.check_step(freeze_quantize, parse_mapping, given)
+    checks.check_step(freeze_quantize, check_quantize, given)
     checks.check_step(export_tflite, check_export, {
-        "quantized_dir": checks.QUANTIZED, **checks.pick(values, "eval_examples", "min_agreement")})
+        **checks.fed(edge_export, export_tflite, values), "quantized_dir": checks.QUANTIZED})

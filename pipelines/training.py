@@ -34,11 +34,6 @@ from tfkfp.pipelines.step_defaults import defaults_of
 TRAIN_SETTINGS = ("model_name", "hidden_units", "strategy", "workers", "parameter_servers",
                   "tpu", "epochs", "batch_size", "learning_rate", "precision", "task", "loss",
                   "target_metric", "target_value")
-# The pipeline's parameters for the tune step -> the tune step's parameter they feed.
-TUNE_SETTINGS = {"tune_trials": "trials", "search_space": "search_space",
-                 "tune_objective": "objective", "parallel_trials": "parallel_trials",
-                 "study_dir": "study_dir", "tune_engine": "engine",
-                 "tune_engine_options": "engine_options"}
 
 
 # a parameter's default is the step's: step_defaults.py
@@ -296,15 +291,12 @@ def check_arguments(arguments: Dict[str, Any]) -> None:
 
     values = checks.with_defaults(training, arguments)
     check_group_count(values["file_groups"], "file_groups")
-    checks.check_step(shard_tfrecords, check_shard,
-                      checks.pick(values, "eval_fraction", "compression", "missing",
-                                  "layout", "column_types", "input_format", "data_root"))
+    checks.check_step(shard_tfrecords, check_shard, checks.fed(training, shard_tfrecords, values))
     checks.check_step(freeze_quantize, check_quantize,
-                      checks.pick(values, "quantization", "input_layout"))
-    checks.check_step(export_tflite, check_export, {"quantized_dir": checks.QUANTIZED,
-                                                    "min_agreement": values["min_agreement"]})
-    checks.check_step(batch_predict, check_predict,
-                      checks.pick(values, "output_format", "max_error_fraction"))
+                      checks.fed(training, freeze_quantize, values))
+    checks.check_step(export_tflite, check_export, {
+        **checks.fed(training, export_tflite, values), "quantized_dir": checks.QUANTIZED})
+    checks.check_step(batch_predict, check_predict, checks.fed(training, batch_predict, values))
     if values["deploy"] != "none":
         from tfkfp.components.deploy_model.options import TARGETS
 
@@ -334,9 +326,9 @@ def _check_tune(values: Dict[str, Any]) -> None:
     from tfkfp.components.tune.options import check_options
     from tfkfp.components.tune.remote_options import parse
 
-    given = {step: values[name] for name, step in TUNE_SETTINGS.items()}
+    given = checks.fed(training, tune, values)  # tune_trials as trials, ...
     defaults = checks.pick(values, *TRAIN_SETTINGS)
     if values["model_fn"]:  # imported in the step's image (see _check_train)
         defaults.pop("model_name")
     checks.check_step(tune, check_options, {**given, "train_defaults": defaults})
-    checks.check_step(tune, parse, checks.pick(given, "engine", "engine_options"))
+    checks.check_step(tune, parse, given)

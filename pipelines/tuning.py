@@ -87,8 +87,6 @@ def check_arguments(arguments: Dict[str, Any]) -> None:
     from tfkfp.components.tune.options import check_options
     from tfkfp.components.tune.remote_options import parse
 
-    values = checks.with_defaults(tuning, arguments)
-    checks.check_step(tune, check_options, checks.pick(
-        values, "search_space", "objective", "direction", "trials", "parallel_trials",
-        "algorithm", "train_options", "engine"))
-    checks.check_step(tune, parse, checks.pick(values, "engine", "engine_options"))
+    given = checks.fed(tuning, tune, checks.with_defaults(tuning, arguments))
+    checks.check_step(tune, check_options, given)
+    checks.check_step(tune, parse, given)

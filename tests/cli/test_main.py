@@ -215,7 +215,7 @@ QUANTIZE = "(step freeze_quantize)"
      "split 'test' is not one of all, train, eval"),
     ("run", "batch_prediction", MODEL + ["--set", "max_error_fraction=-0.5"],
      "max_error_fraction -0.5 is outside [0, 1]; it is the largest share of rows that may fail "
-     "(e.g. 0.01: 1%; 1: never fail on error rows) (step batch_predict)"),
+     "(e.g. 0.01: 1%; 1: never fail on error rows) (step merge_predictions)"),
     ("run", "batch_prediction", ["--set", "model_uri=m", "--set", "input_uri=c.csv", "--set",
                                  'column_types={"id": "text"}'],
      f'column_types {{"id": "text"}}: types must be float32, int64 or string {SHARD}'),
