@@ -11,10 +11,12 @@ from tfkfp.cli import check, extras, pipeline_help, stream
 from tfkfp.cli.submit import ENDPOINT_ENV
 from tfkfp.components._image import IMAGE, IMAGE_ENV, __version__
 from tfkfp.components.common.data import formats
-from tfkfp.components.common.data.layouts import DEFAULT_BLOCK_ROWS, DEFAULT_LAYOUT, LAYOUTS
+from tfkfp.components.common.data.dataset import COMPRESSIONS
+from tfkfp.components.common.data.layouts import LAYOUTS
 from tfkfp.components.common.endpoint.options import served_protocols
 from tfkfp.pipelines import registry
 from tfkfp.pipelines.accelerator import DEFAULT_TYPE, parse_gpu
+from tfkfp.pipelines.step_defaults import defaults_of
 
 
 class UsageError(ValueError):
@@ -39,6 +41,10 @@ def _either(names) -> str:
 
 
 def _parser() -> argparse.ArgumentParser:
+    from tfkfp.components.shard_tfrecords.component import shard_tfrecords
+    from tfkfp.components.shard_tfrecords.options import MISSING_POLICIES
+
+    step = defaults_of(shard_tfrecords)  # tfkfp shard shards as the step does
     parser = argparse.ArgumentParser(
         prog="tfkfp", description="Kubeflow Pipelines components for high-performance "
         "TensorFlow.")
@@ -50,35 +56,36 @@ def _parser() -> argparse.ArgumentParser:
                                 "Dataset directory (train/, eval/, schema.json, manifest.json).")
     shard.add_argument("input", help="file, folder, glob pattern or gs:// URI")
     shard.add_argument("dataset", help="the Dataset directory to write")
-    shard.add_argument("--label", default="", help="label column (images: the class folder; "
-                       "omit for unlabeled data to predict on)")
-    shard.add_argument("--keys", action="extend", nargs="+", default=[], metavar="COLUMN",
+    shard.add_argument("--label", default=step.label, help="label column (images: the class "
+                       "folder; omit for unlabeled data to predict on)")
+    shard.add_argument("--keys", action="extend", nargs="+", default=step.keys,
+                       metavar="COLUMN",
                        help="passthrough key columns")
-    shard.add_argument("--eval-fraction", type=float, default=0.1)
-    shard.add_argument("--split-column", default="",
+    shard.add_argument("--eval-fraction", type=float, default=step.eval_fraction)
+    shard.add_argument("--split-column", default=step.split_column,
                        help="column of train/eval values to split by")
-    shard.add_argument("--compression", choices=["none", "gzip"], default="none")
+    shard.add_argument("--compression", choices=COMPRESSIONS, default=step.compression)
     size = shard.add_mutually_exclusive_group()
-    size.add_argument("--shard-size-mb", type=float, default=128.0, metavar="MB",
-                      help="target shard size in MB (default 128)")
-    size.add_argument("--num-shards", type=int, default=0, metavar="N",
+    size.add_argument("--shard-size-mb", type=float, default=step.shard_size_mb, metavar="MB",
+                      help=f"target shard size in MB (default {step.shard_size_mb:g})")
+    size.add_argument("--num-shards", type=int, default=step.num_shards, metavar="N",
                       help="exact number of shards per split")
-    shard.add_argument("--min-shards", type=int, default=2)
+    shard.add_argument("--min-shards", type=int, default=step.min_shards)
     shard.add_argument("--column-types", action="extend", nargs="+", default=[],
                        metavar="NAME=TYPE",
                        help="override inferred types: float32, int64 or string")
-    shard.add_argument("--input-format", default="auto",
+    shard.add_argument("--input-format", default=step.input_format,
                        choices=list(formats.choices(formats.SHARD)))
     shard.add_argument("--threads", type=int, default=0,
                        help="reading and encoding threads (default: the CPU limit)")
-    shard.add_argument("--missing", choices=["impute", "error"], default="impute",
+    shard.add_argument("--missing", choices=MISSING_POLICIES, default=step.missing,
                        help="impute: keep rows with blank, null or NaN values, filled inside "
                             "the trained model (default); error: refuse the first gap")
-    shard.add_argument("--layout", choices=list(LAYOUTS), default=DEFAULT_LAYOUT,
+    shard.add_argument("--layout", choices=list(LAYOUTS), default=step.layout,
                        help="; ".join(f"{n}: {x.summary}" for n, x in LAYOUTS.items())
-                       + f" (default {DEFAULT_LAYOUT})")
-    shard.add_argument("--block-rows", type=int, default=DEFAULT_BLOCK_ROWS,
-                       help="rows per record in the blocks layout (default 256)")
+                       + f" (default {step.layout})")
+    shard.add_argument("--block-rows", type=int, default=step.block_rows,
+                       help=f"rows per record in the blocks layout (default {step.block_rows})")
     shard.add_argument("--shard-dir", default="", metavar="URI",
                        help="keep the shards here (a path or s3://, minio://, gs:// URI) and "
                        "only schema.json and manifest.json in DATASET, which lists them by "
