@@ -1,22 +1,22 @@
 """The generated parts of the docs: the parameter tables, from the components' and
 pipelines' docstrings (which KFP also copies into the compiled YAML and the UI); the sizes
-table, from pipelines/resources.py; the CLI reference, from the ``tfkfp`` command's parser;
-and each pipeline's DAG picture, from its compiled YAML (pipelines/dag.py). Each lives
-between ``<!-- NAME:begin -->`` and ``<!-- NAME:end -->`` in the files of FILES.
+table, from pipelines/resources.py; and each pipeline's DAG picture, from its compiled YAML
+(pipelines/dag.py). Each lives between ``<!-- NAME:begin -->`` and ``<!-- NAME:end -->`` in
+the files of FILES.
 
-``python -m tfkfp.pipelines.docs --write``, run from the checkout's root, rewrites them all
-in place; ``--write FILE ...`` rewrites the sections those files hold.
+The command that rewrites them, ``python -m tfkfp.cli.docs --write``, lives in cli/docs.py:
+it adds the one section this package cannot write, the ``tfkfp`` command's reference, which
+sits above the pipelines.
 """
 
 import argparse
 import functools
 import importlib
 import importlib.util
-import os
 import pkgutil
 import re
 import sys
-from typing import Any, Callable, Dict, List, Sequence, Tuple
+from typing import Any, Callable, Dict, List, Mapping, Sequence, Tuple
 
 from kfp.dsl.base_component import BaseComponent
 
@@ -24,7 +24,7 @@ from tfkfp import components as package
 from tfkfp.pipelines import catalogue, dag, registry, resources
 
 REQUIRED = "required"
-PARAMETERS, SIZES, CLI = "parameters", "sizes", "cli"
+PARAMETERS, SIZES = "parameters", "sizes"
 
 
 def begin(section: str) -> str:
@@ -54,7 +54,6 @@ FILES: Dict[str, List[str]] = {
     "README.md": [dag_section("training")],
     "docs/reference/parameters.md": [PARAMETERS],
     "docs/reference/sizes.md": [SIZES],
-    "docs/reference/cli.md": [CLI],
     "docs/reference/pipelines.md": [dag_section(n) for n in registry.names()],
     **{f"components/{folder}/README.md": [component_section(folder)]
        for folder in catalogue.folders()},
@@ -123,6 +122,11 @@ def _kind(text: str) -> str:
     return text.split("@")[0].replace("system.", "").replace("typing.", "")
 
 
+def html_cell(text: str) -> str:
+    """Help text for a Markdown table cell: one line, ``<name>`` kept visible."""
+    return _cell(" ".join(text.split())).replace("<", "&lt;").replace(">", "&gt;")
+
+
 def _cell(text: str | None) -> str:
     return (text or "").replace("|", "\\|")
 
@@ -156,58 +160,6 @@ def sizes() -> str:
     return "\n".join(lines)
 
 
-def cli_commands() -> List[Tuple[str, str, argparse.ArgumentParser]]:
-    """(name, purpose, parser) of every ``tfkfp`` subcommand, in the CLI's order. The parser
-    is built with the environment cleared, so that no default read from it
-    (``$TFKFP_IMAGE``, ``$TFKFP_KFP_TOKEN``) leaks into the docs."""
-    from unittest import mock
-
-    from tfkfp.cli import main as cli
-
-    with mock.patch.dict(os.environ, clear=True):
-        parser = cli._parser()
-    commands = next(a for a in parser._actions if isinstance(a, argparse._SubParsersAction))
-    helps = {a.dest: a.help or "" for a in commands._choices_actions}
-    return [(name, sub.description or helps.get(name, ""), sub)
-            for name, sub in commands.choices.items()]
-
-
-def cli_reference() -> str:
-    """Each subcommand's purpose and a table of its arguments, between the CLI markers."""
-    parts = [begin(CLI)]
-    for name, purpose, parser in cli_commands():
-        parts += ["", f"### `tfkfp {name}`", "", _html(purpose[:1].upper() + purpose[1:]), "",
-                  "| argument | values | default | meaning |", "|---|---|---|---|"]
-        parts += [_cli_row(a) for a in parser._actions
-                  if not isinstance(a, argparse._HelpAction)]
-    return "\n".join(parts + ["", end(CLI)])
-
-
-def _cli_row(action: argparse.Action) -> str:
-    flags = ", ".join(f"`{o}`" for o in action.option_strings) or f"`{action.dest}`"
-    if action.choices:
-        values = ", ".join(f"`{c}`" for c in action.choices)
-    elif action.nargs == 0:
-        values = "flag"
-    else:
-        values = f"`{action.metavar or action.dest.upper()}`"
-        values += " ..." if action.nargs in ("+", "*") else ""
-        values += " (repeatable)" if isinstance(action, argparse._AppendAction) else ""
-    if action.required or not action.option_strings:
-        default = REQUIRED
-    elif action.default in (None, "", [], False) or action.nargs == 0:
-        default = ""
-    else:
-        default = f"`{' '.join(map(str, action.default))}`" if isinstance(
-            action.default, list) else f"`{action.default}`"
-    return f"| {flags} | {values} | {default} | {_html(action.help or '')} |"
-
-
-def _html(text: str) -> str:
-    """Help text for a Markdown table cell: one line, ``<name>`` kept visible."""
-    return _cell(" ".join(text.split())).replace("<", "&lt;").replace(">", "&gt;")
-
-
 def component_readme(folder: str) -> str:
     """A component folder's README, as the catalogue's template lays it out: what each
     component does, its inputs and outputs, how to load it, and its metadata.yaml."""
@@ -236,10 +188,13 @@ def dag_picture(name: str) -> str:
     return "\n".join([begin(section), "", dag.mermaid(name), "", end(section)])
 
 
-def sections() -> Dict[str, Callable[[], str]]:
-    """Every generated section by name: the function that writes it, markers included."""
-    found: Dict[str, Callable[[], str]] = {PARAMETERS: generated, SIZES: sizes,
-                                           CLI: cli_reference}
+Sections = Mapping[str, Callable[[], str]]
+
+
+def sections(extra: Sections | None = None) -> Dict[str, Callable[[], str]]:
+    """Every generated section by name (``extra``'s too): the function that writes it,
+    markers included."""
+    found: Dict[str, Callable[[], str]] = {PARAMETERS: generated, SIZES: sizes, **(extra or {})}
     for name in registry.names():
         found[dag_section(name)] = functools.partial(dag_picture, name)
     for folder in catalogue.folders():
@@ -247,11 +202,13 @@ def sections() -> Dict[str, Callable[[], str]]:
     return found
 
 
-def rewrite(text: str, required: Sequence[str] = (), where: str = "the file") -> str:
-    """``text`` with every generated section it holds written afresh. A section named in
-    ``required`` that is missing, or a text that holds none, raises ValueError."""
+def rewrite(text: str, required: Sequence[str] = (), where: str = "the file",
+            extra: Sections | None = None) -> str:
+    """``text`` with every generated section it holds (``extra``'s too) written afresh. A
+    section named in ``required`` that is missing, or a text that holds none, raises
+    ValueError."""
     found = []
-    for section, make in sections().items():
+    for section, make in sections(extra).items():
         pattern = re.compile(re.escape(begin(section)) + ".*?" + re.escape(end(section)), re.S)
         if pattern.search(text):
             text = pattern.sub(lambda _, make=make: make(), text)
@@ -262,41 +219,39 @@ def rewrite(text: str, required: Sequence[str] = (), where: str = "the file") ->
             f"{begin(s)} ... {end(s)}" for s in missing) + " section")
     if not found:
         raise ValueError(f"{where} holds no generated section ({begin('NAME')} ... "
-                         f"{end('NAME')}, NAME one of {', '.join(sections())})")
+                         f"{end('NAME')}, NAME one of {', '.join(sections(extra))})")
     return text
 
 
-def write(path: str) -> bool:
+def write(path: str, files: Mapping[str, List[str]] = FILES,
+          extra: Sections | None = None) -> bool:
     """Rewrite the generated sections of the file at ``path``; True if it changed."""
     with open(path) as f:
         text = f.read()
-    new = rewrite(text, FILES.get(path.replace("\\", "/").removeprefix("./"), ()), path)
+    new = rewrite(text, files.get(path.replace("\\", "/").removeprefix("./"), ()), path, extra)
     if new != text:
         with open(path, "w") as f:
             f.write(new)
     return new != text
 
 
-def main(argv=None) -> int:
+def main(argv, prog: str, files: Mapping[str, List[str]], extra: Sections) -> int:
+    """The command of cli/docs.py: print the parameter tables, or rewrite ``files``."""
     parser = argparse.ArgumentParser(
-        prog="python -m tfkfp.pipelines.docs",
-        description="Print the parameter tables, or rewrite the generated sections of the "
-        "docs (run from the checkout's root).")
+        prog=prog, description="Print the parameter tables, or rewrite the generated sections "
+        "of the docs (run from the checkout's root).")
     parser.add_argument("--write", nargs="*", metavar="FILE",
                         help="rewrite the generated sections of these files (default: "
-                        + ", ".join(FILES) + ")")
+                        + ", ".join(files) + ")")
     args = parser.parse_args(argv)
     if args.write is None:
         print(generated())
         return 0
-    for path in args.write or list(FILES):
+    for path in args.write or list(files):
         try:
-            print(f"{'rewrote' if write(path) else 'unchanged'} {path}")
+            print(f"{'rewrote' if write(path, files, extra) else 'unchanged'} {path}")
         except (OSError, ValueError) as err:
             print(f"{parser.prog}: error: {err}", file=sys.stderr)
             return 1
     return 0
 
-
-if __name__ == "__main__":
-    sys.exit(main())

@@ -33,6 +33,6 @@ done
 echo "bumped $OLD -> $NEW in ${#FILES[@]} files"
 if [[ -z ${TFKFP_BUMP_NO_COMPILE:-} ]]; then  # the tests bump a copy of the files only
   python -m tfkfp.cli.main compile --out pipelines >/dev/null
-  python -m tfkfp.pipelines.docs --write
+  python -m tfkfp.cli.docs --write
   echo "recompiled pipelines/*.yaml and the README tables"
 fi

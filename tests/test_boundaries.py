@@ -137,9 +137,7 @@ def test_component_error_classes_live_in_errors_py(path):
     assert not found, f"{rel(path)} defines {found}; move them to {component_of(path)}/errors.py"
 
 
-# docs.py writes the generated parts of the docs, the command's reference among them.
-@pytest.mark.parametrize("path", ALL_FILES + [p for p in PIPELINE_FILES if p.name != "docs.py"],
-                         ids=rel)
+@pytest.mark.parametrize("path", ALL_FILES + PIPELINE_FILES, ids=rel)
 def test_only_the_command_imports_the_command(path):
     """The CLI sits on top: pipelines and components are loaded by KFP and by users' own code,
     which must not drag the command's console machinery along."""

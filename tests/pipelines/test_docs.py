@@ -9,25 +9,27 @@ import textwrap
 
 import pytest
 
+from tfkfp.cli import docs as cli_docs
 from tfkfp.pipelines import docs
 
 ROOT = pathlib.Path(__file__).resolve().parents[2]
 README = ROOT / "README.md"
-REGENERATE = "python -m tfkfp.pipelines.docs --write (from the checkout's root)"
+REGENERATE = "python -m tfkfp.cli.docs --write (from the checkout's root)"
 
 
-@pytest.mark.parametrize("path", sorted(docs.FILES))
+@pytest.mark.parametrize("path", sorted(cli_docs.FILES))
 def test_generated_sections_are_up_to_date(path):
     """The parameter tables, the sizes table, the CLI reference and the DAG pictures, each
     in the file that holds it, are what the code and the compiled YAML say now."""
     text = (ROOT / path).read_text()
-    assert docs.rewrite(text, docs.FILES[path], path) == text, f"{path} is stale: {REGENERATE}"
+    assert cli_docs.rewrite(text, cli_docs.FILES[path], path) == text, (
+        f"{path} is stale: {REGENERATE}")
 
 
 def test_a_file_without_its_section_is_refused():
     with pytest.raises(ValueError, match=r"README.md has no <!-- dag:training:begin -->"):
-        docs.rewrite("# tfkfp\n\n<!-- parameters:begin -->\n<!-- parameters:end -->\n",
-                     docs.FILES["README.md"], "README.md")
+        cli_docs.rewrite("# tfkfp\n\n<!-- parameters:begin -->\n<!-- parameters:end -->\n",
+                         cli_docs.FILES["README.md"], "README.md")
 
 
 def test_every_component_parameter_is_documented():
@@ -140,7 +142,7 @@ def test_a_shard_flag_defaults_as_the_core_and_the_component_do():
     from tfkfp.components.shard_tfrecords import core
     from tfkfp.components.shard_tfrecords.component import shard_tfrecords
 
-    shard = next(parser for name, _, parser in docs.cli_commands() if name == "shard")
+    shard = next(parser for name, _, parser in cli_docs.cli_commands() if name == "shard")
     defaults = core_defaults("", core.shard_tfrecords)
     inputs = docs.signature(shard_tfrecords)
     compared = []
@@ -326,10 +328,10 @@ def test_write_rewrites_a_stale_section_and_refuses_a_file_without_one(tmp_path,
     stale = tmp_path / "page.md"
     stale.write_text("# A page\n\n" + docs.begin("dag:edge_export") + "\nold\n"
                      + docs.end("dag:edge_export") + "\n")
-    assert docs.main(["--write", str(stale)]) == 0
+    assert cli_docs.main(["--write", str(stale)]) == 0
     assert "flowchart TD" in stale.read_text() and "old" not in stale.read_text()
-    assert docs.main(["--write", str(stale)]) == 0 and "unchanged" in capsys.readouterr().out
+    assert cli_docs.main(["--write", str(stale)]) == 0 and "unchanged" in capsys.readouterr().out
     plain = tmp_path / "plain.md"
     plain.write_text("# No generated section\n")
-    assert docs.main(["--write", str(plain)]) == 1
+    assert cli_docs.main(["--write", str(plain)]) == 1
     assert "holds no generated section" in capsys.readouterr().err
