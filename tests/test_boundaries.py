@@ -6,6 +6,7 @@ import ast
 import builtins
 import importlib
 import pathlib
+import re
 
 import pytest
 import yaml
@@ -175,3 +176,29 @@ def test_component_folder_names_match_their_function_and_tests():
         name = path.parent.name
         assert (ROOT / "tests" / "components" / name).is_dir(), f"no tests for {name}"
         assert (path.parent / "core.py").exists(), f"{name} has no core.py"
+
+
+# A string that is a file's name, as a step writes one and another reads it back.
+FILE_NAME = re.compile(r"^[\w.*-]+\.(json|jsonl|txt|csv|tflite|pb|yaml|npz|html|svg|db|log)$")
+# Modules that spell such a name themselves, and why.
+SPELLS_ITS_OWN = {"components/export_tflite/example_app.py":
+                  "an app's example: it runs with LiteRT alone, importing nothing of tfkfp"}
+
+
+def test_a_file_name_two_steps_use_is_owned_by_common():
+    """A file one step writes and another reads (a trial's result.json, a Dataset's
+    schema.json) is named once, in common, which both import: a component that spells it
+    itself, beside common's name or another component's, keeps a contract no one else can
+    see change."""
+    owners = {}
+    for path in ALL_FILES:
+        folder = component_of(path)
+        if folder is None or rel(path) in SPELLS_ITS_OWN:
+            continue
+        for node in ast.walk(ast.parse(path.read_text())):
+            if isinstance(node, ast.Constant) and isinstance(node.value, str) \
+                    and FILE_NAME.match(node.value):
+                owners.setdefault(node.value, {}).setdefault(folder, rel(path))
+    shared = {name: where for name, where in owners.items() if len(where) > 1}
+    assert not shared, (f"file names spelled in several component folders (common counts): "
+                        f"use common's name for them: {shared}")

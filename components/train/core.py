@@ -18,7 +18,11 @@ from typing import Any, Dict, Tuple
 
 from tfkfp.components.common.platform import vertex_jobs
 from tfkfp.components.common.training import strategies
-from tfkfp.components.common.training.config import TrainConfig, TrainConfigError
+from tfkfp.components.common.training.config import (
+    RESULT_FILE,
+    TrainConfig,
+    TrainConfigError,
+)
 from tfkfp.components.common.training.request import check_request, make_config
 from tfkfp.components.common.training.shape import ClusterShape, validate
 from tfkfp.components.train import launchers
@@ -103,7 +107,7 @@ def train(dataset: str, model_dir: str, launcher: str = "local",
     strategy.preflight(config)  # fail before any work when, e.g., there is no TPU
     started = time.perf_counter()
     with tempfile.TemporaryDirectory(prefix="tfkfp-train-") as tmp:
-        result_path = os.path.join(tmp, "result.json")
+        result_path = os.path.join(tmp, RESULT_FILE)
         if strategy.multi_process:
             local.run_cluster(config, result_path)
         else:

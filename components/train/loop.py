@@ -21,7 +21,7 @@ from tfkfp.components.common.model import savedmodel
 from tfkfp.components.common.platform import uris
 from tfkfp.components.common.platform.cpus import tensorflow_threads
 from tfkfp.components.common.training import models, strategies, tasks
-from tfkfp.components.common.training.config import TrainConfig, check_batch
+from tfkfp.components.common.training.config import HISTORY_FILE, TrainConfig, check_batch
 from tfkfp.components.train import checkpoint_record
 from tfkfp.components.train.callbacks import (
     EpochCheckpoint,
@@ -35,7 +35,6 @@ from tfkfp.components.train.callbacks import (
 from tfkfp.components.train.errors import CheckpointMismatch
 
 log = logging.getLogger("tfkfp")
-HISTORY_FILE = "history.json"
 
 
 def run(config: TrainConfig, result_path: str) -> Dict[str, Any] | None:

@@ -10,6 +10,7 @@ import logging
 from typing import Any, Dict, List, Tuple
 
 from tfkfp.components.common.platform import uris
+from tfkfp.components.common.training.config import HISTORY_FILE, RESULT_FILE
 from tfkfp.components.tune.errors import TrialFailed
 from tfkfp.components.tune.katib_trial import setting
 from tfkfp.components.tune.trials import figures
@@ -41,8 +42,8 @@ def _json(uri: str) -> Dict[str, Any]:
 def trial_row(trials_dir: str, name: str, listed: str, objective: str) -> Dict[str, Any]:
     """One trial as the report's row, from the files it left."""
     folder = uris.join(trials_dir, name)
-    result = _json(uris.join(folder, "result.json"))
-    history = _json(uris.join(folder, "checkpoints", "history.json"))
+    result = _json(uris.join(folder, RESULT_FILE))
+    history = _json(uris.join(folder, "checkpoints", HISTORY_FILE))
     curve = history.get("val_" + objective[len("eval_"):], [])
     value = result.get(objective, curve[-1] if curve else None)
     return {"number": name, "state": STATES[listed], "value": value, "epochs": len(curve),
@@ -97,7 +98,7 @@ def result_of(status: Dict[str, Any], what: str, trials_dir: str, model_dir: str
         model_dir=model_dir, study_dir=f"Katib Experiment {what}, trials in {trials_dir}",
         objective=objective, direction=settings["direction"], best_number=best,
         best_value=float(metrics.get(objective, {}).get("latest")
-                         or _json(uris.join(folder, "result.json"))[objective]),
+                         or _json(uris.join(folder, RESULT_FILE))[objective]),
         best_settings={**settings["fixed"], **assigned},
-        best_metrics=figures(_json(uris.join(folder, "result.json"))),
+        best_metrics=figures(_json(uris.join(folder, RESULT_FILE))),
         trials=all_rows(status, trials_dir, objective), resumed=resumed)

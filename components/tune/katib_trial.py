@@ -20,6 +20,7 @@ import time
 from typing import Any, Callable, Dict, List, Tuple
 
 from tfkfp.components.common.platform import uris
+from tfkfp.components.common.training.config import CONFIG_FILE, HISTORY_FILE, RESULT_FILE
 from tfkfp.components.common.training.request import make_config
 from tfkfp.components.tune.options import FIELD_TYPES
 from tfkfp.components.tune.trials import TRAIN_PROCESS
@@ -49,7 +50,7 @@ def train_trial(request_uri: str, trial_dir: str, settings: Dict[str, Any],
     """Train one trial in TRIAL_DIR; ``report(objective, epoch, value)`` after each epoch.
     train's exit status."""
     request = json.loads(uris.read_text(request_uri))
-    paths = {k: uris.join(trial_dir, k) for k in ("config.json", "result.json",
+    paths = {k: uris.join(trial_dir, k) for k in (CONFIG_FILE, RESULT_FILE,
                                                   "settings.json", "trial.log")}
     node = os.environ.get("JOB_COMPLETION_INDEX", "0")  # a TrainJob trial's node
     if node != "0":  # each node keeps its own log; node 0 (the chief) has trial.log
@@ -58,17 +59,17 @@ def train_trial(request_uri: str, trial_dir: str, settings: Dict[str, Any],
     config = make_config(request["dataset"], uris.join(trial_dir, "model"),
                          {**request["fixed"], **settings, "checkpoint_dir": checkpoints})
     uris.makedirs(trial_dir)
-    uris.write_text_atomic(paths["config.json"], config.to_json())
+    uris.write_text_atomic(paths[CONFIG_FILE], config.to_json())
     uris.write_text_atomic(paths["settings.json"], json.dumps(settings))
     signal.signal(signal.SIGTERM, _stopped)  # early stopping and deletion end the trial
     lines: List[str] = []
-    process = subprocess.Popen([sys.executable, "-m", TRAIN_PROCESS, paths["config.json"],
-                                paths["result.json"]], stdout=subprocess.PIPE,
+    process = subprocess.Popen([sys.executable, "-m", TRAIN_PROCESS, paths[CONFIG_FILE],
+                                paths[RESULT_FILE]], stdout=subprocess.PIPE,
                                stderr=subprocess.STDOUT, text=True)
     pump = threading.Thread(target=_pump, args=(process.stdout, lines), daemon=True)
     pump.start()
     try:
-        _report(process, uris.join(checkpoints, "history.json"), request["objective"], report)
+        _report(process, uris.join(checkpoints, HISTORY_FILE), request["objective"], report)
     finally:
         if process.poll() is None:
             process.kill()

@@ -18,6 +18,7 @@ import time
 from typing import Any, Dict, Mapping
 
 from tfkfp.components.common.platform.cpus import thread_environment
+from tfkfp.components.common.training.config import CONFIG_FILE, HISTORY_FILE, RESULT_FILE
 from tfkfp.components.common.training.request import make_config
 from tfkfp.components.tune.errors import TrialFailed
 
@@ -55,17 +56,17 @@ def run_trial(trial, request: TrialRequest, settings: Dict[str, Any]) -> float:
     checkpoints = os.path.join(folder, "checkpoints")
     config = make_config(request.dataset, request.model_dir(trial.number),
                          {**request.fixed, **settings, "checkpoint_dir": checkpoints})
-    paths = {k: os.path.join(folder, k) for k in ("config.json", "result.json", "trial.log")}
-    with open(paths["config.json"], "w") as f:
+    paths = {k: os.path.join(folder, k) for k in (CONFIG_FILE, RESULT_FILE, "trial.log")}
+    with open(paths[CONFIG_FILE], "w") as f:
         f.write(config.to_json())
     env = {**os.environ, **thread_environment(request.parallel_trials)}
     try:
         with open(paths["trial.log"], "w") as log_file:
             process = subprocess.Popen(
-                [sys.executable, "-m", TRAIN_PROCESS, paths["config.json"], paths["result.json"]],
+                [sys.executable, "-m", TRAIN_PROCESS, paths[CONFIG_FILE], paths[RESULT_FILE]],
                 stdout=log_file, stderr=subprocess.STDOUT, env=env)
             try:
-                _watch(trial, process, os.path.join(checkpoints, "history.json"),
+                _watch(trial, process, os.path.join(checkpoints, HISTORY_FILE),
                        request.objective, config.epochs)
             finally:
                 if process.poll() is None:
@@ -114,7 +115,7 @@ def _history(path: str) -> Dict[str, list]:
 
 def trial_metrics(request: TrialRequest, number: int) -> Dict[str, float]:
     """The figures train reported for a finished trial."""
-    with open(os.path.join(request.trial_dir(number), "result.json")) as f:
+    with open(os.path.join(request.trial_dir(number), RESULT_FILE)) as f:
         return _figures(json.load(f))
 
 
@@ -129,7 +130,7 @@ def _objective(number: int, returncode: int, paths: Dict[str, str], objective: s
             tail = f.read()[-LOG_TAIL:]
         raise TrialFailed(f"trial {number}: train exited with status {returncode}; the end "
                           f"of {paths['trial.log']}:\n{tail}")
-    with open(paths["result.json"]) as f:
+    with open(paths[RESULT_FILE]) as f:
         metrics = _figures(json.load(f))
     if objective not in metrics:
         raise TrialFailed(f"trial {number}: train reported no {objective}; it reported "

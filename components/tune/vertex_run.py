@@ -15,6 +15,7 @@ from typing import Any, Dict, List
 from tfkfp.components.common.platform import uris, vertex_jobs
 from tfkfp.components.common.platform.follow import follow
 from tfkfp.components.common.platform.signals import sigterm_raises
+from tfkfp.components.common.training.config import RESULT_FILE
 from tfkfp.components.tune import vertex_study
 from tfkfp.components.tune.errors import TrialFailed, TuneError
 from tfkfp.components.tune.katib_trial import setting
@@ -155,5 +156,5 @@ def _result(job, trials_dir: str, model_dir: str, settings: Dict[str, Any]):
         model_dir=model_dir, study_dir=f"Vertex AI {KIND} {job.name}, trials in {trials_dir}",
         objective=objective, direction=settings["direction"], best_number=best["number"],
         best_value=float(best["value"]), best_settings={**settings["fixed"], **best["settings"]},
-        best_metrics=figures(json.loads(uris.read_text(uris.join(folder, "result.json")))),
+        best_metrics=figures(json.loads(uris.read_text(uris.join(folder, RESULT_FILE)))),
         trials=rows, resumed=False)

@@ -23,6 +23,10 @@ HIGHER_IS_BETTER = {"accuracy": True, "r2": True, "rmse": False, "mae": False, "
 TARGET_METRICS = {k.name: k.target_metrics for k in task_kinds.TASK_KINDS.values()}
 # What tf.io.gfile reads in the suite's image, besides local paths.
 WARM_START_SCHEMES = ("gs://", "file://")
+# The files of a training process, read by whoever started it (train's launchers, tune's
+# trials): the TrainConfig it runs, its figures when it ends, and the per-epoch evaluation
+# it keeps beside its checkpoints.
+CONFIG_FILE, RESULT_FILE, HISTORY_FILE = "config.json", "result.json", "history.json"
 
 
 class TrainConfigError(ValueError):

@@ -13,7 +13,12 @@ from typing import Any, Dict
 
 from tfkfp.components.common.platform import uris
 from tfkfp.components.common.platform.choices import typed_option
-from tfkfp.components.common.training.config import TrainConfig, TrainConfigError
+from tfkfp.components.common.training.config import (
+    CONFIG_FILE,
+    RESULT_FILE,
+    TrainConfig,
+    TrainConfigError,
+)
 from tfkfp.components.train import launchers
 from tfkfp.components.train.launchers.spec import (  # noqa: F401 - importable here
     JOB_NAME,
@@ -124,7 +129,7 @@ def plan(config: TrainConfig, launcher: str, options: LaunchOptions) -> JobPlan:
     paths["checkpoint_dir"] = (shared(config.checkpoint_dir) if config.checkpoint_dir
                                else uris.join(job_dir, "checkpoints"))
     return JobPlan(dataclasses.replace(config, **paths), job_dir,
-                   uris.join(job_dir, "config.json"), uris.join(job_dir, "result.json"),
+                   uris.join(job_dir, CONFIG_FILE), uris.join(job_dir, RESULT_FILE),
                    copy_in, copy_out)
 
 

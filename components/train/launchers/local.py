@@ -20,7 +20,7 @@ from tfkfp.components.common.platform import lifeline
 from tfkfp.components.common.platform.cpus import thread_environment
 from tfkfp.components.common.platform.signals import sigterm_raises
 from tfkfp.components.common.training import strategies
-from tfkfp.components.common.training.config import TrainConfig
+from tfkfp.components.common.training.config import CONFIG_FILE, TrainConfig
 from tfkfp.components.common.training.shape import ClusterShape
 from tfkfp.components.common.training.strategies import ClusterTask
 from tfkfp.components.train import loopback
@@ -74,7 +74,7 @@ def run_cluster(config: TrainConfig, result_path: str, stream: TextIO | None = N
     stream = stream or sys.stderr
     cluster = local_cluster(ClusterShape.for_config(config))
     with tempfile.TemporaryDirectory(prefix="tfkfp-cluster-") as tmp:
-        config_path = os.path.join(tmp, "config.json")
+        config_path = os.path.join(tmp, CONFIG_FILE)
         with open(config_path, "w") as f:
             f.write(config.to_json())
         env = {"PYTHONUNBUFFERED": "1", **loopback.environment(loopback.build(tmp)),
