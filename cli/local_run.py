@@ -13,7 +13,6 @@ import time
 from typing import Any, Dict, List, TextIO, Tuple
 
 from tfkfp.cli import figures
-from tfkfp.cli.local_oneof import oneof_artifacts
 from tfkfp.cli.local_tasks import run_temp_folder, tasks_die_with_this_process
 from tfkfp.cli.task_logs import TaskConsole, TaskRecord
 from tfkfp.pipelines import registry
@@ -69,7 +68,7 @@ def run_pipeline(pipeline, parameters: Dict[str, Any], pipeline_root: str,
     started = time.monotonic()
     # a task dies with this process, even a SIGKILLed one (it would otherwise run on), and
     # its temp files (kfp's mktemp -d among them) go with the run's temp folder
-    with run_temp_folder() as temp, tasks_die_with_this_process(temp), oneof_artifacts(), \
+    with run_temp_folder() as temp, tasks_die_with_this_process(temp), \
             TaskConsole(pipeline_root, console, verbose, progress) as tasks:
         try:
             task = pipeline(**parameters)

@@ -26,6 +26,7 @@ from tfkfp.pipelines import checks
 from tfkfp.pipelines.accelerator import Gpu
 from tfkfp.pipelines.deployment import check_deploy, gate, roll_out
 from tfkfp.pipelines.fan_out import check_group_count, fingerprinted, group_numbers
+from tfkfp.pipelines.kfp_local import teach_oneof_artifacts
 from tfkfp.pipelines.resources import sized
 from tfkfp.pipelines.step_defaults import defaults_of
 
@@ -39,6 +40,9 @@ TRAIN_SETTINGS = ("model_name", "hidden_units", "strategy", "workers", "paramete
 # a parameter's default is the step's: step_defaults.py
 DEFAULTS = defaults_of(shard_tfrecords, diagnose_bottleneck, train, tune, freeze_quantize,
                        export_tflite, batch_predict, deploy_gate, deploy_model, smoke_test)
+
+
+teach_oneof_artifacts()  # the model of tune or train, in a kfp.local run too (kfp_local.py)
 
 
 class Outputs(NamedTuple):

@@ -1,10 +1,12 @@
-"""dsl.OneOf over artifacts in a local run: the artifact of the branch that ran goes on."""
+"""dsl.OneOf over artifacts in a plain kfp.local run, once a tfkfp pipeline that uses it is
+imported: the artifact of the branch that ran goes on, as on KFP's backend."""
 
-import pytest
 from kfp import dsl, local
 from kfp.dsl import Input, Model, Output
+from kfp.local.orchestrator.orchestrator_utils import OrchestratorUtils
 
-from tfkfp.cli.local_oneof import oneof_artifacts
+import tfkfp.pipelines.training  # noqa: F401 - importing it teaches kfp.local
+from tfkfp.pipelines import kfp_local
 
 
 @dsl.component(base_image="python:3.11")
@@ -28,10 +30,13 @@ def either(trials: int = 0) -> str:
     return read_model(model=dsl.OneOf(tuned.outputs["model"], trained.outputs["model"])).output
 
 
-def test_the_branch_that_ran_hands_its_artifact_on(tmp_path):
+def test_the_branch_that_ran_hands_its_artifact_on_in_a_plain_kfp_local_run(tmp_path):
     local.init(runner=local.SubprocessRunner(use_venv=False), pipeline_root=str(tmp_path))
-    with oneof_artifacts():
-        assert either(trials=0).output == "trained"
-        assert either(trials=3).output == "tuned"
-    with pytest.raises(Exception, match="Expected 1 artifact"):  # kfp.local's own, restored
-        either(trials=0)
+    assert either(trials=0).output == "trained"
+    assert either(trials=3).output == "tuned"
+
+
+def test_teaching_twice_changes_nothing():
+    taught = OrchestratorUtils.__dict__["get_dag_output_artifacts"]
+    kfp_local.teach_oneof_artifacts()
+    assert OrchestratorUtils.__dict__["get_dag_output_artifacts"] is taught

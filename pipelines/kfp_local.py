@@ -1,23 +1,26 @@
 """``dsl.OneOf`` over artifacts in the KFP local runner.
 
-A pipeline that runs one of two steps (the training pipeline's ``train`` or ``tune``) hands
-the one that ran on with ``dsl.OneOf``. KFP's backend resolves it; kfp.local (2.17) resolves
-a OneOf of parameters but refuses one of artifacts ("Expected 1 artifact in
-ArtifactSelectorSpec"). For the length of a run, ``oneof_artifacts`` has kfp.local pick the
-artifact of the branch that ran, as it does for parameters; a DAG output with one selector
+The training pipeline runs one of two steps (``train`` or ``tune``) and hands the model of
+the one that ran on with ``dsl.OneOf``. KFP's backend resolves that; kfp.local (2.17)
+resolves a OneOf of parameters but refuses one of artifacts ("Expected 1 artifact in
+ArtifactSelectorSpec"). ``teach_oneof_artifacts`` has kfp.local pick the artifact of the
+branch that ran, as it does for parameters. The training module calls it when imported, so
+``tfkfp run`` and a user's own ``kfp.local`` run of the pipeline both work. Only a DAG
+output with several selectors, which kfp.local would refuse, takes the new path; every other
 goes through kfp's own code unchanged.
 """
 
-import contextlib
-from typing import Any, Dict, Iterator
+from typing import Any, Dict
 
 
-@contextlib.contextmanager
-def oneof_artifacts() -> Iterator[None]:
+def teach_oneof_artifacts() -> None:
+    """Install the OneOf-aware reading of DAG output artifacts in kfp.local (once)."""
     from kfp.local.orchestrator.orchestrator_utils import OrchestratorUtils
 
-    saved = OrchestratorUtils.__dict__["get_dag_output_artifacts"]
-    own = saved.__func__
+    current = OrchestratorUtils.__dict__["get_dag_output_artifacts"]
+    if getattr(current.__func__, "_tfkfp_oneof", False):
+        return
+    own = current.__func__
 
     def get_dag_output_artifacts(cls, dag_outputs_spec, io_store) -> Dict[str, Any]:
         chosen = {key: _branch_that_ran(key, spec, io_store)
@@ -31,11 +34,8 @@ def oneof_artifacts() -> Iterator[None]:
             del rest.artifacts[key]
         return {**own(cls, dag_outputs_spec=rest, io_store=io_store), **chosen}
 
+    get_dag_output_artifacts._tfkfp_oneof = True
     OrchestratorUtils.get_dag_output_artifacts = classmethod(get_dag_output_artifacts)
-    try:
-        yield
-    finally:
-        OrchestratorUtils.get_dag_output_artifacts = saved
 
 
 def _branch_that_ran(key: str, spec, io_store) -> Any:
