@@ -318,10 +318,17 @@ def _check_train(values: Dict[str, Any]) -> None:
     from tfkfp.components.train.core import check_options  # no TensorFlow: a typo costs 1 s
 
     check_warm_start_uri(values["warm_start_model_uri"], "warm_start_model_uri")
-    options = checks.pick(values, *TRAIN_SETTINGS)
-    if values["model_fn"]:  # imported in the step's image, which may hold code this one lacks
-        options.pop("model_name")
-    check_options("", "", values["launcher"], values["launcher_options"], **options)
+    check_options("", "", values["launcher"], values["launcher_options"],
+                  **_checkable_train_settings(values))
+
+
+def _checkable_train_settings(values: Dict[str, Any]) -> Dict[str, Any]:
+    """The pipeline's train settings as this machine can check them: with a model_fn, which
+    is imported in the step's image (it may hold code this one lacks), not model_name."""
+    settings = checks.pick(values, *TRAIN_SETTINGS)
+    if values["model_fn"]:
+        settings.pop("model_name")
+    return settings
 
 
 def _check_tune(values: Dict[str, Any]) -> None:
@@ -331,8 +338,6 @@ def _check_tune(values: Dict[str, Any]) -> None:
     from tfkfp.components.tune.remote_options import parse
 
     given = checks.fed(training, tune, values)  # tune_trials as trials, ...
-    defaults = checks.pick(values, *TRAIN_SETTINGS)
-    if values["model_fn"]:  # imported in the step's image (see _check_train)
-        defaults.pop("model_name")
-    checks.check_step(tune, check_options, {**given, "train_defaults": defaults})
+    checks.check_step(tune, check_options,
+                      {**given, "train_defaults": _checkable_train_settings(values)})
     checks.check_step(tune, parse, given)
