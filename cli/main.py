@@ -8,15 +8,13 @@ import sys
 from typing import Dict, List
 
 from tfkfp.cli import check, extras, pipeline_help, stream
+from tfkfp.cli.option_flags import add_flag
 from tfkfp.cli.submit import ENDPOINT_ENV
 from tfkfp.components._image import IMAGE, IMAGE_ENV, __version__
-from tfkfp.components.common.data import formats
-from tfkfp.components.common.data.dataset import COMPRESSIONS
 from tfkfp.components.common.data.layouts import LAYOUTS
 from tfkfp.components.common.endpoint.options import served_protocols
 from tfkfp.pipelines import registry
 from tfkfp.pipelines.accelerator import DEFAULT_TYPE, parse_gpu
-from tfkfp.pipelines.step_defaults import defaults_of
 
 
 class UsageError(ValueError):
@@ -41,55 +39,12 @@ def _either(names) -> str:
 
 
 def _parser() -> argparse.ArgumentParser:
-    from tfkfp.components.shard_tfrecords.component import shard_tfrecords
-    from tfkfp.components.shard_tfrecords.options import MISSING_POLICIES
-
-    step = defaults_of(shard_tfrecords)  # tfkfp shard shards as the step does
     parser = argparse.ArgumentParser(
         prog="tfkfp", description="Kubeflow Pipelines components for high-performance "
         "TensorFlow.")
     parser.add_argument("--version", action="version", version=f"tfkfp {__version__}")
     commands = parser.add_subparsers(dest="command", required=True)
-
-    shard = commands.add_parser("shard", help="shard CSV/JSONL/Parquet/npz/images into "
-                                "TFRecords", description="Shard input data into a TFRecord "
-                                "Dataset directory (train/, eval/, schema.json, manifest.json).")
-    shard.add_argument("input", help="file, folder, glob pattern or gs:// URI")
-    shard.add_argument("dataset", help="the Dataset directory to write")
-    shard.add_argument("--label", default=step.label, help="label column (images: the class "
-                       "folder; omit for unlabeled data to predict on)")
-    shard.add_argument("--keys", action="extend", nargs="+", default=step.keys,
-                       metavar="COLUMN",
-                       help="passthrough key columns")
-    shard.add_argument("--eval-fraction", type=float, default=step.eval_fraction)
-    shard.add_argument("--split-column", default=step.split_column,
-                       help="column of train/eval values to split by")
-    shard.add_argument("--compression", choices=COMPRESSIONS, default=step.compression)
-    size = shard.add_mutually_exclusive_group()
-    size.add_argument("--shard-size-mb", type=float, default=step.shard_size_mb, metavar="MB",
-                      help=f"target shard size in MB (default {step.shard_size_mb:g})")
-    size.add_argument("--num-shards", type=int, default=step.num_shards, metavar="N",
-                      help="exact number of shards per split")
-    shard.add_argument("--min-shards", type=int, default=step.min_shards)
-    shard.add_argument("--column-types", action="extend", nargs="+", default=[],
-                       metavar="NAME=TYPE",
-                       help="override inferred types: float32, int64 or string")
-    shard.add_argument("--input-format", default=step.input_format,
-                       choices=list(formats.choices(formats.SHARD)))
-    shard.add_argument("--threads", type=int, default=0,
-                       help="reading and encoding threads (default: the CPU limit)")
-    shard.add_argument("--missing", choices=MISSING_POLICIES, default=step.missing,
-                       help="impute: keep rows with blank, null or NaN values, filled inside "
-                            "the trained model (default); error: refuse the first gap")
-    shard.add_argument("--layout", choices=list(LAYOUTS), default=step.layout,
-                       help="; ".join(f"{n}: {x.summary}" for n, x in LAYOUTS.items())
-                       + f" (default {step.layout})")
-    shard.add_argument("--block-rows", type=int, default=step.block_rows,
-                       help=f"rows per record in the blocks layout (default {step.block_rows})")
-    shard.add_argument("--shard-dir", default="", metavar="URI",
-                       help="keep the shards here (a path or s3://, minio://, gs:// URI) and "
-                       "only schema.json and manifest.json in DATASET, which lists them by "
-                       "URI (default: inside DATASET)")
+    _add_shard_command(commands)
 
     demo_data = commands.add_parser("demo-data", help="write the built-in demo data")
     demo_data.add_argument("directory")
@@ -267,15 +222,11 @@ def _shard(args: argparse.Namespace) -> None:
 
     import_tensorflow_quietly()  # here rather than mid-progress
     from tfkfp.components.shard_tfrecords.core import shard_tfrecords
+    from tfkfp.components.shard_tfrecords.options import ShardOptions
 
-    result = shard_tfrecords(
-        args.input, args.dataset, label=args.label, keys=args.keys,
-        column_types=_column_types(args.column_types), split_column=args.split_column,
-        eval_fraction=args.eval_fraction, compression=args.compression,
-        shard_size_mb=args.shard_size_mb, num_shards=args.num_shards,
-        min_shards=args.min_shards, input_format=args.input_format, threads=args.threads,
-        missing=args.missing, layout=args.layout, block_rows=args.block_rows,
-        shard_dir=args.shard_dir, progress_stream=sys.stderr)
+    options = ShardOptions.of(vars(args), column_types=_column_types(args.column_types))
+    result = shard_tfrecords(args.input, args.dataset, options, shard_dir=args.shard_dir,
+                             progress_stream=sys.stderr)
     print(result.markdown())
     print(f"Dataset written to {args.dataset}")
 
@@ -291,6 +242,38 @@ def _demo(args: argparse.Namespace) -> None:
     from tfkfp.cli.demo import run_demo
 
     run_demo(args.out, args.verbose)
+
+
+def _add_shard_command(commands) -> None:
+    """``tfkfp shard``: its flags are shard_tfrecords' settings (ShardOptions), so the command
+    shards as the step does."""
+    from tfkfp.components.shard_tfrecords.options import ShardOptions as Shard
+
+    shard = commands.add_parser("shard", help="shard CSV/JSONL/Parquet/npz/images into "
+                                "TFRecords", description="Shard input data into a TFRecord "
+                                "Dataset directory (train/, eval/, schema.json, manifest.json).")
+    shard.add_argument("input", help="file, folder, glob pattern or gs:// URI")
+    shard.add_argument("dataset", help="the Dataset directory to write")
+    add_flag(shard, Shard, "label", help=f"{Shard.meaning('label')}; omit for unlabeled data "
+             "to predict on")
+    add_flag(shard, Shard, "keys", metavar="COLUMN")
+    for name in ("eval_fraction", "split_column", "compression"):
+        add_flag(shard, Shard, name)
+    size = shard.add_mutually_exclusive_group()
+    add_flag(size, Shard, "shard_size_mb", metavar="MB")
+    add_flag(size, Shard, "num_shards", metavar="N")
+    add_flag(shard, Shard, "min_shards")
+    add_flag(shard, Shard, "column_types", action="extend", nargs="+", default=[],
+             metavar="NAME=TYPE")
+    for name in ("input_format", "threads", "missing"):
+        add_flag(shard, Shard, name)
+    add_flag(shard, Shard, "layout", help="; ".join(
+        f"{n}: {x.summary}" for n, x in LAYOUTS.items()) + f" (default {Shard().layout})")
+    add_flag(shard, Shard, "block_rows")
+    shard.add_argument("--shard-dir", default="", metavar="URI",
+                       help="keep the shards here (a path or s3://, minio://, gs:// URI) and "
+                       "only schema.json and manifest.json in DATASET, which lists them by "
+                       "URI (default: inside DATASET)")
 
 
 def _add_gpu_option(parser: argparse.ArgumentParser) -> None:

@@ -193,7 +193,7 @@ def check_arguments(arguments: Dict[str, Any]) -> None:
     from tfkfp.components.batch_predict.options import check_options as check_predict
     from tfkfp.components.batch_predict.options import endpoint_options as check_endpoint
     from tfkfp.components.common.data.dataset import SPLITS
-    from tfkfp.components.shard_tfrecords.options import check_options as check_shard
+    from tfkfp.components.shard_tfrecords.options import ShardOptions
 
     values = checks.with_defaults(batch_prediction, arguments)
     if not values["dataset_uri"] and not values["input_uri"]:
@@ -204,7 +204,7 @@ def check_arguments(arguments: Dict[str, Any]) -> None:
     if values["split"] not in ("all", *SPLITS):
         raise ValueError(f"split {values['split']!r} is not one of all, {', '.join(SPLITS)}")
     if values["input_uri"]:
-        checks.check_step(shard_tfrecords, check_shard,
+        checks.check_step(shard_tfrecords, ShardOptions,
                           checks.fed(batch_prediction, shard_tfrecords, values))
     predicting = checks.fed(batch_prediction, batch_predict, values)
     for check in (check_predict, check_endpoint, check_beam):

@@ -83,15 +83,21 @@ def _walk(spec, dag, scope: Dict[str, Any], component, given: Dict[str, Any]) ->
 
 
 def check_step(step, check: Callable, given: Mapping[str, Any]) -> None:
-    """Call a component's own ``check`` on what the pipeline gives ``step``.
+    """Call a component's own ``check`` on what the pipeline gives ``step``: a function, or
+    the step's options class (common.platform.step_options), which checks as it is built.
 
     ``given`` holds the step's arguments under the step's parameter names; the step's own
-    defaults fill every other parameter ``check`` takes. A pipeline parameter and the step
-    parameter it feeds share one name, so a refusal names the parameter the user set.
+    defaults fill every other parameter ``check`` takes (an options setting the component
+    does not have keeps its own default). A pipeline parameter and the step parameter it
+    feeds share one name, so a refusal names the parameter the user set.
     """
     inputs = step.component_spec.inputs or {}
+    if isinstance(check, type):
+        names = [name for name in check.names() if name in given or name in inputs]
+    else:
+        names = list(inspect.signature(check).parameters)
     arguments = {name: given[name] if name in given else inputs[name].default
-                 for name in inspect.signature(check).parameters}
+                 for name in names}
     try:
         check(**arguments)
     except ValueError as err:

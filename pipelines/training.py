@@ -291,11 +291,11 @@ def check_arguments(arguments: Dict[str, Any]) -> None:
     from tfkfp.components.batch_predict.options import check_options as check_predict
     from tfkfp.components.export_tflite.options import check_options as check_export
     from tfkfp.components.freeze_quantize.options import check_options as check_quantize
-    from tfkfp.components.shard_tfrecords.options import check_options as check_shard
+    from tfkfp.components.shard_tfrecords.options import ShardOptions
 
     values = checks.with_defaults(training, arguments)
     check_group_count(values["file_groups"], "file_groups")
-    checks.check_step(shard_tfrecords, check_shard, checks.fed(training, shard_tfrecords, values))
+    checks.check_step(shard_tfrecords, ShardOptions, checks.fed(training, shard_tfrecords, values))
     checks.check_step(freeze_quantize, check_quantize,
                       checks.fed(training, freeze_quantize, values))
     checks.check_step(export_tflite, check_export, {

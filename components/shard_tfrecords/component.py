@@ -71,19 +71,17 @@ def shard_tfrecords(
             per Dataset under it (a relative path is taken from the step's working folder,
             where tfkfp run was started, and may not leave it).
     """
+    settings = dict(locals())  # the step's parameters, by name, before anything else is bound
     import logging
 
     from tfkfp.components.common.data.data_root import shard_dir
     from tfkfp.components.shard_tfrecords.core import shard_tfrecords as shard
+    from tfkfp.components.shard_tfrecords.options import ShardOptions
 
     logging.basicConfig(level=logging.INFO)
-    result = shard(
-        input_uri, dataset.path, label=label or None, keys=keys,
-        column_types=column_types, split_column=split_column or None,
-        eval_fraction=eval_fraction, compression=compression, shard_size_mb=shard_size_mb,
-        num_shards=num_shards, min_shards=min_shards, input_format=input_format,
-        file_group=file_group, file_groups=file_groups, missing=missing,
-        layout=layout, block_rows=block_rows, shard_dir=shard_dir(data_root, dataset.uri))
+    options = ShardOptions.of(settings)
+    result = shard(input_uri, dataset.path, options,
+                   shard_dir=shard_dir(options.data_root, dataset.uri))
     dataset.metadata.update({**result.metadata(), "input_fingerprint": input_fingerprint})
     with open(summary.path, "w") as f:
         f.write(result.markdown())

@@ -16,17 +16,13 @@ import time
 from typing import Dict, List, Sequence, Tuple
 
 from tfkfp.components.common.data.dataset import Manifest, select_group
-from tfkfp.components.common.data.layouts import (
-    DEFAULT_BLOCK_ROWS,
-    DEFAULT_LAYOUT,
-)
 from tfkfp.components.common.data.schema import Column, Schema
 from tfkfp.components.common.platform import scratch, uris
 from tfkfp.components.common.platform.cpus import threads_or_cpus
 from tfkfp.components.common.platform.progress import Progress, log
 from tfkfp.components.shard_tfrecords import publish, sources, summary, writer
 from tfkfp.components.shard_tfrecords.errors import ShardInputError
-from tfkfp.components.shard_tfrecords.options import check_options
+from tfkfp.components.shard_tfrecords.options import ShardOptions
 from tfkfp.components.shard_tfrecords.worker import ChunkResult, EncodePlan, encode_chunk
 
 MAX_VOCABULARY = 10_000
@@ -71,60 +67,18 @@ class ShardResult:
         return summary.render(self)
 
 
-def shard_tfrecords(
-    input_uri: str,
-    dataset: str,
-    label: str = "",
-    keys: Sequence[str] = (),
-    column_types: Dict[str, str] | None = None,
-    split_column: str = "",
-    eval_fraction: float = 0.1,
-    compression: str = "none",
-    shard_size_mb: float = 128.0,
-    num_shards: int = 0,
-    min_shards: int = 2,
-    input_format: str = "auto",
-    file_group: int = 0,
-    file_groups: int = 1,
-    threads: int = 0,
-    missing: str = "impute",
-    layout: str = DEFAULT_LAYOUT,
-    block_rows: int = DEFAULT_BLOCK_ROWS,
-    shard_dir: str = "",
-    progress_stream=None,
-) -> ShardResult:
+def shard_tfrecords(input_uri: str, dataset: str, options: ShardOptions | None = None, *,
+                    shard_dir: str = "", progress_stream=None, **settings) -> ShardResult:
     """Shard the input into TFRecords under dataset; see the module docstring.
 
     Args:
         input_uri: a file, folder, glob pattern or gs:// URI of CSV, JSON Lines, Parquet or
             .npz files, or a folder with one subfolder of images per class.
         dataset: where the Dataset directory is written (created if missing).
-        label: the label column (images: always ``label``, the class folder name); empty
-            for unlabeled data that will only be predicted on.
-        keys: passthrough columns carried to predictions; they also drive the split hash.
-        column_types: ``{column: float32|int64|string}`` overriding inferred types.
-        split_column: a column of train/eval values to split by instead of hashing (empty:
-            hash).
-        eval_fraction: share of rows hashed into the eval split, in (0, 1).
-        compression: ``none`` or ``gzip``.
-        shard_size_mb: target shard size when num_shards is 0.
-        num_shards: exact shard count for each split (0: from shard_size_mb).
-        min_shards: at least this many shards per split, so every reader gets several.
-        input_format: ``auto`` (from extensions) or one of csv, jsonl, parquet, npz, images.
-        file_group, file_groups: process only every file_groups-th input file,
-            starting at file_group, for a fan-out over groups of files.
-        threads: threads for reading and encoding (0: one per CPU of the container).
-        missing: ``impute`` keeps rows with gaps (blank, null or NaN; stored as NaN or "",
-            filled inside the trained model) and counts them in the schema; ``error``
-            refuses the first gap. A gap in the label is always refused.
-        layout: ``packed`` stores the scalar float32 features as one FloatList and the
-            scalar int64 features as one Int64List per row (names and order in schema.json);
-            ``columns`` one feature per column. Strings, images, labels and keys are one
-            feature each in both. ``blocks`` packs as ``packed`` does, ``block_rows`` rows
-            per record: the fastest to read, but each record holds many rows, so tools that
-            expect one Example per row (``serving_default``, Vertex AI batch prediction)
-            cannot take its shards.
-        block_rows: rows per record in the ``blocks`` layout.
+        options: how to shard (options.ShardOptions: every setting, its default, choices
+            and meaning); or give its settings as keywords, e.g. ``label="y"``. Its
+            data_root is the step's, resolved into ``shard_dir`` by the component. With
+            ``input_format`` images, the label is the class folder and the key the file.
         shard_dir: where the shards go (a path or URI; empty: inside ``dataset``). The
             Dataset directory then holds only schema.json and manifest.json, which lists the
             shards by URI, so a step that takes the Dataset as an artifact downloads a few
@@ -134,18 +88,19 @@ def shard_tfrecords(
     also lists its ``blocks`` (TFRecord records).
     """
     started = time.monotonic()
-    column_types = dict(column_types or {})
-    check_options(eval_fraction, compression, shard_size_mb, num_shards, min_shards,
-                  column_types, split_column, missing, layout, block_rows, input_format)
+    options = ShardOptions.given(options, settings)
+    label, keys, split_column = (options.label or None, list(options.keys),
+                                 options.split_column or None)
     sources.check_output_outside(input_uri, dataset)
     sources.check_output_outside(input_uri, shard_dir or dataset, "shard_dir")
-    fmt, files = sources.resolve_files(input_uri, input_format)
-    files = select_group(files, file_group, file_groups, error=ShardInputError)
-    raw = sources.infer_columns(fmt, files, column_types)
+    fmt, files = sources.resolve_files(input_uri, options.input_format)
+    files = select_group(files, options.file_group, options.file_groups, error=ShardInputError)
+    raw = sources.infer_columns(fmt, files, dict(options.column_types or {}))
     if fmt == "images":
         label, keys = sources.IMAGE_LABEL, [sources.IMAGE_KEY]
     _check_columns(raw, label, keys, split_column, files[0])
-    laid_out = Schema(_columns(raw, label, keys, split_column)).with_layout(layout, block_rows)
+    laid_out = Schema(_columns(raw, label, keys, split_column)).with_layout(options.layout,
+                                                                       options.block_rows)
     chunks = sources.plan_chunks(fmt, files)
     log.info("sharding %d %s file(s) in %d chunk(s) into %s", len(files), fmt, len(chunks),
              dataset)
@@ -157,26 +112,24 @@ def shard_tfrecords(
     with scratch.exit_on_sigterm(), \
             scratch.owned_dir(publish.spool_parent(), publish.SPOOL_PREFIX) as spool_dir, \
             scratch.owned_dir(shard_dir, publish.STAGING_PREFIX) as staging:
-        plan = EncodePlan(tuple(raw), tuple(keys), label or None, split_column or None,
-                          eval_fraction, spool_dir, missing, laid_out.packed,
+        plan = EncodePlan(tuple(raw), tuple(keys), label, split_column,
+                          options.eval_fraction, spool_dir, options.missing, laid_out.packed,
                           laid_out.block_rows)
         import tensorflow  # noqa: F401 - imported before the clock starts: start-up, not work
 
         busy_started = time.monotonic()
-        results = _encode_all(chunks, plan, threads, progress_stream)
+        results = _encode_all(chunks, plan, options.threads, progress_stream)
         schema = _schema(laid_out, raw, results)
         # on an object store a rename is a copy: shards go straight to their final, unique
         # names there, published by the manifest alone (see publish)
         direct = publish.writes_in_place(shard_dir)
         shards = writer.write_shards(results, spool_dir, shard_dir if direct else staging,
-                                     compression, shard_size_mb,
-                                     num_shards, min_shards, threads, progress_stream,
-                                     generation)
+                                     options, progress_stream, generation)
         result = ShardResult(
             dataset=dataset, schema=schema,
             records={s: sum(i.records for i in v) for s, v in shards.items()},
             bytes={s: sum(i.bytes for i in v) for s, v in shards.items()},
-            shards=shards, compression=compression, input_files=len(files),
+            shards=shards, compression=options.compression, input_files=len(files),
             seconds=time.monotonic() - started, busy_seconds=time.monotonic() - busy_started,
             shard_dir="" if shard_dir == dataset else shard_dir)
         result = dataclasses.replace(result, warnings=small_split_warnings(

@@ -16,6 +16,7 @@ from tfkfp.components.common.data.dataset import SPLITS, tf_compression
 from tfkfp.components.common.platform import scratch, uris
 from tfkfp.components.common.platform.cpus import threads_or_cpus
 from tfkfp.components.common.platform.progress import Progress
+from tfkfp.components.shard_tfrecords.options import ShardOptions
 from tfkfp.components.shard_tfrecords.worker import ChunkResult, spool_path
 
 
@@ -85,10 +86,11 @@ class SplitSpool:
                 yield blob[a:b]
 
 
-def write_shards(results: List[ChunkResult], spool_dir: str, out_dir: str, compression: str,
-                 shard_size_mb: float, num_shards: int, min_shards: int, threads: int,
-                 stream: TextIO | None, generation: int = 0) -> Dict[str, List[ShardInfo]]:
-    """Every split's shards from the spooled chunk results, written under out_dir."""
+def write_shards(results: List[ChunkResult], spool_dir: str, out_dir: str,
+                 options: ShardOptions, stream: TextIO | None, generation: int = 0
+                 ) -> Dict[str, List[ShardInfo]]:
+    """Every split's shards from the spooled chunk results, written under out_dir, sized
+    and compressed as ``options`` say."""
     import tensorflow  # noqa: F401 - imported here so its start-up is not billed as writing
 
     blocks = any(r.rows is not None for r in results)
@@ -105,10 +107,10 @@ def write_shards(results: List[ChunkResult], spool_dir: str, out_dir: str, compr
 
     shards = {}
     for split, spool in spools.items():
-        count = shard_count(spool.count, spool.bytes, int(shard_size_mb * (1 << 20)),
-                            num_shards, min_shards)
-        shards[split] = write_split(spool, split, count, out_dir, compression, on_records,
-                                    threads_or_cpus(threads), generation)
+        count = shard_count(spool.count, spool.bytes, int(options.shard_size_mb * (1 << 20)),
+                            options.num_shards, options.min_shards)
+        shards[split] = write_split(spool, split, count, out_dir, options.compression,
+                                    on_records, threads_or_cpus(options.threads), generation)
         scratch.pause_point("writing")
     progress.finish()
     return shards

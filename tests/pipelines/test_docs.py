@@ -6,10 +6,12 @@ import pathlib
 import re
 import shlex
 import textwrap
+import typing
 
 import pytest
 
 from tfkfp.cli import docs as cli_docs
+from tfkfp.components.common.platform.step_options import StepOptions
 from tfkfp.pipelines import docs
 
 ROOT = pathlib.Path(__file__).resolve().parents[2]
@@ -100,9 +102,14 @@ def called_functions(component):
 
 
 def core_defaults(qualified, function):
-    """{parameter: default} of a core function; its ``**options`` from their dataclass."""
+    """{parameter: default} of a core function: its settings from the step options class it
+    takes (common.platform.step_options), or its ``**options`` from their dataclass."""
     params = inspect.signature(function).parameters.values()
     out = {p.name: p.default for p in params if p.default is not inspect.Parameter.empty}
+    taken = options_class(function)
+    if taken is not None:
+        out.pop("options", None)
+        return {**out, **taken.defaults()}
     if any(p.kind is p.VAR_KEYWORD for p in params):
         assert qualified in OPTIONS, f"{qualified} takes **options: name their dataclass"
         module, _, name = OPTIONS[qualified].rpartition(".")
@@ -112,6 +119,17 @@ def core_defaults(qualified, function):
             elif field.default_factory is not dataclasses.MISSING:
                 out[field.name] = field.default_factory()
     return out
+
+
+def options_class(function):
+    """The step options class a core function's ``options`` parameter takes, if any."""
+    annotation = inspect.signature(function).parameters.get("options")
+    if annotation is None:
+        return None
+    for kind in (annotation.annotation, *typing.get_args(annotation.annotation)):
+        if isinstance(kind, type) and issubclass(kind, StepOptions):
+            return kind
+    return None
 
 
 def test_a_core_function_defaults_a_parameter_as_its_component_does():

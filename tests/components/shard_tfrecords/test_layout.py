@@ -11,8 +11,9 @@ from conftest import write_csv
 from tfkfp.components.common.data.reader import make_dataset
 from tfkfp.components.common.data.schema import Schema
 from tfkfp.components.merge_datasets.core import merge_datasets
-from tfkfp.components.shard_tfrecords.core import check_options, shard_tfrecords
+from tfkfp.components.shard_tfrecords.core import shard_tfrecords
 from tfkfp.components.shard_tfrecords.errors import ShardInputError
+from tfkfp.components.shard_tfrecords.options import ShardOptions
 
 HEADER = ["id", "f", "g", "i", "j", "s", "label"]
 
@@ -139,7 +140,7 @@ def test_block_rows_out_of_range_are_refused_before_reading(csv_file, tmp_path, 
 def test_an_unknown_layout_is_refused_naming_the_allowed_values(csv_file, tmp_path):
     message = r"layout 'rows' is not one of columns, packed, blocks"
     with pytest.raises(ShardInputError, match=message):
-        check_options(0.1, "none", 128.0, 0, 2, {}, None, "impute", "rows")
+        ShardOptions(layout="rows")
     with pytest.raises(ShardInputError, match=message):
         shard_tfrecords(csv_file, str(tmp_path / "out"), label="label", layout="rows")
     assert not (tmp_path / "out").exists()
