@@ -27,7 +27,6 @@ from tfkfp.components.batch_predict.errors import PredictInputError
 from tfkfp.components.common.data.schema import SCHEMA_FILE, Schema
 from tfkfp.components.common.platform import uris, vertex_jobs
 from tfkfp.components.common.platform.follow import follow
-from tfkfp.components.common.platform.signals import sigterm_raises
 
 log = logging.getLogger("tfkfp")
 
@@ -181,28 +180,16 @@ def submit(job: VertexJob, wait: bool = True, poll_s: float = 30.0, clients=None
                    v1.JobServiceClient(client_options=options))
     models, jobs = clients
     upload, _ = build_requests(job)
-    created = None
-    with sigterm_raises("Vertex batch prediction"):  # before creating: a cancel stops the job
-        try:
-            model_name = models.upload_model(request=upload).result().model
-            _, create = build_requests(job, model_name)
-            created = jobs.create_batch_prediction_job(request=create)
-            log.info("created Vertex AI BatchPredictionJob %s", created.name)
-            if gcp_resources:
-                vertex_jobs.write_gcp_resources(gcp_resources,
-                                                [("BatchPredictionJob", created.name)])
-            state = _wait(jobs, created, poll_s) if wait else created
-        except BaseException as stopped:
-            if created is None:
-                raise
-            ended = vertex_jobs.cancel(
-                "BatchPredictionJob", created.name,
-                lambda name: jobs.cancel_batch_prediction_job(name=name),
-                lambda name: jobs.get_batch_prediction_job(name=name).state.name)
-            if isinstance(stopped, SystemExit):
-                raise SystemExit(f"{stopped}: cancelled Vertex AI BatchPredictionJob "
-                                 f"{created.name} (now {ended})") from None
-            raise
+    with vertex_jobs.cancelled_if_stopped(
+            "Vertex batch prediction", "BatchPredictionJob", gcp_resources,
+            lambda name: jobs.cancel_batch_prediction_job(name=name),
+            lambda name: jobs.get_batch_prediction_job(name=name).state.name) as started:
+        model_name = models.upload_model(request=upload).result().model
+        _, create = build_requests(job, model_name)
+        created = jobs.create_batch_prediction_job(request=create)
+        log.info("created Vertex AI BatchPredictionJob %s", created.name)
+        started.created(created.name)
+        state = _wait(jobs, created, poll_s) if wait else created
     if wait and state.state.name != "JOB_STATE_SUCCEEDED":
         raise RuntimeError(f"Vertex batch prediction job {created.name} ended in "
                            f"{state.state.name}: {state.error.message}")

@@ -177,7 +177,7 @@ def _compute(f: Dict[str, Any]) -> List[Tuple[float, Remedy]]:
                 f"{f['larger_batch_size']} against {f['compute_records_per_second']:,.0f} at "
                 f"{f['batch_size']} (+{gain:.0%}), and it fits memory")))
     if f["precision"] == "float32":
-        mode = "mixed_float16" if f["gpus"] else "mixed_bfloat16"
+        mode = _half_precision(f)
         # measured on CPUs with bfloat16 units, a small MLP's step gained -8% to +2%: the
         # matrices are too small; on GPUs and TPUs the matrix units' fast rate is the point
         out.append((0.9 if f["gpus"] else 0.5, Remedy(
@@ -194,6 +194,11 @@ def _compute(f: Dict[str, Any]) -> List[Tuple[float, Remedy]]:
         f"fuses the {f['parameters']:,}-parameter model's ops into fewer kernels")))
     out.append((0.6, _device_remedy(f)))
     return out
+
+
+def _half_precision(f: Dict[str, Any]) -> str:
+    """The half-precision policy of the device: float16 on GPUs, bfloat16 on CPUs and TPUs."""
+    return "mixed_float16" if f["gpus"] else "mixed_bfloat16"
 
 
 def _device_remedy(f: Dict[str, Any]) -> Remedy:
@@ -218,7 +223,7 @@ def _memory(f: Dict[str, Any]) -> List[Tuple[float, Remedy]]:
             f"about {fits:,}")))
     half = f["largest_fitting_batch_half_precision"]
     if f["precision"] == "float32" and half >= f["batch_size"]:
-        mode = "mixed_float16" if f["gpus"] else "mixed_bfloat16"
+        mode = _half_precision(f)
         out.append((0.9, Remedy(
             "keep activations in half precision", f"train precision='{mode}'",
             f"activations take {f['activation_mb']:,.1f} MB; at half the size batch_size="

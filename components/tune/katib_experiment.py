@@ -25,6 +25,8 @@ import hashlib
 import json
 from typing import Any, Dict, List, Mapping
 
+from tfkfp.components.common.platform import trainer
+
 GROUP, VERSION, PLURAL = "kubeflow.org", "v1beta1", "experiments"
 CONTAINER = "training"  # the trial pod's primary container
 TRIAL_NAME = "trialName"  # the trial parameter holding ${trialSpec.Name}
@@ -38,8 +40,8 @@ JOB_SUCCESS = 'status.conditions.#(type=="Complete")#|#(status=="True")#'
 JOB_FAILURE = 'status.conditions.#(type=="Failed")#|#(status=="True")#'
 PRUNER_STARTUP_TRIALS = 2  # as the local engine's MedianPruner (study.py)
 LABELS = {"app.kubernetes.io/name": "tfkfp", "app.kubernetes.io/component": "tune"}
-TRAINER_GROUP = "trainer.kubeflow.org"
-NODE = "node"  # Trainer's trainer replicated job and container
+TRAINER_GROUP, NODE = trainer.GROUP, trainer.NODE  # a TrainJob trial's (Trainer's node)
+PATCH_MANAGER = "tfkfp.kubeflow.org/tune"  # owner of a TrainJob trial's runtimePatches entry
 # Katib's DefaultTrainJobPrimaryPodLabels: node 0 of the trainer job reports the metrics
 PRIMARY_NODE = {"jobset.sigs.k8s.io/replicatedjob-name": NODE,
                 "batch.kubernetes.io/job-completion-index": "0"}
@@ -113,28 +115,13 @@ def trial_trainjob(command: List[str], pod: TrialPod, nodes: int) -> Dict[str, A
     """A multi-worker trial: a Kubeflow Trainer TrainJob on the suite's TensorFlow runtime
     (manifests/trainer), one node per task of the strategy's cluster; each node finds its
     role from its JobSet identity, as train's trainjob launcher's nodes do."""
-    resources: Dict[str, Any] = {"requests": {"cpu": pod.cpu, "memory": pod.memory},
-                                 "limits": {"cpu": pod.cpu, "memory": pod.memory}}
-    if pod.gpus:
-        resources["limits"]["nvidia.com/gpu"] = str(pod.gpus)
-    spec: Dict[str, Any] = {
-        "runtimeRef": {"name": pod.runtime, "apiGroup": TRAINER_GROUP,
-                       "kind": "ClusterTrainingRuntime"},
-        "trainer": {"image": pod.image, "command": command, "numNodes": nodes,
-                    "resourcesPerNode": resources}}
-    patch: Dict[str, Any] = {}
-    if pod.service_account:
-        patch["serviceAccountName"] = pod.service_account
-    if pod.volume_claim:
-        patch["volumes"] = [{"name": "shared", "persistentVolumeClaim": {
-            "claimName": pod.volume_claim}}]
-        patch["containers"] = [{"name": NODE, "volumeMounts": [
-            {"name": "shared", "mountPath": pod.mount_path}]}]
-    if patch:
-        spec["runtimePatches"] = [{"manager": "tfkfp.kubeflow.org/tune", "trainingRuntimeSpec": {
-            "template": {"spec": {"replicatedJobs": [
-                {"name": NODE, "template": {"spec": {"template": {"spec": patch}}}}]}}}}]
-    return {"apiVersion": f"{TRAINER_GROUP}/v1alpha1", "kind": "TrainJob", "spec": spec}
+    spec = trainer.trainjob_spec(
+        pod.runtime, pod.image, command, nodes,
+        trainer.node_resources(pod.cpu, pod.memory, pod.gpus),
+        trainer.pod_patch(pod.service_account, pod.volume_claim, pod.mount_path),
+        PATCH_MANAGER)
+    return {"apiVersion": f"{TRAINER_GROUP}/{trainer.VERSION}", "kind": "TrainJob",
+            "spec": spec}
 
 
 def trial_template(command: List[str], pod: TrialPod, nodes: int) -> Dict[str, Any]:

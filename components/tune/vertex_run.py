@@ -14,7 +14,6 @@ from typing import Any, Dict, List
 
 from tfkfp.components.common.platform import uris, vertex_jobs
 from tfkfp.components.common.platform.follow import follow
-from tfkfp.components.common.platform.signals import sigterm_raises
 from tfkfp.components.common.training.config import RESULT_FILE
 from tfkfp.components.tune import vertex_study
 from tfkfp.components.tune.errors import TrialFailed, TuneError
@@ -80,28 +79,17 @@ def run(dataset: str, model_dir: str, settings: Dict[str, Any], budget: int,
 
 def _create_and_follow(client, req, options: VertexOptions, objective: str,
                        gcp_resources: str = ""):
-    created = None
-    with sigterm_raises("tuning"):  # before creating: a cancel never leaves it running
-        try:
-            created = client.create_hyperparameter_tuning_job(request=req)
-            if gcp_resources:
-                vertex_jobs.write_gcp_resources(gcp_resources, [(KIND, created.name)])
-            log.info("created Vertex AI %s %s: %d trial(s), %d at a time, algorithm %s",
-                     KIND, created.name, req.hyperparameter_tuning_job.max_trial_count,
-                     req.hyperparameter_tuning_job.parallel_trial_count,
-                     req.hyperparameter_tuning_job.study_spec.algorithm.name)
-            return _follow(client, created.name, options, objective)
-        except BaseException as stopped:
-            if created is None:
-                raise
-            state = vertex_jobs.cancel(
-                KIND, created.name,
-                lambda name: client.cancel_hyperparameter_tuning_job(name=name),
-                lambda name: client.get_hyperparameter_tuning_job(name=name).state.name)
-            if isinstance(stopped, SystemExit):
-                raise SystemExit(f"{stopped}: cancelled Vertex AI {KIND} {created.name} "
-                                 f"(now {state})") from None
-            raise
+    with vertex_jobs.cancelled_if_stopped(
+            "tuning", KIND, gcp_resources,
+            lambda name: client.cancel_hyperparameter_tuning_job(name=name),
+            lambda name: client.get_hyperparameter_tuning_job(name=name).state.name) as started:
+        created = client.create_hyperparameter_tuning_job(request=req)
+        started.created(created.name)
+        log.info("created Vertex AI %s %s: %d trial(s), %d at a time, algorithm %s",
+                 KIND, created.name, req.hyperparameter_tuning_job.max_trial_count,
+                 req.hyperparameter_tuning_job.parallel_trial_count,
+                 req.hyperparameter_tuning_job.study_spec.algorithm.name)
+        return _follow(client, created.name, options, objective)
 
 
 def _follow(client, name: str, options: VertexOptions, objective: str):

@@ -78,19 +78,23 @@ def _dumps(body: Dict) -> bytes:
     return json.dumps(body, separators=(",", ":"), allow_nan=False).encode()
 
 
-def _same(url: str) -> str:
-    return url
+class _Protocol:
+    """What a protocol served at the URL it is given shares: no limit of its own on a
+    request's size (the server's refuses: 413), ready once it answers 200."""
+
+    max_request_bytes: int | None = None
+
+    @staticmethod
+    def base_url(url: str) -> str:
+        return url
+
+    @staticmethod
+    def not_ready(body: Any) -> str:
+        return ""  # answering 200 is being ready
 
 
-def _ready(body: Any) -> str:
-    return ""  # answering 200 is being ready
-
-
-class V1:
+class V1(_Protocol):
     name = "v1"
-    base_url = staticmethod(_same)
-    max_request_bytes: int | None = None  # the server's own limit refuses (413)
-    not_ready = staticmethod(_ready)
     predict_path = staticmethod(routes.v1_predict)
     ready_path = staticmethod(routes.v1_model)
     metadata_path = staticmethod(routes.v1_metadata)
@@ -143,11 +147,8 @@ class V1:
         return Served(inputs, *_outputs(outputs), version)
 
 
-class V2:
+class V2(_Protocol):
     name = "v2"
-    base_url = staticmethod(_same)
-    max_request_bytes: int | None = None
-    not_ready = staticmethod(_ready)
     predict_path = staticmethod(routes.v2_infer)
     ready_path = staticmethod(routes.v2_model_ready)
     metadata_path = staticmethod(routes.v2_model)

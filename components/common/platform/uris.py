@@ -58,6 +58,17 @@ def _gfile():
     return tf.io.gfile
 
 
+def _by_place(uri: str, store, gfile, local):
+    """Where ``uri`` lives, said once: ``store(uri)`` on an object store (object_store: s3://,
+    minio://), ``gfile(tf.io.gfile, uri)`` for any other scheme, ``local(path)`` for a local
+    path or file:// URI."""
+    if object_store.handles(uri):
+        return store(uri)
+    if is_remote(uri):
+        return gfile(_gfile(), uri)
+    return local(local_path(uri))
+
+
 def tf_reads(uri: str) -> bool:
     """Whether TensorFlow's own file ops (TFRecordDataset, TFRecordWriter, SavedModel) take
     uri as it is; an object-store URI has to be fetched or staged locally first."""
@@ -130,97 +141,71 @@ def resolve(base: str, path: str) -> str:
 
 @_retried
 def exists(uri: str) -> bool:
-    if object_store.handles(uri):
-        return object_store.exists(uri)
-    return _gfile().exists(uri) if is_remote(uri) else os.path.exists(local_path(uri))
+    return _by_place(uri, object_store.exists, lambda g, u: g.exists(u), os.path.exists)
 
 
 @_retried
 def isdir(uri: str) -> bool:
-    if object_store.handles(uri):
-        return object_store.isdir(uri)
-    return _gfile().isdir(uri) if is_remote(uri) else os.path.isdir(local_path(uri))
+    return _by_place(uri, object_store.isdir, lambda g, u: g.isdir(u), os.path.isdir)
 
 
 @_retried
 def glob(pattern: str) -> List[str]:
     """Sorted matches of a glob pattern (sorted so every run sees the same order)."""
-    if object_store.handles(pattern):
-        return object_store.glob(pattern)
-    if is_remote(pattern):
-        return sorted(_gfile().glob(pattern))
-    return sorted(_glob.glob(local_path(pattern)))
+    return _by_place(pattern, object_store.glob, lambda g, p: sorted(g.glob(p)),
+                     lambda p: sorted(_glob.glob(p)))
 
 
 @_retried
 def listdir(uri: str) -> List[str]:
-    if object_store.handles(uri):
-        return object_store.listdir(uri)
-    if is_remote(uri):
-        return sorted(name.rstrip("/") for name in _gfile().listdir(uri))
-    return sorted(os.listdir(local_path(uri)))
+    return _by_place(uri, object_store.listdir,
+                     lambda g, u: sorted(name.rstrip("/") for name in g.listdir(u)),
+                     lambda p: sorted(os.listdir(p)))
 
 
 @_retried
 def size(uri: str) -> int:
-    if object_store.handles(uri):
-        return object_store.size(uri)
-    return _gfile().stat(uri).length if is_remote(uri) else os.path.getsize(local_path(uri))
+    return _by_place(uri, object_store.size, lambda g, u: g.stat(u).length, os.path.getsize)
 
 
 @_retried
 def mtime(uri: str) -> float:
     """Modification time in epoch seconds (an object's generation time on gs://)."""
-    if object_store.handles(uri):
-        return object_store.mtime(uri)
-    if is_remote(uri):
-        return _gfile().stat(uri).mtime_nsec / 1e9
-    return os.path.getmtime(local_path(uri))
+    return _by_place(uri, object_store.mtime, lambda g, u: g.stat(u).mtime_nsec / 1e9,
+                     os.path.getmtime)
 
 
 def makedirs(uri: str) -> None:
-    if object_store.handles(uri):
-        object_store.makedirs(uri)
-    elif is_remote(uri):
-        _gfile().makedirs(uri)
-    else:
-        os.makedirs(local_path(uri), exist_ok=True)
+    _by_place(uri, object_store.makedirs, lambda g, u: g.makedirs(u),
+              lambda p: os.makedirs(p, exist_ok=True))
 
 
 def open_file(uri: str, mode: str = "rb") -> IO:
-    if object_store.handles(uri):
-        return object_store.open_file(uri, mode)
-    return _gfile().GFile(uri, mode) if is_remote(uri) else open(local_path(uri), mode)
+    return _by_place(uri, lambda u: object_store.open_file(u, mode),
+                     lambda g, u: g.GFile(u, mode), lambda p: open(p, mode))
 
 
 def rename(src: str, dst: str) -> None:
     """Move src over dst (atomic for local files on one filesystem; a copy and a delete
     on object stores)."""
-    if object_store.handles(src):
-        object_store.rename(src, dst)
-    elif is_remote(src):
-        _gfile().rename(src, dst, overwrite=True)
-    else:
-        os.replace(local_path(src), local_path(dst))
+    _by_place(src, lambda s: object_store.rename(s, dst),
+              lambda g, s: g.rename(s, dst, overwrite=True),
+              lambda p: os.replace(p, local_path(dst)))
 
 
 def remove(uri: str) -> None:
-    if object_store.handles(uri):
-        object_store.remove(uri)
-    elif is_remote(uri):
-        _gfile().remove(uri)
-    else:
-        os.remove(local_path(uri))
+    _by_place(uri, object_store.remove, lambda g, u: g.remove(u), os.remove)
 
 
 def rmtree(uri: str) -> None:
-    if object_store.handles(uri):
-        object_store.rmtree(uri)
-    elif is_remote(uri):
-        if _gfile().exists(uri):
-            _gfile().rmtree(uri)
-    else:
-        shutil.rmtree(local_path(uri), ignore_errors=True)
+    """Remove a folder and all it holds; a folder that is not there is no error."""
+    _by_place(uri, object_store.rmtree, _gfile_rmtree,
+              lambda p: shutil.rmtree(p, ignore_errors=True))
+
+
+def _gfile_rmtree(gfile, uri: str) -> None:
+    if gfile.exists(uri):
+        gfile.rmtree(uri)
 
 
 def read_text(uri: str) -> str:

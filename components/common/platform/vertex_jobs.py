@@ -1,5 +1,6 @@
-"""What the two Vertex AI paths share (train's ``vertex`` launcher, vertex_batch_predict):
-naming the job in ``gcp_resources`` and cancelling it when the step is stopped.
+"""What the Vertex AI paths share (train's ``vertex`` launcher, vertex_batch_predict, tune's
+``vertex`` engine): naming the job in ``gcp_resources`` and cancelling it when the step is
+stopped (``cancelled_if_stopped``).
 
 ``gcp_resources`` is the output parameter by which Google Cloud Pipeline Components tell
 Vertex AI Pipelines and the consoles which cloud resource a step runs: a ``GcpResources``
@@ -8,13 +9,15 @@ message as JSON, ``{"resources": [{"resourceType": "CustomJob", "resourceUri":
 the job from the step and cancels it when the run is cancelled.
 """
 
+import contextlib
 import json
 import logging
 import os
 import re
-from typing import Callable, Iterable, Tuple
+from typing import Callable, Iterable, Iterator, Tuple
 
 from tfkfp.components.common.platform.follow import FollowTimedOut, follow
+from tfkfp.components.common.platform.signals import sigterm_raises
 
 log = logging.getLogger("tfkfp")
 
@@ -72,3 +75,41 @@ def cancel(kind: str, name: str, send_cancel: Callable[[str], object],
         return "unknown (cancel requested)"
     log.info("%s %s: %s", kind, name, state)
     return state
+
+
+class StartedJob:
+    """The job a ``cancelled_if_stopped`` block creates: ``created`` names it once it
+    exists."""
+
+    def __init__(self, kind: str, gcp_resources: str):
+        self.kind, self.gcp_resources, self.name = kind, gcp_resources, ""
+
+    def created(self, name: str) -> None:
+        """The job exists: cancel it if the block is stopped from now on, and name it in
+        ``gcp_resources`` (a path; empty: nowhere)."""
+        self.name = name
+        if self.gcp_resources:
+            write_gcp_resources(self.gcp_resources, [(self.kind, name)])
+
+
+@contextlib.contextmanager
+def cancelled_if_stopped(what: str, kind: str, gcp_resources: str,
+                         send_cancel: Callable[[str], object],
+                         get_state: Callable[[str], str]) -> Iterator[StartedJob]:
+    """A block that creates a Vertex AI job of ``kind`` and calls ``job.created(name)`` once
+    it exists. SIGTERM inside it raises (signals.sigterm_raises(``what``)), set before the
+    job is created so a cancel never leaves it running; any exception after ``created``
+    cancels the job (``cancel``) and goes on, a SIGTERM's SystemExit naming the job and the
+    state it was left in."""
+    job = StartedJob(kind, gcp_resources)
+    with sigterm_raises(what):
+        try:
+            yield job
+        except BaseException as stopped:
+            if not job.name:
+                raise
+            state = cancel(kind, job.name, send_cancel, get_state)
+            if isinstance(stopped, SystemExit):
+                raise SystemExit(f"{stopped}: cancelled Vertex AI {kind} {job.name} "
+                                 f"(now {state})") from None
+            raise

@@ -69,10 +69,15 @@ def training_schema(schema: Schema, task: str) -> Schema:
 def check_target(task: str, metric: str) -> str:
     """The metric a target is set on: ``metric``, or the task's first (accuracy, rmse)."""
     metrics = task_kinds.kind(task).target_metrics
-    chosen = metric or metrics[0]
-    if chosen not in metrics:
-        raise SchemaError(f"target_metric {metric!r} does not apply to {task}; expected one "
-                          f"of {', '.join(metrics)}")
+    return _for_task(task, "target_metric", metric, metrics, f"one of {', '.join(metrics)}")
+
+
+def _for_task(task: str, setting: str, given: str, allowed, expected: str) -> str:
+    """``given``, or the task's first ``allowed`` value where it is empty; refused, naming
+    the setting and what is ``expected``, where the task does not take it."""
+    chosen = given or allowed[0]
+    if chosen not in allowed:
+        raise SchemaError(f"{setting} {given!r} does not apply to {task}; expected {expected}")
     return chosen
 
 
@@ -209,11 +214,7 @@ TASK_OBJECTS = {task.name: task for task in (Classification, Regression)}
 def check_loss(task: str, loss: str) -> str:
     """The loss for the task: ``loss``, or the task's own (crossentropy, mse)."""
     allowed = task_kinds.kind(task).losses
-    chosen = loss or allowed[0]
-    if chosen not in allowed:
-        raise SchemaError(f"loss {loss!r} does not apply to {task}; expected "
-                          f"{' or '.join(allowed)}")
-    return chosen
+    return _for_task(task, "loss", loss, allowed, " or ".join(allowed))
 
 
 def make(task: str, schema: Schema, labels: np.ndarray | None, loss: str = ""):

@@ -44,7 +44,26 @@ def line_chunks(uri: str, fmt: str, first_index: int, skip_header: bool) -> List
             for i, (a, b) in enumerate(zip(bounds, bounds[1:])) if b > a or i == 0]
 
 
-class Csv:
+class _Lines:
+    """A format read in line-aligned byte ranges, one row a line; ``HEADER``: whether the
+    first line names the columns (and is skipped by the ranges)."""
+
+    NAME: str
+    HEADER: bool
+
+    @classmethod
+    def chunks(cls, uri: str, first_index: int) -> List[Chunk]:
+        return line_chunks(uri, cls.NAME, first_index, skip_header=cls.HEADER)
+
+
+def _arrays(table, columns: List[RawColumn], uri: str) -> Dict[str, np.ndarray]:
+    """A parsed range's columns as the encoder's arrays."""
+    return {c.name: to_numpy(table.column(c.name), c, uri) for c in columns}
+
+
+class Csv(_Lines):
+    NAME, HEADER = "csv", True
+
     @staticmethod
     def columns(uri: str, column_types: Dict[str, str], cheap: bool = False) -> List[RawColumn]:
         import pyarrow.csv as pcsv
@@ -76,10 +95,6 @@ class Csv:
         return cols
 
     @staticmethod
-    def chunks(uri: str, first_index: int) -> List[Chunk]:
-        return line_chunks(uri, "csv", first_index, skip_header=True)
-
-    @staticmethod
     def read(chunk: Chunk, columns: List[RawColumn]) -> Dict[str, np.ndarray]:
         import pyarrow.csv as pcsv
 
@@ -93,7 +108,7 @@ class Csv:
                 io.BytesIO(body),
                 read_options=pcsv.ReadOptions(column_names=names, use_threads=False),
                 convert_options=_csv_convert(types))
-            return {c.name: to_numpy(table.column(c.name), c, chunk.uri) for c in columns}
+            return _arrays(table, columns, chunk.uri)
         except Exception as err:  # pyarrow raises several types
             raise diagnose.csv_error(chunk.uri, chunk.start, chunk.end, names, types,
                                      err) from err
@@ -124,7 +139,9 @@ def _csv_convert(column_types: Dict[str, str]):
         strings_can_be_null=False)
 
 
-class Jsonl:
+class Jsonl(_Lines):
+    NAME, HEADER = "jsonl", False
+
     @staticmethod
     def columns(uri: str, column_types: Dict[str, str], cheap: bool = False) -> List[RawColumn]:
         import pyarrow.json as pjson
@@ -146,10 +163,6 @@ class Jsonl:
         return cols
 
     @staticmethod
-    def chunks(uri: str, first_index: int) -> List[Chunk]:
-        return line_chunks(uri, "jsonl", first_index, skip_header=False)
-
-    @staticmethod
     def read(chunk: Chunk, columns: List[RawColumn]) -> Dict[str, np.ndarray]:
         import pyarrow.json as pjson
 
@@ -161,7 +174,7 @@ class Jsonl:
             missing = [c.name for c in columns if c.name not in table.column_names]
             if missing:
                 raise ShardInputError(f"{chunk.uri}: field {missing[0]!r} never appears")
-            return {c.name: to_numpy(table.column(c.name), c, chunk.uri) for c in columns}
+            return _arrays(table, columns, chunk.uri)
         except Exception as err:
             raise diagnose.jsonl_error(chunk.uri, chunk.start, chunk.end, columns, err) from err
 

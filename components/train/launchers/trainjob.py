@@ -10,15 +10,16 @@ index 0, the chief (worker 0 when there is no chief), succeeds, as a TFJob does.
 
 from typing import Any, Dict
 
+from tfkfp.components.common.platform import trainer
+from tfkfp.components.common.platform.trainer import GROUP, NODE, VERSION
 from tfkfp.components.common.training.shape import ClusterShape
 from tfkfp.components.train import jobset_replica
 from tfkfp.components.train.errors import TrainJobFailed, TrainJobReportedFailure
 from tfkfp.components.train.launchers import kube
 from tfkfp.components.train.launchers.spec import JobPlan, LaunchOptions, worker_command
 
-GROUP, VERSION, PLURAL = "trainer.kubeflow.org", "v1alpha1", "trainjobs"
-RUNTIME_KIND = "ClusterTrainingRuntime"
-NODE = "node"  # Trainer's name for the trainer's replicated job and its container
+PLURAL = "trainjobs"
+RUNTIME_KIND = trainer.RUNTIME_KIND  # the runtime a TrainJob references (manifests/trainer)
 PATCH_MANAGER = "tfkfp.kubeflow.org/train"  # owner of this launcher's runtimePatches entry
 COMPLETION_INDEX = "batch.kubernetes.io/job-completion-index"  # annotation of Indexed pods
 TRAINJOB = kube.JobKind(
@@ -35,41 +36,16 @@ def manifest(shape: ClusterShape, job: JobPlan, options: LaunchOptions, name: st
              namespace: str) -> Dict[str, Any]:
     """The TrainJob: the runtime, one node per task of the shape, the worker command, the
     resources per node, the deadline, and the service account and shared volume as a
-    runtime patch."""
-    # Limits as the requests: they replace the runtime's, which a larger request would exceed.
-    resources = {"requests": {"cpu": options.cpu, "memory": options.memory},
-                 "limits": {"cpu": options.cpu, "memory": options.memory}}
-    if options.gpus:
-        resources["limits"]["nvidia.com/gpu"] = options.gpus
-    spec: Dict[str, Any] = {
-        "runtimeRef": {"name": options.runtime, "apiGroup": GROUP, "kind": RUNTIME_KIND},
-        "trainer": {"image": options.image, "command": worker_command(job),
-                    "numNodes": sum(shape.replicas.values()), "resourcesPerNode": resources},
-        "activeDeadlineSeconds": options.deadline_seconds}
-    patch = _pod_patch(options)
-    if patch:
-        spec["runtimePatches"] = [{"manager": PATCH_MANAGER, "trainingRuntimeSpec": {
-            "template": {"spec": {"replicatedJobs": [
-                {"name": NODE, "template": {"spec": {"template": {"spec": patch}}}}]}}}}]
+    runtime patch (common/platform/trainer.py)."""
+    spec = trainer.trainjob_spec(
+        options.runtime, options.image, worker_command(job), sum(shape.replicas.values()),
+        trainer.node_resources(options.cpu, options.memory, options.gpus),
+        trainer.pod_patch(options.service_account, options.volume_claim, options.mount_path),
+        PATCH_MANAGER)
+    spec["activeDeadlineSeconds"] = options.deadline_seconds
     return {"apiVersion": f"{GROUP}/{VERSION}", "kind": "TrainJob",
             "metadata": {"name": name, "namespace": namespace, "labels": dict(kube.LABELS)},
             "spec": spec}
-
-
-def _pod_patch(options: LaunchOptions) -> Dict[str, Any]:
-    """What the replicas' pods need beyond the runtime: another service account, the shared
-    volume. A runtime patch holds only the pod fields Trainer lets a TrainJob change; the
-    token stays unmounted because the runtime's pod template says so
-    (``automountServiceAccountToken: false``, manifests/trainer), whatever the account."""
-    patch: Dict[str, Any] = {}
-    if options.service_account:
-        patch["serviceAccountName"] = options.service_account
-    if options.volume_claim:
-        patch["volumes"] = [{"name": "shared", "persistentVolumeClaim": {
-            "claimName": options.volume_claim}}]
-        patch["containers"] = [{"name": NODE, "volumeMounts": [
-            {"name": "shared", "mountPath": options.mount_path}]}]
-    return patch
 
 
 def replica_namer(shape: ClusterShape):

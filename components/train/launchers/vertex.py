@@ -8,7 +8,6 @@ from typing import List
 
 from tfkfp.components.common.platform import vertex_jobs
 from tfkfp.components.common.platform.follow import follow
-from tfkfp.components.common.platform.signals import sigterm_raises
 from tfkfp.components.common.training.config import TrainConfigError
 from tfkfp.components.common.training.shape import ClusterShape
 from tfkfp.components.train.errors import VertexJobFailed
@@ -101,25 +100,14 @@ def run(shape: ClusterShape, job: JobPlan, options: LaunchOptions, client=None,
     Cancelling the step (SIGTERM) cancels the job."""
     client = client or job_client(options.region)
     req = request(shape, job, options, default_project(options))
-    created = None
-    with sigterm_raises("training"):  # before creating, so a cancel never leaves the job running
-        try:
-            created = client.create_custom_job(request=req)
-            log.info("created Vertex AI CustomJob %s (pools %s)", created.name,
-                     pool_counts(shape))
-            if gcp_resources:
-                vertex_jobs.write_gcp_resources(gcp_resources, [("CustomJob", created.name)])
-            current = _wait(client, created.name, options.poll_seconds)
-        except BaseException as stopped:
-            if created is None:
-                raise
-            state = vertex_jobs.cancel(
-                "CustomJob", created.name, lambda name: client.cancel_custom_job(name=name),
-                lambda name: client.get_custom_job(name=name).state.name)
-            if isinstance(stopped, SystemExit):
-                raise SystemExit(f"{stopped}: cancelled Vertex AI CustomJob {created.name} "
-                                 f"(now {state})") from None
-            raise
+    with vertex_jobs.cancelled_if_stopped(
+            "training", "CustomJob", gcp_resources,
+            lambda name: client.cancel_custom_job(name=name),
+            lambda name: client.get_custom_job(name=name).state.name) as started:
+        created = client.create_custom_job(request=req)
+        log.info("created Vertex AI CustomJob %s (pools %s)", created.name, pool_counts(shape))
+        started.created(created.name)
+        current = _wait(client, created.name, options.poll_seconds)
     if current.state.name != "JOB_STATE_SUCCEEDED":
         raise VertexJobFailed(f"Vertex AI CustomJob {created.name} ended "
                               f"{current.state.name}: "

@@ -33,7 +33,7 @@ def test_the_trainjob_runs_every_task_as_a_node_of_the_suites_runtime():
                                   "gs://b/run/train/model-job/result.json"]
     assert trainer["resourcesPerNode"] == {
         "requests": {"cpu": "4", "memory": "16Gi"},
-        "limits": {"cpu": "4", "memory": "16Gi", "nvidia.com/gpu": 1}}
+        "limits": {"cpu": "4", "memory": "16Gi", "nvidia.com/gpu": "1"}}
     assert "runtimePatches" not in spec  # the runtime's service account, no shared volume
 
 
