@@ -10,7 +10,7 @@ import argparse
 import json
 import sys
 
-from tfkfp.components.common.endpoint.options import PROTOCOLS
+from tfkfp.components.common.endpoint.options import DEFAULT_PROTOCOL, called_protocols
 
 
 def add_parser(commands) -> None:
@@ -50,7 +50,8 @@ def add_parser(commands) -> None:
                           help="the server's base URL (tfkfp serve, KServe, any Open "
                           "Inference Protocol or KServe v1 server) or a Vertex AI Endpoint")
     endpoint.add_argument("--endpoint-model", default="model", metavar="NAME")
-    endpoint.add_argument("--endpoint-protocol", default="v2", choices=PROTOCOLS)
+    endpoint.add_argument("--endpoint-protocol", default=DEFAULT_PROTOCOL,
+                          choices=called_protocols())  # the table, read as the parser is built
     endpoint.add_argument("--endpoint-token-file", default="", metavar="PATH",
                           help="a file holding a bearer token")
     endpoint.add_argument("--endpoint-token-env", default="", metavar="VARIABLE",

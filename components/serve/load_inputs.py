@@ -11,12 +11,17 @@ import json
 import os
 from typing import Any, Dict, List, Tuple
 
+from tfkfp.components.common.data import formats
 from tfkfp.components.common.model import routes
 from tfkfp.components.serve.errors import ServeOptionsError
 
-ROW_FILES = {".csv": "csv", ".jsonl": "jsonl", ".ndjson": "jsonl"}
-EXPECTED = ("a Dataset folder (tfkfp shard's output), a CSV file (.csv, a header line then "
-            "rows) or a JSON Lines file (.jsonl, an object {column: value} a line)")
+# The row files loadtest reads, by extension: the formats table's CSV and JSON Lines entries
+# (read as they are: no .gz).
+ROW_FORMATS = (formats.FORMATS["csv"], formats.FORMATS["jsonl"])
+ROW_FILES = {ext: fmt.name for fmt in ROW_FORMATS for ext in fmt.extensions}
+EXPECTED = ("a Dataset folder (tfkfp shard's output), a CSV file ({}: a header line then "
+            "rows) or a JSON Lines file ({}: an object {{column: value}} a line)").format(
+    *(", ".join(fmt.extensions) for fmt in ROW_FORMATS))
 
 
 def rows_of(source: str, count: int, split: str) -> List[Dict[str, Any]]:

@@ -11,7 +11,7 @@ import json
 import logging
 from typing import Any, Dict
 
-from tfkfp.components.common.platform import uris
+from tfkfp.components.common.platform import kfp_mounts, uris
 from tfkfp.components.common.platform.choices import typed_option
 from tfkfp.components.common.training.config import (
     CONFIG_FILE,
@@ -79,6 +79,30 @@ def _typed(name: str, value: Any, kind: type) -> Any:
     return typed_option("launcher_options", name, value, kind, TrainConfigError)
 
 
+def _either(items) -> str:
+    """``a``, ``a or b``, ``a, b or c``."""
+    return " or ".join(filter(None, [", ".join(items[:-1]), items[-1]]))
+
+
+def _stores(entry) -> list:
+    """The object stores the launcher's replicas reach, as URI schemes: the entry's own
+    (vertex: gs://), else every store KFP mounts (common.platform.kfp_mounts)."""
+    return [entry.job_dir_scheme] if entry.job_dir_scheme else sorted(
+        kfp_mounts.MOUNTS.values())
+
+
+def _reachable(entry) -> str:
+    """What a path every replica reaches may be, for the messages: a URI of such a store,
+    the path KFP mounts one at in the step, or (the Kubernetes launchers) the shared
+    volume."""
+    schemes = _stores(entry)
+    prefixes = [prefix for prefix, scheme in kfp_mounts.MOUNTS.items() if scheme in schemes]
+    volume = (["a folder under launcher_options mount_path with volume_claim"]
+              if "volume_claim" in entry.options else [])
+    return _either([f"a {_either(schemes)} URI", f"a KFP path under {_either(prefixes)}",
+                    *volume])
+
+
 def plan(config: TrainConfig, launcher: str, options: LaunchOptions) -> JobPlan:
     """Map each path of the run to storage the replicas reach, staging what is not."""
     entry = launchers.get(launcher)
@@ -92,9 +116,7 @@ def plan(config: TrainConfig, launcher: str, options: LaunchOptions) -> JobPlan:
 
     model_uri = shared(config.model_dir)
     job_dir = options.job_dir or (f"{model_uri.rstrip('/')}-job" if model_uri else "")
-    where = f"{entry.job_dir_scheme or 'gs://'}..." + (
-        ", or a folder under launcher_options mount_path with volume_claim"
-        if "volume_claim" in entry.options else "")
+    where = _reachable(entry)
     if options.job_dir and not shared(options.job_dir):
         raise TrainConfigError(
             f"launcher_options job_dir {options.job_dir!r} is not on storage every "
@@ -103,15 +125,16 @@ def plan(config: TrainConfig, launcher: str, options: LaunchOptions) -> JobPlan:
         raise TrainConfigError(
             f"launcher {launcher!r} runs replicas on other machines, so they need a job_dir "
             f"they can all reach ({where}); the model path {config.model_dir!r} is on this "
-            "machine's disk only. Use a gs:// pipeline root or set launcher_options job_dir")
+            f"machine's disk only. Use a pipeline root on {_either(_stores(entry))}, or set "
+            "launcher_options job_dir")
     if entry.job_dir_scheme and not job_dir.startswith(entry.job_dir_scheme):
         raise TrainConfigError(f"launcher {launcher!r} needs a {entry.job_dir_scheme} "
                                f"job_dir, got {job_dir!r}")
     if config.checkpoint_dir and not shared(config.checkpoint_dir):
         raise TrainConfigError(
             f"checkpoint_dir {config.checkpoint_dir!r} is on this machine's disk, which the "
-            f"{launcher} replicas cannot reach; use a gs:// URI or leave it empty (checkpoints "
-            "then go to the job_dir)")
+            f"{launcher} replicas cannot reach; use {where}, or leave it empty "
+            "(checkpoints then go to the job_dir)")
     copy_in, copy_out, paths = {}, {}, {}
     for field, staged, direction in (("dataset", "data", copy_in),
                                      ("warm_start", "warm_start", copy_in),

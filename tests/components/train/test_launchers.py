@@ -125,6 +125,20 @@ def test_the_plan_maps_kfp_gcs_paths_and_stages_what_replicas_cannot_reach(tmp_p
         job.plan(local, "vertex", job.LaunchOptions(job_dir="s3://b/j"))
 
 
+def test_the_messages_name_every_store_the_replicas_reach(tmp_path):
+    local = TrainConfig(dataset=str(tmp_path / "data"), model_dir=str(tmp_path / "model"),
+                        checkpoint_dir=str(tmp_path / "checkpoints"))
+    with pytest.raises(TrainConfigError) as err:
+        job.plan(local, "tfjob", job.LaunchOptions())
+    assert "a gs://, minio:// or s3:// URI, a KFP path under /gcs/, /minio/ or /s3/" in str(
+        err.value) and "pipeline root on gs://, minio:// or s3://" in str(err.value)
+    with pytest.raises(TrainConfigError, match="checkpoint_dir .* use a gs://, minio:// or "
+                                               "s3:// URI, a KFP path under /gcs/, /minio/"):
+        job.plan(local, "trainjob", job.LaunchOptions(job_dir="s3://b/jobs/1"))
+    with pytest.raises(TrainConfigError, match=r"\(a gs:// URI or a KFP path under /gcs/\)"):
+        job.plan(local, "vertex", job.LaunchOptions())
+
+
 def test_the_tfjob_retries_preemptions_not_user_errors_and_runs_as_the_suite():
     shape = ClusterShape("parameter_server", chief=1, workers=2, ps=1)
     options = job.parse_options("tfjob", {"gpus": 1, "volume_claim": "shared",
