@@ -3,7 +3,6 @@ run every scenario (or one) and print ratios."""
 
 import argparse
 import importlib.util
-import json
 import os
 import sys
 import tempfile
@@ -30,14 +29,7 @@ from benchmarks import (
     tuning,
     workers,
 )
-from benchmarks.harness import (
-    Record,
-    Run,
-    exit_status,
-    load_average,
-    parse_options,
-    print_records,
-)
+from benchmarks.harness import KEPT, Record, Run, parse_options, print_setup, report
 
 # name -> the scenario on the run's shared table; a new scenario is one entry. In this order.
 SCENARIOS: Dict[str, Callable[[Run], List[Record]]] = {
@@ -69,7 +61,7 @@ NEEDS = {"edge_table": ("sklearn", "scikit-learn"),
 def parse_args(argv=None) -> argparse.Namespace:
     """The command line, rows and repeats resolved (the docs' commands are checked with it)."""
     return parse_options("python -m benchmarks", argv, "20k rows, 2 repeats", rows=200_000,
-                         kept="best is kept", json=True, more=_choice_options)
+                         kept=KEPT["best"], json=True, more=_choice_options)
 
 
 def _choice_options(parser: argparse.ArgumentParser) -> None:
@@ -100,21 +92,15 @@ def main(argv=None) -> int:
         print(f"python -m benchmarks: {'; '.join(missing)}; or leave it out with --skip",
               file=sys.stderr)
         return 2
-    rows, repeats = args.rows, args.repeats
-    print(f"table: {rows:,} rows x {data.FLOAT_COLUMNS} float columns; best of {repeats}; "
-          f"{os.cpu_count()} cores; load average {load_average()}", flush=True)
+    print_setup(args.rows, args.repeats, "best")
     records: List[Record] = []
     with tempfile.TemporaryDirectory(prefix="tfkfp-bench-") as work:
-        run = Run(data.write_table(work, rows), work, repeats, args.quick, args.smoke)
+        run = Run(data.write_table(work, args.rows), work, args.repeats, args.quick, args.smoke)
         for name in chosen(args):
             started = time.monotonic()
             records += SCENARIOS[name](run)
             print(f"{name}: {time.monotonic() - started:,.0f} s", flush=True)
-    print_records(records)
-    if args.json:
-        with open(args.json, "w") as f:
-            json.dump([r.to_dict() for r in records], f, indent=2)
-    return exit_status(records, args.smoke)
+    return report(records, args.smoke, args.json)
 
 
 if __name__ == "__main__":

@@ -31,15 +31,8 @@ from typing import Dict, List
 
 os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "2")
 
-from benchmarks import data
 from benchmarks.endpoint import median_rates
-from benchmarks.harness import (
-    Record,
-    exit_status,
-    load_average,
-    parse_options,
-    print_records,
-)
+from benchmarks.harness import Record, load_average, table_main
 
 SINGLE_SAMPLE = 1000  # rows sent one per request
 MINI_BATCH = 256  # rows per request, mini-batched
@@ -126,7 +119,7 @@ def stock_handler(model_dir: str):
 def run(csv_path: str, work: str, repeats: int, smoke: bool = False) -> List[Record]:
     """The records above; ``smoke``: one row per request on a few rows only."""
     from benchmarks.prediction import build_model
-    from benchmarks.serving import free_port, serve_command, start, stop
+    from benchmarks.serving import free_port, served
     from tfkfp.components.batch_predict.core import batch_predict
     from tfkfp.components.shard_tfrecords.core import shard_tfrecords
 
@@ -136,7 +129,6 @@ def run(csv_path: str, work: str, repeats: int, smoke: bool = False) -> List[Rec
     shard_tfrecords(csv_path, dataset_dir, label="label", num_shards=4)
     build_model(dataset_dir, model_dir)
     port = free_port()
-    server = start(serve_command(model_dir, port), port)
 
     def in_beam() -> int:
         return batch_predict(model_dir, dataset_dir, os.path.join(work, "bm-out"),
@@ -154,12 +146,10 @@ def run(csv_path: str, work: str, repeats: int, smoke: bool = False) -> List[Rec
         runs["Beam's TFModelHandlerNumpy"] = lambda: beam_rows(dataset_dir, stock)
     else:
         print(f"  Beam's TFModelHandlerNumpy: {why}", flush=True)
-    print("predictions in a Beam job (FnApiRunner), rows read from files", flush=True)
-    load = load_average()
-    try:
+    with served(model_dir, port):
+        print("predictions in a Beam job (FnApiRunner), rows read from files", flush=True)
+        load = load_average()
         rates = median_rates(runs, repeats)
-    finally:
-        stop(server)
     ours, anchor = rates["batch_predict on Beam"], rates["in-memory signature"]
     batched = rates[f"Beam -> endpoint {MINI_BATCH} rows a request"]
     single = rates["Beam -> endpoint 1 row a request"]
@@ -175,15 +165,7 @@ def run(csv_path: str, work: str, repeats: int, smoke: bool = False) -> List[Rec
 
 
 def main(argv=None) -> int:
-    args = parse_options("python -m benchmarks.beam", argv, "20k rows, 2 repeats",
-                         rows=50_000, kept="the median is kept")
-    print(f"table: {args.rows:,} rows x {data.FLOAT_COLUMNS} float columns; 32-256-256-10 "
-          f"MLP; median of {args.repeats}; {os.cpu_count()} cores; load average "
-          f"{load_average()}", flush=True)
-    with tempfile.TemporaryDirectory(prefix="tfkfp-bench-") as work:
-        records = run(data.write_table(work, args.rows), work, args.repeats, args.smoke)
-    print_records(records)
-    return exit_status(records, args.smoke)
+    return table_main("python -m benchmarks.beam", argv, 50_000, "median", run)
 
 
 if __name__ == "__main__":

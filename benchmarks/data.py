@@ -1,10 +1,13 @@
-"""The benchmark table: N rows x 32 float columns plus an int label, written as CSV."""
+"""The benchmark table: N rows x 32 float columns plus an int label, written as CSV, and
+sharded in each TFRecord layout."""
 
 import os
+from typing import Dict
 
 import numpy as np
 
 FLOAT_COLUMNS = 32
+LAYOUTS = ("packed", "columns", "blocks")
 
 
 def write_table(directory: str, rows: int, seed: int = 0) -> str:
@@ -20,3 +23,16 @@ def write_table(directory: str, rows: int, seed: int = 0) -> str:
     np.savetxt(path + ".tmp", body, fmt=fmt, delimiter=",", header=header, comments="")
     os.replace(path + ".tmp", path)
     return path
+
+
+def shard_layouts(csv_path: str, work: str, name: str, num_shards: int) -> Dict[str, str]:
+    """The table sharded once per layout, so that a scenario compares the layouts on the
+    same rows: layout -> folder (``name`` for packed, the default; ``name-LAYOUT`` else), in
+    LAYOUTS' order."""
+    from tfkfp.components.shard_tfrecords.core import shard_tfrecords
+
+    folders = {layout: os.path.join(work, name if layout == "packed" else f"{name}-{layout}")
+               for layout in LAYOUTS}
+    for layout, folder in folders.items():
+        shard_tfrecords(csv_path, folder, label="label", num_shards=num_shards, layout=layout)
+    return folders

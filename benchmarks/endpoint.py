@@ -24,20 +24,12 @@ import logging
 import os
 import statistics
 import sys
-import tempfile
 import time
 from typing import Callable, Dict, List
 
 os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "2")
 
-from benchmarks import data
-from benchmarks.harness import (
-    Record,
-    exit_status,
-    load_average,
-    parse_options,
-    print_records,
-)
+from benchmarks.harness import Record, load_average, table_main
 
 MINI_BATCHES = ((64, 4), (256, 1), (256, 4), (1024, 4))  # (rows per request, in flight)
 SINGLE_SAMPLE = 2000  # rows predicted one per request
@@ -86,7 +78,7 @@ def client_json_seconds_per_row(dataset_dir: str, rows: int) -> float:
 def run(csv_path: str, work: str, repeats: int, smoke: bool = False) -> List[Record]:
     """The records above; ``smoke``: one row per request on a few rows only."""
     from benchmarks.prediction import build_model
-    from benchmarks.serving import free_port, serve_command, start, stop
+    from benchmarks.serving import free_port, served
     from tfkfp.components.batch_predict.core import batch_predict
     from tfkfp.components.batch_predict.options import EndpointOptions
     from tfkfp.components.common.model.predictor import load_predictor
@@ -104,7 +96,6 @@ def run(csv_path: str, work: str, repeats: int, smoke: bool = False) -> List[Rec
     build_model(dataset_dir, model_dir)
     saved = load_predictor(model_dir)
     port = free_port()
-    server = start(serve_command(model_dir, port), port)
     url = f"http://127.0.0.1:{port}"
 
     def in_step() -> int:
@@ -123,12 +114,10 @@ def run(csv_path: str, work: str, repeats: int, smoke: bool = False) -> List[Rec
     runs.update({f"endpoint v2 {rows}x{n}": endpoint(rows, n) for rows, n in MINI_BATCHES})
     runs["endpoint v1 256x4"] = endpoint(256, 4, "v1")
     runs["endpoint v2 1x4"] = endpoint(1, 4, data_dir=sample_dir)
-    print("batch prediction: in the step, and through tfkfp serve on loopback", flush=True)
-    load = load_average()
-    try:
+    with served(model_dir, port):
+        print("batch prediction: in the step, and through tfkfp serve on loopback", flush=True)
+        load = load_average()
         rates = median_rates(runs, repeats)
-    finally:
-        stop(server)
     anchor = rates["in-step batch_predict"]
     best = max((name for name in rates if name.startswith("endpoint") and
                 not name.endswith(" 1x4")), key=rates.__getitem__)
@@ -147,16 +136,7 @@ def run(csv_path: str, work: str, repeats: int, smoke: bool = False) -> List[Rec
 
 
 def main(argv=None) -> int:
-    args = parse_options("python -m benchmarks.endpoint", argv, "20k rows, 2 repeats",
-                         rows=100_000, kept="the median is kept")
-    rows, repeats = args.rows, args.repeats
-    print(f"table: {rows:,} rows x {data.FLOAT_COLUMNS} float columns; 32-256-256-10 MLP; "
-          f"median of {repeats}; {os.cpu_count()} cores; load average {load_average()}",
-          flush=True)
-    with tempfile.TemporaryDirectory(prefix="tfkfp-bench-") as work:
-        records = run(data.write_table(work, rows), work, repeats, args.smoke)
-    print_records(records)
-    return exit_status(records, args.smoke)
+    return table_main("python -m benchmarks.endpoint", argv, 100_000, "median", run)
 
 
 if __name__ == "__main__":

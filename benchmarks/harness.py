@@ -1,16 +1,22 @@
 """Helpers shared by the scenarios: their command line, interleaved best-of-N runs, result
-records."""
+records, and the main of a scenario on the benchmark table."""
 
 import argparse
 import dataclasses
 import gc
+import json
 import os
+import tempfile
 import time
-from typing import Callable, Dict, Iterator, List, Sequence
+from typing import Callable, Dict, Iterator, List, Sequence, Tuple
+
+from benchmarks import data
 
 QUICK_ROWS = 20_000  # a table's rows with --quick
 SMOKE_ROWS = 2_000  # with --smoke
 REPEATS, QUICK_REPEATS = 3, 2  # runs per contender, without and with --quick (--smoke: 1)
+KEPT = {"best": "best is kept", "median": "the median is kept"}  # --repeats' help, by statistic
+MLP = "32-256-256-10 MLP"  # the model the prediction scenarios serve over the table
 SMOKE_HELP = ("seconds, not minutes: every step once on a tiny table, to check that the "
               "benchmark runs end to end (the figures mean nothing; implies --quick)")
 
@@ -87,6 +93,14 @@ class Run:
     smoke: bool = False
 
 
+def against(scenario: str, metric: str, ours: float, load: float,
+            anchors: Sequence[Tuple[str, float, float | None]]) -> List[Record]:
+    """One figure of ours set against several anchors, each ``(anchor, its value, target or
+    None)``: a Record each. Scenarios report mostly in such groups; this says the figure once."""
+    return [Record(scenario, metric, ours, anchor, value, target, load)
+            for anchor, value, target in anchors]
+
+
 def load_average() -> float:
     return round(os.getloadavg()[0], 2)
 
@@ -150,3 +164,37 @@ def print_records(records: List[Record]) -> None:
         met = "" if r.met is None else ("yes" if r.met else "NO")
         print(f"{r.scenario:<24}{r.metric:<22}{r.anchor:<34}{r.ours:>12,.0f}"
               f"{r.anchor_value:>12,.0f}{r.ratio:>7.2f}x{target:>8}  {met}")
+
+
+def print_setup(rows: int, repeats: int, statistic: str, model: str = "") -> None:
+    """The line a run on the benchmark table opens with: the table, the model (if one), how
+    the repeats are kept, the cores and the load (figures from a busy machine mislead)."""
+    model = f"{model}; " if model else ""
+    print(f"table: {rows:,} rows x {data.FLOAT_COLUMNS} float columns; {model}{statistic} of "
+          f"{repeats}; {os.cpu_count()} cores; load average {load_average()}", flush=True)
+
+
+def report(records: List[Record], smoke: bool = False, json_path: str | None = None,
+           note: str = "") -> int:
+    """The end of a benchmark's main: the records' table, ``note`` on how to read it, the
+    records saved as JSON when --json asked; the exit status (``exit_status``)."""
+    print_records(records)
+    if note:
+        print(note)
+    if json_path:
+        with open(json_path, "w") as f:
+            json.dump([r.to_dict() for r in records], f, indent=2)
+    return exit_status(records, smoke)
+
+
+def table_main(prog: str, argv: Sequence[str] | None, rows: int, statistic: str,
+               run: Callable[[str, str, int, bool], List[Record]]) -> int:
+    """The main of a scenario that serves the MLP over the benchmark table (prediction,
+    endpoint, beam), so they share one command line and output: ``run(csv_path, work,
+    repeats, smoke)`` on a fresh table of ``rows`` rows (by default) in a scratch folder,
+    each figure the ``statistic`` ("best" or "median") of the repeats."""
+    args = parse_options(prog, argv, "20k rows, 2 repeats", rows=rows, kept=KEPT[statistic])
+    print_setup(args.rows, args.repeats, statistic, MLP)
+    with tempfile.TemporaryDirectory(prefix="tfkfp-bench-") as work:
+        records = run(data.write_table(work, args.rows), work, args.repeats, args.smoke)
+    return report(records, args.smoke)

@@ -23,7 +23,6 @@ says which stage bounds the run.
 import logging
 import os
 import sys
-import tempfile
 import time
 from typing import Dict, List, Tuple
 
@@ -32,14 +31,7 @@ import numpy as np
 os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "2")
 
 from benchmarks import data
-from benchmarks.harness import (
-    Record,
-    best_rates,
-    exit_status,
-    load_average,
-    parse_options,
-    print_records,
-)
+from benchmarks.harness import Record, best_rates, load_average, table_main
 
 BATCH = 8192
 PREDICT_SAMPLE = 200  # rows for the per-example model.predict loop
@@ -115,19 +107,23 @@ def raw_read(shards: List[str]) -> int:
     return count
 
 
+def print_stages(label: str, stages: Dict) -> None:
+    """One line of batch_predict's stage timing (one run): which stage bounds the run."""
+    print(f"  {label}: read+parse {stages['read']:.2f}, model {stages['predict']:.2f}, "
+          f"format+write {stages['write']:.2f}; bound by {stages['bound_by']}; the model "
+          f"waited {stages['wait_input']:.2f} s for input and {stages['wait_writer']:.2f} s "
+          "for the writer", flush=True)
+
+
 def run(csv_path: str, work: str, repeats: int, smoke: bool = False) -> List[Record]:
     """The records above; ``smoke``: the per-example loops on a few rows only."""
     from tfkfp.components.batch_predict.core import batch_predict
     from tfkfp.components.common.model.predictor import load_predictor
-    from tfkfp.components.shard_tfrecords.core import shard_tfrecords
 
     logging.getLogger("tfkfp").setLevel(logging.WARNING)
-    dataset_dir, model_dir = os.path.join(work, "pred-dataset"), os.path.join(work, "model")
-    columns_dir = os.path.join(work, "pred-dataset-columns")
-    shard_tfrecords(csv_path, dataset_dir, label="label", num_shards=8, layout="packed")
-    shard_tfrecords(csv_path, columns_dir, label="label", num_shards=8, layout="columns")
-    blocks_dir = os.path.join(work, "pred-dataset-blocks")
-    shard_tfrecords(csv_path, blocks_dir, label="label", num_shards=8, layout="blocks")
+    model_dir = os.path.join(work, "model")
+    dataset_dir, columns_dir, blocks_dir = data.shard_layouts(csv_path, work, "pred-dataset",
+                                                              8).values()
     model = build_model(dataset_dir, model_dir)
     features = in_memory_table(csv_path)
     rows = len(features["f00"])
@@ -166,18 +162,11 @@ def run(csv_path: str, work: str, repeats: int, smoke: bool = False) -> List[Rec
             lambda x: model.predict(x, verbose=0), features, min(predict_sample, rows)),
     }, repeats)
     mine = rates["tfkfp batch_predict (SavedModel)"]
-    stages = batch_predict(model_dir, dataset_dir, os.path.join(work, "out-stages"),
-                           predict_batch_size=BATCH, predictor=saved).stages
-    print(f"  batch_predict stages (busy seconds, one run): read+parse {stages['read']:.2f}, "
-          f"model {stages['predict']:.2f}, format+write {stages['write']:.2f}; bound by "
-          f"{stages['bound_by']}; the model waited {stages['wait_input']:.2f} s for input and "
-          f"{stages['wait_writer']:.2f} s for the writer", flush=True)
-    stages = batch_predict(model_dir, blocks_dir, os.path.join(work, "out-stages-blocks"),
-                           predict_batch_size=BATCH, predictor=saved).stages
-    print(f"  the same, blocks shards: read+parse {stages['read']:.2f}, model "
-          f"{stages['predict']:.2f}, format+write {stages['write']:.2f}; bound by "
-          f"{stages['bound_by']}; waited {stages['wait_input']:.2f} s for input and "
-          f"{stages['wait_writer']:.2f} s for the writer", flush=True)
+    for label, shards, out in (
+            ("batch_predict stages (busy seconds, one run)", dataset_dir, "out-stages"),
+            ("the same, blocks shards", blocks_dir, "out-stages-blocks")):
+        print_stages(label, batch_predict(model_dir, shards, os.path.join(work, out),
+                                          predict_batch_size=BATCH, predictor=saved).stages)
     return [
         Record("batch_predict", "rows/s", mine, "per-example model.predict loop",
                rates["per-example model.predict"], 1000.0, load),
@@ -205,16 +194,7 @@ def run(csv_path: str, work: str, repeats: int, smoke: bool = False) -> List[Rec
 
 
 def main(argv=None) -> int:
-    args = parse_options("python -m benchmarks.prediction", argv, "20k rows, 2 repeats",
-                         rows=200_000, kept="best is kept")
-    rows, repeats = args.rows, args.repeats
-    print(f"table: {rows:,} rows x {data.FLOAT_COLUMNS} float columns; 32-256-256-10 MLP; "
-          f"best of {repeats}; {os.cpu_count()} cores; load average {load_average()}",
-          flush=True)
-    with tempfile.TemporaryDirectory(prefix="tfkfp-bench-") as work:
-        records = run(data.write_table(work, rows), work, repeats, args.smoke)
-    print_records(records)
-    return exit_status(records, args.smoke)
+    return table_main("python -m benchmarks.prediction", argv, 200_000, "best", run)
 
 
 if __name__ == "__main__":

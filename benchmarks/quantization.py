@@ -11,7 +11,6 @@ races the float SavedModel in TensorFlow on the same batches (interleaved, best 
 """
 
 import dataclasses
-import json
 import logging
 import os
 import sys
@@ -20,14 +19,7 @@ from typing import Dict, List
 
 os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "2")
 
-from benchmarks.harness import (
-    Record,
-    best_rates,
-    exit_status,
-    load_average,
-    parse_options,
-    print_records,
-)
+from benchmarks.harness import KEPT, Record, best_rates, load_average, parse_options, report
 
 SIZE_TARGET = 0.27  # int8 size / float32 size, at most
 DROP_TARGET = 1.0  # accuracy drop of int8 vs the SavedModel in points, at most
@@ -202,19 +194,14 @@ def _convert_int8(model_dir: str, dataset: str, out: str) -> None:
 
 def main(argv=None) -> int:
     args = parse_options("python -m benchmarks.quantization", argv, "fewer epochs, 2 repeats",
-                         kept="best is kept", json=True)
-    repeats = args.repeats
-    print(f"quantization benchmark; best of {repeats}; {os.cpu_count()} cores; load average "
-          f"{load_average()}", flush=True)
+                         kept=KEPT["best"], json=True)
+    print(f"quantization benchmark; best of {args.repeats}; {os.cpu_count()} cores; load "
+          f"average {load_average()}", flush=True)
     with tempfile.TemporaryDirectory(prefix="tfkfp-bench-quant-") as work:
-        records = run(work, repeats, quick=args.quick, smoke=args.smoke)
-    print_records(records)
-    print("(size rows: met when ratio <= target; accuracy rows: met when the drop is at most "
-          f"{DROP_TARGET:g} point; latency rows: met when ratio >= target)")
-    if args.json:
-        with open(args.json, "w") as f:
-            json.dump([r.to_dict() for r in records], f, indent=2)
-    return exit_status(records, args.smoke)
+        records = run(work, args.repeats, quick=args.quick, smoke=args.smoke)
+    return report(records, args.smoke, args.json,
+                  note="(size rows: met when ratio <= target; accuracy rows: met when the drop "
+                  f"is at most {DROP_TARGET:g} point; latency rows: met when ratio >= target)")
 
 
 if __name__ == "__main__":

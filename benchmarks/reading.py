@@ -12,7 +12,14 @@ train split after the first batch: the rate a long training job sees).
 import logging
 from typing import List
 
-from benchmarks.harness import Record, best_rates, best_streaming_rates, load_average
+from benchmarks.data import shard_layouts
+from benchmarks.harness import (
+    Record,
+    against,
+    best_rates,
+    best_streaming_rates,
+    load_average,
+)
 
 BATCH = 1024
 
@@ -107,17 +114,8 @@ def pandas_csv(csv_path: str) -> int:
 
 
 def run(csv_path: str, work: str, repeats: int) -> List[Record]:
-    import os
-
-    from tfkfp.components.shard_tfrecords.core import shard_tfrecords
-
     logging.getLogger("tfkfp").setLevel(logging.WARNING)
-    packed = os.path.join(work, "read-dataset")
-    columns = os.path.join(work, "read-dataset-columns")
-    shard_tfrecords(csv_path, packed, label="label", num_shards=8, layout="packed")
-    shard_tfrecords(csv_path, columns, label="label", num_shards=8, layout="columns")
-    blocks = os.path.join(work, "read-dataset-blocks")
-    shard_tfrecords(csv_path, blocks, label="label", num_shards=8, layout="blocks")
+    packed, columns, blocks = shard_layouts(csv_path, work, "read-dataset", 8).values()
     print("reading and parsing", flush=True)
     load = load_average()
     rates = best_rates({
@@ -140,32 +138,24 @@ def run(csv_path: str, work: str, repeats: int) -> List[Record]:
         "raw TFRecord bytes (blocks)": lambda: raw_streaming(blocks),
     }, repeats)
     mine, per_column = rates["tfkfp make_dataset (packed)"], rates["tfkfp make_dataset (columns)"]
-    return [
-        Record("read_parse", "records/s", mine, "pandas.read_csv to NumPy",
-               rates["pandas.read_csv"], 1.0, load),
-        Record("read_parse", "records/s", mine, "raw bytes of the same files",
-               rates["raw TFRecord bytes (packed)"], 0.7, load),
-        Record("read_parse", "records/s", mine, "layout=columns (same run)", per_column,
-               None, load),
-        Record("read_parse columns", "records/s", per_column, "pandas.read_csv to NumPy",
-               rates["pandas.read_csv"], None, load),
-        Record("read_parse columns", "records/s", per_column, "naive map(parse_single_example)",
-               rates["naive parse_single_example"], 10.0, load),
-        Record("read_parse columns", "records/s", per_column, "raw bytes of the same files",
-               rates["raw TFRecord bytes (columns)"], None, load),
-        Record("read_parse blocks", "records/s", in_blocks, "pandas.read_csv to NumPy",
-               rates["pandas.read_csv"], 1.0, load),
-        Record("read_parse blocks", "records/s", in_blocks, "raw bytes of the same files",
-               rates["raw TFRecord bytes (blocks)"], 0.7, load),
-        Record("read_parse blocks", "records/s", in_blocks, "layout=packed (same run)", mine,
-               None, load),
-        Record("read_parse streaming", "records/s", steady["tfkfp make_dataset (packed)"],
-               "raw bytes of the same files, streaming", steady["raw TFRecord bytes (packed)"],
-               0.7, load),
-        Record("read_parse blocks streaming", "records/s",
-               steady["tfkfp make_dataset (blocks)"], "raw bytes of the same files, streaming",
-               steady["raw TFRecord bytes (blocks)"], 0.7, load),
-        Record("read_parse blocks streaming", "records/s",
-               steady["tfkfp make_dataset (blocks)"], "layout=packed, streaming",
-               steady["tfkfp make_dataset (packed)"], None, load),
-    ]
+    csv, raw = "pandas.read_csv to NumPy", "raw bytes of the same files"
+    return (
+        against("read_parse", "records/s", mine, load, [
+            (csv, rates["pandas.read_csv"], 1.0),
+            (raw, rates["raw TFRecord bytes (packed)"], 0.7),
+            ("layout=columns (same run)", per_column, None)])
+        + against("read_parse columns", "records/s", per_column, load, [
+            (csv, rates["pandas.read_csv"], None),
+            ("naive map(parse_single_example)", rates["naive parse_single_example"], 10.0),
+            (raw, rates["raw TFRecord bytes (columns)"], None)])
+        + against("read_parse blocks", "records/s", in_blocks, load, [
+            (csv, rates["pandas.read_csv"], 1.0),
+            (raw, rates["raw TFRecord bytes (blocks)"], 0.7),
+            ("layout=packed (same run)", mine, None)])
+        + against("read_parse streaming", "records/s", steady["tfkfp make_dataset (packed)"],
+                  load, [(f"{raw}, streaming", steady["raw TFRecord bytes (packed)"], 0.7)])
+        + against("read_parse blocks streaming", "records/s",
+                  steady["tfkfp make_dataset (blocks)"], load, [
+                      (f"{raw}, streaming", steady["raw TFRecord bytes (blocks)"], 0.7),
+                      ("layout=packed, streaming", steady["tfkfp make_dataset (packed)"],
+                       None)]))

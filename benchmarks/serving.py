@@ -24,6 +24,7 @@ precomputed hits >= 0.8x the ceiling. Figures, not tests: no timing threshold an
 """
 
 import argparse
+import contextlib
 import http.client
 import json
 import os
@@ -34,7 +35,7 @@ import subprocess
 import sys
 import tempfile
 import time
-from typing import Callable, Dict, List, Tuple
+from typing import Callable, Dict, Iterator, List, Tuple
 
 import numpy as np
 
@@ -182,6 +183,17 @@ def stop(process: subprocess.Popen) -> None:
         process.kill()
         process.wait()
     process.log.close()
+
+
+@contextlib.contextmanager
+def served(model: str, port: int) -> Iterator[None]:
+    """``tfkfp serve`` for ``model`` on loopback ``port``, ready, while the block runs and
+    stopped however it ends: the batch scenarios time their clients of it inside."""
+    server = start(serve_command(model, port), port)
+    try:
+        yield
+    finally:
+        stop(server)
 
 
 def contenders(paths: Dict[str, str]) -> Dict[str, Callable[[int], List[str]]]:

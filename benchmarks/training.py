@@ -72,15 +72,10 @@ def _epoch_timer():
 
 
 def run(csv_path: str, work: str, quick: bool) -> List[Record]:
-    from tfkfp.components.shard_tfrecords.core import shard_tfrecords
     from tfkfp.components.train.core import train
 
-    dataset_dir = os.path.join(work, "train-dataset")
-    columns_dir = os.path.join(work, "train-dataset-columns")
-    shard_tfrecords(csv_path, dataset_dir, label="label", num_shards=4, layout="packed")
-    shard_tfrecords(csv_path, columns_dir, label="label", num_shards=4, layout="columns")
-    blocks_dir = os.path.join(work, "train-dataset-blocks")
-    shard_tfrecords(csv_path, blocks_dir, label="label", num_shards=4, layout="blocks")
+    dataset_dir, columns_dir, blocks_dir = data.shard_layouts(csv_path, work, "train-dataset",
+                                                              4).values()
     epochs = 2 if quick else EPOCHS
     ours = train(dataset_dir, os.path.join(work, "m1"), epochs=epochs, batch_size=BATCH)
     per_column = train(columns_dir, os.path.join(work, "m0"), epochs=epochs, batch_size=BATCH)

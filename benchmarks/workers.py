@@ -27,14 +27,7 @@ import tempfile
 from typing import Dict, List, Tuple
 
 from benchmarks import data
-from benchmarks.harness import (
-    QUICK_ROWS,
-    Record,
-    exit_status,
-    load_average,
-    parse_options,
-    print_records,
-)
+from benchmarks.harness import QUICK_ROWS, Record, load_average, parse_options, report
 
 IMAGE_SIZE, CLASSES = 48, 10
 CNN_BATCH, CNN_EPOCHS, CNN_TARGET = 192, 10, 0.95
@@ -197,8 +190,7 @@ def main(argv=None) -> int:
     print(f"load average {load_average()} (judge at 1 or less)", flush=True)
     with tempfile.TemporaryDirectory(prefix="tfkfp-bench-") as work:
         records = run(work, args.quick, args.smoke)
-    print_records(records)
-    return exit_status(records, args.smoke)
+    return report(records, args.smoke)
 
 
 if __name__ == "__main__":
