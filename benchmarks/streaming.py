@@ -80,7 +80,7 @@ def _run(model: str, names: Dict[str, str], bodies: List[bytes], rate: float = 0
          endpoint=None, batch: int = 64):
     from tests.pubsub_emulator import publish, pull_all
     from tfkfp.components.stream_predict.core import stream_predict
-    from tfkfp.components.stream_predict.options import stream_options
+    from tfkfp.components.stream_predict.options import StreamOptions
 
     publish(names["rows"], bodies[:1])  # a warm-up: paced messages wait for its answer
     warm: List = []
@@ -92,7 +92,7 @@ def _run(model: str, names: Dict[str, str], bodies: List[bytes], rate: float = 0
                          daemon=True).start()
     else:
         publish(names["rows"], bodies[1:])
-    options = stream_options(names["rows_sub"], names["out"], names["dead"],
+    options = StreamOptions(names["rows_sub"], names["out"], names["dead"],
                              max_batch_size=batch, max_messages=len(bodies), drain_s=60,
                              duration_s=len(bodies) / max(rate, 1) + 120)
     result = stream_predict(model, options, "direct", endpoint=endpoint)

@@ -8,25 +8,26 @@ import typing
 from typing import Any
 
 
-def add_flag(parser, options: type, name: str, **overrides: Any) -> argparse.Action:
-    """``--a-setting`` for ``options``' setting ``name``: its type, default, choices and
-    meaning; ``overrides`` are argparse's own keywords, for what a flag says differently
-    (a metavar, a longer help)."""
+def add_flag(parser, options: type, name: str, flag: str = "", **overrides: Any
+             ) -> argparse.Action:
+    """``--a-setting`` (or ``flag``) for ``options``' setting ``name``: its type, default,
+    choices and meaning; ``overrides`` are argparse's own keywords, for what a flag says
+    differently (a metavar, a longer help)."""
     field = next(f for f in dataclasses.fields(options) if f.name == name)
-    default = options.defaults()[name]
+    default = options.defaults().get(name)
     kind = typing.get_origin(field.type) or field.type
-    flag: dict = {"default": default, "help": options.meaning(name)}
+    spec: dict = {"default": default, "help": options.meaning(name)}
     if kind is list:
-        flag.update(action="extend", nargs="+")
+        spec.update(action="extend", nargs="+")
     elif kind in (int, float):
-        flag["type"] = kind
+        spec["type"] = kind
     if options.choices(name):
-        flag["choices"] = list(options.choices(name))
-    flag.update(overrides)
-    if "help" not in overrides:
-        flag["help"] += f" (default {_shown(flag['default'])})"
-    flag["help"] = flag["help"].replace("%", "%%")  # argparse formats help with %
-    return parser.add_argument(f"--{name.replace('_', '-')}", dest=name, **flag)
+        spec["choices"] = list(options.choices(name))
+    spec.update(overrides)
+    if "help" not in overrides and not spec.get("required"):
+        spec["help"] += f" (default {_shown(spec['default'])})"
+    spec["help"] = spec["help"].replace("%", "%%")  # argparse formats help with %
+    return parser.add_argument(flag or f"--{name.replace('_', '-')}", dest=name, **spec)
 
 
 def _shown(default: Any) -> str:

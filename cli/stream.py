@@ -10,10 +10,13 @@ import argparse
 import json
 import sys
 
+from tfkfp.cli.option_flags import add_flag
 from tfkfp.components.common.endpoint.options import DEFAULT_PROTOCOL, called_protocols
 
 
 def add_parser(commands) -> None:
+    from tfkfp.components.stream_predict.options import StreamOptions as Stream
+
     stream = commands.add_parser(
         "stream", help="predict the rows of a Pub/Sub subscription, one message per row",
         description="Predict the rows of a Pub/Sub subscription with a tfkfp model in an "
@@ -24,22 +27,17 @@ def add_parser(commands) -> None:
                         help="a tfkfp SavedModel or TFLite bundle directory (with "
                         "--endpoint-url: only its schema is read, and it may be left out "
                         "when the endpoint's metadata lists its inputs)")
-    stream.add_argument("--subscription", required=True,
-                        help="projects/PROJECT/subscriptions/NAME: a message is one row (a "
-                        "JSON object) or several (a JSON array)")
-    stream.add_argument("--output-topic", required=True, help="projects/PROJECT/topics/NAME")
-    stream.add_argument("--dead-letter-topic", required=True,
-                        help="projects/PROJECT/topics/NAME")
-    stream.add_argument("--keys", nargs="*", default=[], help="row fields each prediction "
-                        "carries")
-    stream.add_argument("--top-k", type=int, default=1)
-    stream.add_argument("--max-batch-size", type=int, default=64)
-    stream.add_argument("--max-batch-wait", type=float, default=1.0, metavar="SECONDS")
-    stream.add_argument("--max-messages", type=int, default=0, help="stop after N messages")
-    stream.add_argument("--duration", type=float, default=0.0, metavar="SECONDS",
-                        help="stop after this long")
-    stream.add_argument("--drain", type=float, default=10.0, metavar="SECONDS",
-                        help="after a stop, how long to wait for rows already pulled")
+    add_flag(stream, Stream, "subscription", required=True, help=Stream.meaning(
+        "subscription") + ": a message is one row (a JSON object) or several (a JSON array)")
+    for name in ("output_topic", "dead_letter_topic"):
+        add_flag(stream, Stream, name, required=True)
+    add_flag(stream, Stream, "keys", nargs="*")
+    for name in ("top_k", "max_batch_size"):
+        add_flag(stream, Stream, name)
+    add_flag(stream, Stream, "max_batch_wait_s", "--max-batch-wait", metavar="SECONDS")
+    add_flag(stream, Stream, "max_messages", metavar="N")
+    add_flag(stream, Stream, "duration_s", "--duration", metavar="SECONDS")
+    add_flag(stream, Stream, "drain_s", "--drain", metavar="SECONDS")
     stream.add_argument("--runner", default="direct", choices=("direct", "dataflow"),
                         help="direct: here, until a limit or Ctrl-C; dataflow: launch the "
                         "job and return")
@@ -70,11 +68,9 @@ def run(args: argparse.Namespace) -> None:
 
     import_tensorflow_quietly()  # before the job's own lines, not among them
     from tfkfp.components.stream_predict.core import stream_predict
-    from tfkfp.components.stream_predict.options import stream_endpoint, stream_options
+    from tfkfp.components.stream_predict.options import StreamOptions, stream_endpoint
 
-    options = stream_options(args.subscription, args.output_topic, args.dead_letter_topic,
-                             args.keys, args.top_k, args.max_batch_size, args.max_batch_wait,
-                             args.max_messages, args.duration, args.drain)
+    options = StreamOptions.of(vars(args))
     endpoint = stream_endpoint(args.endpoint_url, args.endpoint_model, args.endpoint_protocol,
                                {}, args.endpoint_token_file, args.endpoint_token_env,
                                args.endpoint_retries, args.endpoint_timeout,

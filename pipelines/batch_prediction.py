@@ -28,7 +28,7 @@ from tfkfp.components.shard_tfrecords.component import shard_tfrecords
 from tfkfp.pipelines import checks
 from tfkfp.pipelines.fan_out import check_group_count, fingerprinted, group_numbers
 from tfkfp.pipelines.resources import sized
-from tfkfp.pipelines.step_defaults import defaults_of
+from tfkfp.pipelines.step_defaults import by_name, defaults_of
 
 # a parameter's default is the step's: step_defaults.py
 DEFAULTS = defaults_of(shard_tfrecords, batch_predict, merge_predictions)
@@ -47,20 +47,9 @@ def predict_shards(model: dsl.Model, dataset: dsl.Dataset, file_groups: int,
     when more than max_error_fraction of all the rows are errors."""
     groups = group_numbers(count=file_groups)
     with dsl.ParallelFor(groups.output) as group:
-        task = batch_predict(model=model, dataset=dataset, output_format=output_format, keys=keys,
-                             top_k=top_k, predict_batch_size=predict_batch_size, split=split,
-                             file_group=group, file_groups=file_groups,
-                             max_error_fraction=1.0,  # the merge applies it to all rows
-                             endpoint_url=endpoint_url, endpoint_model=endpoint_model,
-                             endpoint_protocol=endpoint_protocol,
-                             endpoint_batch_rows=endpoint_batch_rows,
-                             endpoint_concurrency=endpoint_concurrency,
-                             endpoint_headers=endpoint_headers,
-                             endpoint_token_file=endpoint_token_file,
-                             endpoint_token_env=endpoint_token_env,
-                             endpoint_retries=endpoint_retries,
-                             endpoint_timeout_s=endpoint_timeout_s,
-                             beam_runner=beam_runner, beam_options=beam_options)
+        task = batch_predict(**by_name(
+            batch_predict, locals(), model=model, dataset=dataset, file_group=group,
+            max_error_fraction=1.0))  # the merge applies it to all rows
     merged = merge_predictions(predictions=dsl.Collected(task.outputs["predictions"]),
                                max_error_fraction=max_error_fraction)
     return merged.outputs["summary"]
@@ -160,18 +149,7 @@ def batch_prediction(
     """
     model = dsl.importer(artifact_uri=model_uri, artifact_class=dsl.Model, reimport=False)
     # what each branch's fan-out is given, whichever way the Dataset came
-    predicting = dict(file_groups=file_groups, output_format=output_format, keys=keys,
-                      top_k=top_k, predict_batch_size=predict_batch_size, split=split,
-                      max_error_fraction=max_error_fraction, endpoint_url=endpoint_url,
-                      endpoint_model=endpoint_model, endpoint_protocol=endpoint_protocol,
-                      endpoint_batch_rows=endpoint_batch_rows,
-                      endpoint_concurrency=endpoint_concurrency,
-                      endpoint_headers=endpoint_headers,
-                      endpoint_token_file=endpoint_token_file,
-                      endpoint_token_env=endpoint_token_env,
-                      endpoint_retries=endpoint_retries,
-                      endpoint_timeout_s=endpoint_timeout_s, beam_runner=beam_runner,
-                      beam_options=beam_options)
+    predicting = by_name(predict_shards, locals())
     with dsl.If(input_uri != "", name="shard-input"):
         sharded = shard_tfrecords(input_uri=input_uri, label=label, keys=keys,
                                   column_types=column_types, input_format=input_format,
@@ -189,8 +167,7 @@ def check_arguments(arguments: Dict[str, Any]) -> None:
     batch_predict would refuse before reading anything (by their own checks), before a run
     starts."""
     from tfkfp.components.batch_predict.merge import check_error_fraction
-    from tfkfp.components.batch_predict.options import check_beam
-    from tfkfp.components.batch_predict.options import check_options as check_predict
+    from tfkfp.components.batch_predict.options import PredictOptions, check_beam
     from tfkfp.components.batch_predict.options import endpoint_options as check_endpoint
     from tfkfp.components.common.data.dataset import SPLITS
     from tfkfp.components.shard_tfrecords.options import ShardOptions
@@ -207,7 +184,7 @@ def check_arguments(arguments: Dict[str, Any]) -> None:
         checks.check_step(shard_tfrecords, ShardOptions,
                           checks.fed(batch_prediction, shard_tfrecords, values))
     predicting = checks.fed(batch_prediction, batch_predict, values)
-    for check in (check_predict, check_endpoint, check_beam):
+    for check in (PredictOptions, check_endpoint, check_beam):
         checks.check_step(batch_predict, check, predicting)
     checks.check_step(merge_predictions, check_error_fraction,  # the limit on all the rows
                       checks.fed(batch_prediction, merge_predictions, values))

@@ -44,10 +44,6 @@ def with_defaults(pipeline, arguments: Mapping[str, Any]) -> Dict[str, Any]:
     return {**{name: spec.default for name, spec in inputs.items()}, **arguments}
 
 
-def pick(values: Mapping[str, Any], *names: str) -> Dict[str, Any]:
-    return {name: values[name] for name in names}
-
-
 def fed(pipeline, step, values: Mapping[str, Any]) -> Dict[str, Any]:
     """What ``pipeline`` gives ``step`` (every task of it, in any branch or loop), under the
     step's parameter names: the pipeline arguments in ``values`` it wires there and the
@@ -82,9 +78,10 @@ def _walk(spec, dag, scope: Dict[str, Any], component, given: Dict[str, Any]) ->
                 given.setdefault(parameter, value)
 
 
-def check_step(step, check: Callable, given: Mapping[str, Any]) -> None:
+def check_step(step, check: Callable, given: Mapping[str, Any]) -> Any:
     """Call a component's own ``check`` on what the pipeline gives ``step``: a function, or
-    the step's options class (common.platform.step_options), which checks as it is built.
+    the step's options class (common.platform.step_options), which checks as it is built;
+    what it returns (the options).
 
     ``given`` holds the step's arguments under the step's parameter names; the step's own
     defaults fill every other parameter ``check`` takes (an options setting the component
@@ -99,7 +96,7 @@ def check_step(step, check: Callable, given: Mapping[str, Any]) -> None:
     arguments = {name: given[name] if name in given else inputs[name].default
                  for name in names}
     try:
-        check(**arguments)
+        return check(**arguments)
     except ValueError as err:
         name = step.python_func.__name__
         raise ValueError(f"{err} (step {name})") from err

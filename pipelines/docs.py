@@ -172,7 +172,7 @@ def component_readme(folder: str) -> str:
         lines += [f"## `{name}`", "", summary, "", *table(component), ""]
     names = ", ".join(name for name, _ in defined)
     lines += ["## Usage", "", "```python",
-              f"from tfkfp.components.{folder}.component import {names}", "```", "",
+              f"from tfkfp.components.{folder} import {names}", "```", "",
               "Each runs in the suite's image; `tfkfp compile --image` retargets a compiled "
               "pipeline at yours.", "", "## Metadata", "", *catalogue.metadata_lines(folder)]
     documentation = catalogue.links(folder).get("documentation")

@@ -118,15 +118,12 @@ def edge_export(
 def check_arguments(arguments: Dict[str, Any]) -> None:
     """Refuse what freeze_quantize or export_tflite would refuse before loading anything
     (mode, example counts, budgets and latency settings, the agreement gate, the input
-    mapping's form), by their own
-    checks, before a run starts."""
-    from tfkfp.components.common.tflite.options import parse_mapping
-    from tfkfp.components.export_tflite.options import check_options as check_export
-    from tfkfp.components.freeze_quantize.options import check_options as check_quantize
+    mapping's form), by their own options classes, before a run starts."""
+    from tfkfp.components.export_tflite.options import ExportOptions
+    from tfkfp.components.freeze_quantize.options import QuantizeOptions
 
     values = checks.with_defaults(edge_export, arguments)
-    given = checks.fed(edge_export, freeze_quantize, values)
-    checks.check_step(freeze_quantize, parse_mapping, given)
-    checks.check_step(freeze_quantize, check_quantize, given)
-    checks.check_step(export_tflite, check_export, {
+    checks.check_step(freeze_quantize, QuantizeOptions,
+                      checks.fed(edge_export, freeze_quantize, values))
+    checks.check_step(export_tflite, ExportOptions, {
         **checks.fed(edge_export, export_tflite, values), "quantized_dir": checks.QUANTIZED})

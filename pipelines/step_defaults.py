@@ -8,6 +8,7 @@ so they read it here: changing a step's default changes every pipeline that feed
 
 import copy
 import types
+from typing import Any, Dict
 
 
 def defaults_of(*steps) -> types.SimpleNamespace:
@@ -18,3 +19,17 @@ def defaults_of(*steps) -> types.SimpleNamespace:
             if spec.optional and name not in found:
                 found[name] = copy.deepcopy(spec.default)
     return types.SimpleNamespace(**found)
+
+
+def by_name(step, scope: Dict[str, Any], **wired: Any) -> Dict[str, Any]:
+    """The arguments a pipeline passes ``step`` from its own parameters of the step's names:
+    each pipeline parameter in ``scope`` (the pipeline function's ``locals()``) that is
+    also an input of ``step``, so a pipeline that passes a step's settings through says
+    so once; ``wired`` are the arguments wired otherwise (an artifact, a loop item, a
+    constant) and win. The compiled YAML shows the wiring (and the golden test holds it)."""
+    from kfp.dsl.pipeline_channel import PipelineParameterChannel
+
+    inputs = step.component_spec.inputs or {}
+    passed = {name: value for name, value in scope.items()
+              if name in inputs and isinstance(value, PipelineParameterChannel)}
+    return {**passed, **wired}

@@ -14,7 +14,7 @@ from kfp import dsl
 from tfkfp.components.stream_predict.component import stream_predict
 from tfkfp.pipelines import checks
 from tfkfp.pipelines.resources import sized
-from tfkfp.pipelines.step_defaults import defaults_of
+from tfkfp.pipelines.step_defaults import by_name, defaults_of
 
 DEFAULTS = defaults_of(stream_predict)  # a parameter's default is the step's: step_defaults.py
 
@@ -80,41 +80,26 @@ def streaming_prediction(
         endpoint_timeout_s: Seconds to wait for each read of an answer.
     """
     model = dsl.importer(artifact_uri=model_uri, artifact_class=dsl.Model, reimport=False)
-    stream_predict(model=model.output, subscription=subscription, output_topic=output_topic,
-                   dead_letter_topic=dead_letter_topic, keys=keys, top_k=top_k,
-                   max_batch_size=max_batch_size, max_batch_wait_s=max_batch_wait_s,
-                   max_messages=max_messages, duration_s=duration_s, drain_s=drain_s,
-                   id_label=id_label, runner=runner, beam_options=beam_options,
-                   follow=follow, endpoint_url=endpoint_url, endpoint_model=endpoint_model,
-                   endpoint_protocol=endpoint_protocol, endpoint_headers=endpoint_headers,
-                   endpoint_token_file=endpoint_token_file,
-                   endpoint_token_env=endpoint_token_env, endpoint_retries=endpoint_retries,
-                   endpoint_timeout_s=endpoint_timeout_s)
+    stream_predict(**by_name(stream_predict, locals(), model=model.output))
 
 
 def check_arguments(arguments: Dict[str, Any]) -> None:
     """Refuse what stream_predict would refuse before any work, before a run starts."""
     from tfkfp.components.common.beam.runners import check_runner
     from tfkfp.components.stream_predict.options import (
+        StreamOptions,
         check_runner_fits,
         stream_endpoint,
-        stream_options,
     )
 
-    values = checks.with_defaults(streaming_prediction, arguments)
+    given = checks.fed(streaming_prediction, stream_predict,
+                       checks.with_defaults(streaming_prediction, arguments))
+    checks.check_step(stream_predict, stream_endpoint, given)
+    options = checks.check_step(stream_predict, StreamOptions, given)
 
-    def check(subscription, output_topic, dead_letter_topic, keys, top_k, max_batch_size,
-              max_batch_wait_s, max_messages, duration_s, drain_s, id_label, runner,
-              beam_options, endpoint_url, endpoint_model, endpoint_protocol, endpoint_headers,
-              endpoint_token_file, endpoint_token_env, endpoint_retries, endpoint_timeout_s):
-        stream_endpoint(endpoint_url, endpoint_model, endpoint_protocol, endpoint_headers,
-                        endpoint_token_file, endpoint_token_env, endpoint_retries,
-                        endpoint_timeout_s, max_batch_size)
-        options = stream_options(subscription, output_topic, dead_letter_topic, keys, top_k,
-                                 max_batch_size, max_batch_wait_s, max_messages, duration_s,
-                                 drain_s, id_label)
+    def runner_fits(runner: str, beam_options: Dict[str, str]) -> None:
         if beam_options or runner != "dataflow":  # Dataflow's are set per run, not compiled
             check_runner(runner, dict(beam_options or {}))
         check_runner_fits(options, runner, in_step=True)
 
-    checks.check_step(stream_predict, check, values)
+    checks.check_step(stream_predict, runner_fits, given)

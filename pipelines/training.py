@@ -28,15 +28,10 @@ from tfkfp.pipelines.deployment import check_deploy, gate, roll_out
 from tfkfp.pipelines.fan_out import check_group_count, fingerprinted, group_numbers
 from tfkfp.pipelines.kfp_local import teach_oneof_artifacts
 from tfkfp.pipelines.resources import sized
-from tfkfp.pipelines.step_defaults import defaults_of
+from tfkfp.pipelines.step_defaults import by_name, defaults_of
 
 # The pipeline's parameters that go to the train step unchanged (same names); the tune
 # step takes them, and model_fn, as its train_defaults.
-TRAIN_SETTINGS = ("model_name", "hidden_units", "strategy", "workers", "parameter_servers",
-                  "tpu", "epochs", "batch_size", "learning_rate", "precision", "task", "loss",
-                  "target_metric", "target_value")
-
-
 # a parameter's default is the step's: step_defaults.py
 DEFAULTS = defaults_of(shard_tfrecords, diagnose_bottleneck, train, tune, freeze_quantize,
                        export_tflite, batch_predict, deploy_gate, deploy_model, smoke_test)
@@ -233,8 +228,7 @@ def make_training(gpu: Gpu | None = None):
                                 hidden_units=hidden_units, batch_size=batch_size,
                                 precision=precision, task=task)
         with dsl.If(tune_trials > 0, name="tune"):
-            defaults = train_settings(**{name: settings[name]
-                                         for name in (*TRAIN_SETTINGS, "model_fn")})
+            defaults = train_settings(**by_name(train_settings, settings))
             tuned = tune(dataset=dataset, search_space=search_space, objective=tune_objective,
                          trials=tune_trials, parallel_trials=parallel_trials,
                          study_dir=study_dir, engine=tune_engine,
@@ -288,19 +282,19 @@ def check_arguments(arguments: Dict[str, Any]) -> None:
     by the components' own checks, then what train would
     refuse (strategy and cluster shape, launcher and its options, model, numbers, where the
     warm-start model is)."""
-    from tfkfp.components.batch_predict.options import check_options as check_predict
-    from tfkfp.components.export_tflite.options import check_options as check_export
-    from tfkfp.components.freeze_quantize.options import check_options as check_quantize
+    from tfkfp.components.batch_predict.options import PredictOptions
+    from tfkfp.components.export_tflite.options import ExportOptions
+    from tfkfp.components.freeze_quantize.options import QuantizeOptions
     from tfkfp.components.shard_tfrecords.options import ShardOptions
 
     values = checks.with_defaults(training, arguments)
     check_group_count(values["file_groups"], "file_groups")
     checks.check_step(shard_tfrecords, ShardOptions, checks.fed(training, shard_tfrecords, values))
-    checks.check_step(freeze_quantize, check_quantize,
+    checks.check_step(freeze_quantize, QuantizeOptions,
                       checks.fed(training, freeze_quantize, values))
-    checks.check_step(export_tflite, check_export, {
+    checks.check_step(export_tflite, ExportOptions, {
         **checks.fed(training, export_tflite, values), "quantized_dir": checks.QUANTIZED})
-    checks.check_step(batch_predict, check_predict, checks.fed(training, batch_predict, values))
+    checks.check_step(batch_predict, PredictOptions, checks.fed(training, batch_predict, values))
     if values["deploy"] != "none":
         from tfkfp.components.deploy_model.options import TARGETS
 
@@ -325,8 +319,8 @@ def _check_train(values: Dict[str, Any]) -> None:
 def _checkable_train_settings(values: Dict[str, Any]) -> Dict[str, Any]:
     """The pipeline's train settings as this machine can check them: with a model_fn, which
     is imported in the step's image (it may hold code this one lacks), not model_name."""
-    settings = checks.pick(values, *TRAIN_SETTINGS)
-    if values["model_fn"]:
+    settings = checks.fed(training, train_settings, values)  # train's, as tune gets them
+    if settings.pop("model_fn"):
         settings.pop("model_name")
     return settings
 

@@ -135,26 +135,20 @@ def batch_predict(
             subnetwork. portable: job_endpoint, environment_type, environment_config.
             direct: direct_num_workers.
     """
+    settings = dict(locals())  # the step's parameters, by name, before anything else is bound
     import logging
 
     from tfkfp.components.batch_predict.core import batch_predict as predict
-    from tfkfp.components.batch_predict.options import endpoint_options
+    from tfkfp.components.batch_predict.options import PredictOptions, endpoint_options
     from tfkfp.components.common.charts.classes import metrics as class_metrics
     from tfkfp.components.common.charts.page import write_page
     from tfkfp.components.common.model.classification import log_to
 
     logging.basicConfig(level=logging.INFO)
-    endpoint = endpoint_options(endpoint_url, endpoint_model, endpoint_protocol,
-                                endpoint_batch_rows, endpoint_concurrency, endpoint_headers,
-                                endpoint_token_file, endpoint_token_env, endpoint_retries,
-                                endpoint_timeout_s)
-    result = predict(
-        model.path, dataset.path, predictions.path, output_format=output_format,
-        keys=keys or None, top_k=top_k, predict_batch_size=predict_batch_size, split=split,
-        schema_uri=schema_uri, input_format=input_format, file_group=file_group,
-        file_groups=file_groups, labels_uri=labels_uri, max_error_fraction=max_error_fraction,
-        endpoint=endpoint, beam_runner=beam_runner, beam_options=beam_options,
-        gcp_resources=gcp_resources)
+    endpoint = endpoint_options(**{k: v for k, v in settings.items()
+                                   if k.startswith("endpoint_")})
+    result = predict(model.path, dataset.path, predictions.path, PredictOptions.of(settings),
+                     endpoint=endpoint, gcp_resources=gcp_resources)
     predictions.metadata.update(result.metadata())
     metrics.metadata["path"] = result.path  # step, beam or endpoint: where the model ran
     for name in ("inputs", "predictions", "errors", "error_fraction", "records_per_second"):

@@ -31,7 +31,7 @@ import concurrent.futures
 import dataclasses
 import json
 import time
-from typing import Dict, List, Sequence, Tuple
+from typing import Dict, List, Tuple
 
 import numpy as np
 
@@ -43,7 +43,7 @@ from tfkfp.components.batch_predict.merge import (
     error_fraction,
     refuse_errors,
 )
-from tfkfp.components.batch_predict.options import EndpointOptions, check_beam, check_options
+from tfkfp.components.batch_predict.options import EndpointOptions, PredictOptions, check_beam
 from tfkfp.components.batch_predict.records import Chunk, ErrorRow, prefetch
 from tfkfp.components.batch_predict.stages import StageClock
 from tfkfp.components.batch_predict.tfrecords import missing_records
@@ -127,29 +127,10 @@ class PredictResult:
         return (self.evaluation or {}).get("classification")
 
 
-def batch_predict(
-    model_uri: str,
-    dataset: str,
-    output_dir: str,
-    output_format: str = "jsonl",
-    keys: Sequence[str] | None = None,
-    top_k: int = 1,
-    predict_batch_size: int = 4096,
-    split: str = "all",
-    schema_uri: str = "",
-    input_format: str = "auto",
-    file_group: int = 0,
-    file_groups: int = 1,
-    labels_uri: str = "",
-    max_error_fraction: float = MAX_ERROR_FRACTION,
-    threads: int = 0,
-    predictor: Predictor | None = None,
-    progress_stream=None,
-    endpoint: EndpointOptions | None = None,
-    beam_runner: str = "",
-    beam_options: Dict[str, str] | None = None,
-    gcp_resources: str = "",
-) -> PredictResult:
+def batch_predict(model_uri: str, dataset: str, output_dir: str,
+                  options: PredictOptions | None = None, *, predictor: Predictor | None = None,
+                  endpoint: EndpointOptions | None = None, gcp_resources: str = "",
+                  progress_stream=None, **settings) -> PredictResult:
     """Predict every record of this task's input files; see the module docstring.
 
     Args:
@@ -158,47 +139,39 @@ def batch_predict(
         dataset: a Dataset directory from shard_tfrecords, a TFRecord file pattern, or CSV /
             JSON Lines files (a file, folder or glob pattern).
         output_dir: where the prediction, error and summary files go (created if missing).
-        output_format: ``jsonl``, ``csv`` or ``tfrecord``.
-        keys: passthrough columns carried into every prediction row (None: the schema's
-            key columns).
-        top_k: how many best classes (and their scores) each row lists.
-        predict_batch_size: records per model call.
-        split: for a Dataset directory, ``all`` or one split (``train``, ``eval``).
-        schema_uri: schema.json for TFRecord patterns or text files (default: beside the
-            data, else the model's own schema).
-        input_format: ``auto`` (from the extensions), ``tfrecord``, ``csv`` or ``jsonl``.
-        file_group, file_groups: predict only every file_groups-th input file,
-            starting at file_group (a fan-out over groups of shards).
-        labels_uri: class names for a bare .tflite file (default: labels.txt beside it).
-        max_error_fraction: the largest share of rows that may be errors; above it the run
-            fails, its outputs written (0: any error row fails it; 1: none does).
-        threads: LiteRT or TensorFlow threads (0: one per CPU of the container).
+        options: how to predict (options.PredictOptions: every setting, its default,
+            choices and meaning); or give its settings as keywords, e.g. ``top_k=2``.
+            Empty keys: the schema's key columns.
         predictor: an already loaded model (tests, benchmarks); model_uri is then a label.
         endpoint: send the rows to this serving endpoint instead of loading the model
             (endpoint.py); model_uri may then be "" or a model whose schema and classes
             name the columns to send and the classes answered.
     """
     started = time.monotonic()
-    check_options(output_format, top_k, predict_batch_size, max_error_fraction)
-    if beam_runner:
-        check_beam(beam_runner, beam_options or {}, endpoint.url if endpoint else "")
+    options = PredictOptions.given(options, settings)
+    check_beam(options.beam_runner, options.beam_options, endpoint.url if endpoint else "")
+    top_k, output_format, file_group, file_groups = (
+        options.top_k, options.output_format, options.file_group, options.file_groups)
     if gcp_resources:  # none until a Dataflow job is launched, which names itself there
         vertex_jobs.write_gcp_resources(gcp_resources)
     remote = None
     if endpoint is not None:
         from tfkfp.components.batch_predict.endpoint import connect
 
-        remote = connect(endpoint, model_uri, labels_uri)
+        remote = connect(endpoint, model_uri, options.labels_uri)
     else:
         with model_errors():
-            predictor = predictor or load_predictor(model_uri, labels_uri, threads)
-    plan = sources.resolve_input(dataset, split, schema_uri, input_format,
+            predictor = predictor or load_predictor(model_uri, options.labels_uri,
+                                                    options.threads)
+    plan = sources.resolve_input(dataset, options.split, options.schema_uri,
+                                 options.input_format,
                                  remote.schema if remote else predictor.schema)
     if remote is not None:
         predictor = remote.stand_in(plan.schema, top_k)
-    features, key_columns = sources.plan_columns(predictor, plan.schema, keys, dataset)
+    features, key_columns = sources.plan_columns(predictor, plan.schema, options.keys or None,
+                                                 dataset)
     # the eval split's rows carry the label, so they read against the truth without a join
-    key_columns += evaluation.label_column(plan.schema, split, key_columns,
+    key_columns += evaluation.label_column(plan.schema, options.split, key_columns,
                                            sources.PREDICTION_COLUMNS)
     if remote is None:  # an endpoint's top_k is checked against what it answers
         with model_errors():
@@ -206,22 +179,23 @@ def batch_predict(
     chosen = select_group(range(len(plan.files)), file_group, file_groups, what="shard",
                           error=PredictInputError, allow_empty=True)
     sources.check_shards(plan, chosen)
-    if beam_runner:
+    if options.beam_runner:
         from tfkfp.components.batch_predict.beam_job import BeamJob
 
         job = BeamJob(plan, tuple((i, plan.files[i]) for i in chosen), tuple(features),
-                      tuple(key_columns), model_uri, labels_uri, tuple(predictor.labels),
-                      predictor.regressor, top_k, output_format, output_dir,
-                      min(predict_batch_size, 4096), threads,
+                      tuple(key_columns), model_uri, options.labels_uri,
+                      tuple(predictor.labels), predictor.regressor, top_k, output_format,
+                      output_dir, min(options.predict_batch_size, 4096), options.threads,
                       tuple(_parsed_blocks(predictor, features).items()))
-        shards = _on_beam(job, beam_runner, beam_options or {}, gcp_resources,
+        shards = _on_beam(job, options.beam_runner, options.beam_options, gcp_resources,
                           predictor.kind)
         return _finish_beam(PredictResult(
             output_dir, output_format, predictor.describe(), shards, len(plan.files),
             file_group, file_groups, time.monotonic() - started, {}, 0.0,
-            max_error_fraction, "beam", beam_runner))
+            options.max_error_fraction, "beam", options.beam_runner))
     read = make_reader(plan, [plan.files[i] for i in chosen], features, key_columns,
-                   predict_batch_size, {} if remote else _parsed_blocks(predictor, features))
+                       options.predict_batch_size,
+                       {} if remote else _parsed_blocks(predictor, features))
     uris.makedirs(output_dir)
     total = sum(plan.expected[i] for i in chosen) if None not in plan.expected else None
     progress = Progress("predicting", total=total, stream=progress_stream)
@@ -239,7 +213,7 @@ def batch_predict(
     result = PredictResult(output_dir, output_format, (remote or predictor).describe(), shards,
                            len(plan.files), file_group, file_groups,
                            time.monotonic() - started, task.clock.figures(),
-                           time.monotonic() - busy_started, max_error_fraction,
+                           time.monotonic() - busy_started, options.max_error_fraction,
                            "endpoint" if remote else "step",
                            evaluation=task.evaluation.summary())
     _finish(result)
@@ -251,7 +225,7 @@ def batch_predict(
              stages["read"], stages["predict"], stages["write"], stages["bound_by"],
              stages["wait_input"], stages["wait_writer"])
     refuse_errors([{**dataclasses.asdict(s), "errors_file": uris.join(output_dir, s.errors_file)}
-                   for s in result.shards], max_error_fraction)
+                   for s in result.shards], options.max_error_fraction)
     return result
 
 

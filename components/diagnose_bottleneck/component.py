@@ -53,17 +53,16 @@ def diagnose_bottleneck(
     Returns:
         The verdict: input-bound, compute-bound or memory-bound.
     """
+    settings = dict(locals())  # the step's parameters, by name, before anything else is bound
     import logging
     import os
 
     from tfkfp.components.common.charts.page import write_page
     from tfkfp.components.diagnose_bottleneck.core import diagnose_bottleneck as diagnose
+    from tfkfp.components.diagnose_bottleneck.options import DiagnoseOptions
 
     logging.basicConfig(level=logging.INFO)
-    result = diagnose(
-        dataset.path, model_name=model_name, model_fn=model_fn, hidden_units=hidden_units,
-        batch_size=batch_size, strategy=strategy, precision=precision, cache=cache, task=task,
-        memory_limit_mb=memory_limit_mb, seconds=seconds)
+    result = diagnose(dataset.path, DiagnoseOptions.of(settings))
     for name, value in result.metrics().items():
         metrics.log_metric(name, value)
     report.metadata.update(result.metadata())

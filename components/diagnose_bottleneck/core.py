@@ -10,17 +10,17 @@ numbers behind it and remedies ranked by what they address, naming the tfkfp kno
 
 import dataclasses
 import time
-from typing import Any, Dict, Sequence, Tuple
+from typing import Any, Dict, Tuple
 
 from tfkfp.components.common.data.dataset import Manifest
 from tfkfp.components.common.platform.cpus import tensorflow_threads
 from tfkfp.components.common.training import strategies, tasks
-from tfkfp.components.common.training.config import TrainConfig, TrainConfigError
+from tfkfp.components.common.training.config import TrainConfig
 from tfkfp.components.common.training.request import check_request, make_config
 from tfkfp.components.common.training.shape import validate
 from tfkfp.components.diagnose_bottleneck import probe, report, verdict
+from tfkfp.components.diagnose_bottleneck.options import DiagnoseOptions
 
-IN_PROCESS = strategies.names(multi_process=False)  # the strategies this process can run
 METRICS = ("input_records_per_second", "input_mb_per_second", "read_records_per_second",
            "read_mb_per_second", "compute_records_per_second", "combined_records_per_second",
            "input_wait_fraction", "step_ms", "parameters", "parameter_mb", "activation_mb",
@@ -55,65 +55,39 @@ class BottleneckResult:
         return report.charts(self.figures)
 
 
-def diagnose_bottleneck(
-    dataset: str,
-    model_name: str = "mlp",
-    model_fn: str = "",
-    hidden_units: Sequence[int] | str = (256, 128),
-    batch_size: int = 64,
-    strategy: str = "default",
-    precision: str = "float32",
-    cache: bool = False,
-    memory_limit_mb: int = 0,
-    seconds: float = 3.0,
-    task: str = "auto",
-) -> BottleneckResult:
+def diagnose_bottleneck(dataset: str, options: DiagnoseOptions | None = None,
+                        **settings) -> BottleneckResult:
     """Diagnose what bounds training on a Dataset directory written by shard_tfrecords.
 
     Args:
         dataset: the Dataset directory (its train split is measured).
-        model_name: mlp, cnn, resnet50 or mobilenet_v2, as in train.
-        model_fn: ``package.module:function`` building the model instead, as in train.
-        hidden_units: sizes of the dense layers on top (a sequence or "256,128").
-        batch_size: examples per replica per step.
-        strategy: one that runs in this process: default, one_device, mirrored or tpu.
-        precision: float32, mixed_float16 or mixed_bfloat16.
-        cache: measure with train's in-memory cache of the records, filled first.
-        memory_limit_mb: the memory training may use, in MB; 0 is what the host has
-            available (the pod's cgroup limit where lower), or a GPU's memory.
-        seconds: wall time for each measurement (each runs at least a few steps).
-        task: auto, classification or regression, as in train.
+        options: what to measure (options.DiagnoseOptions: the model, batch, strategy,
+            precision, cache and task train would use, with train's defaults and choices,
+            the memory budget and each measurement's seconds); or give its settings as
+            keywords, e.g. ``batch_size=256, hidden_units="256,128"``.
     """
     started = time.perf_counter()
+    options = DiagnoseOptions.given(options, settings)
     tensorflow_threads()  # before TensorFlow's first op: pools sized to the CPU limit
-    config = make_config(dataset, "", dict(
-        model_name=model_name, model_fn=model_fn, hidden_units=hidden_units,
-        batch_size=batch_size, strategy=strategy, precision=precision, cache=cache, task=task))
-    _check(config, memory_limit_mb, seconds)
+    config = make_config(dataset, "", options.training())
+    _check(config)
     # train's own checks of its Dataset; the label read as train reads it (classes or values)
     schema, resolved = check_request(config, splits=("train",),
                                      consequence="there is no training step to diagnose")
     records = Manifest.load(dataset).records("train")
     figures = probe.run(config, tasks.training_schema(schema, resolved), records,
-                        memory_limit_mb, seconds)
-    figures.update(model=config.model_fn or config.model_name, strategy=strategy,
-                   batch_size=batch_size, precision=precision, cache=cache,
+                        options.memory_limit_mb, options.seconds)
+    figures.update(model=config.model_fn or config.model_name, strategy=options.strategy,
+                   batch_size=options.batch_size, precision=options.precision,
+                   cache=options.cache,
                    diagnosis_seconds=time.perf_counter() - started)
     found, summary = verdict.decide(figures)
     return BottleneckResult(found, summary, tuple(verdict.remedies(found, figures)), figures,
                             config)
 
 
-def _check(config: TrainConfig, memory_limit_mb: int, seconds: float) -> None:
+def _check(config: TrainConfig) -> None:
+    """What DiagnoseOptions cannot check without TensorFlow: train's whole check of the
+    request (a model_fn imported), and what the strategy runs on (e.g. no TPU)."""
     validate(config)
-    if config.strategy not in IN_PROCESS:
-        raise TrainConfigError(
-            f"strategy {config.strategy!r} runs as several processes, which diagnose_bottleneck "
-            f"does not start; expected one of {', '.join(IN_PROCESS)} (diagnose one worker's "
-            "step with 'default' or 'mirrored')")
     strategies.get(config.strategy).preflight(config)  # e.g. no TPU: fail before measuring
-    if memory_limit_mb < 0:
-        raise TrainConfigError(f"memory_limit_mb must be 0 (what the host has) or positive, "
-                               f"got {memory_limit_mb}")
-    if not seconds > 0:
-        raise TrainConfigError(f"seconds must be positive, got {seconds}")

@@ -87,22 +87,18 @@ def export_tflite(
             signature.json; columns: one input per column. With tflite_model, the layout
             freeze_quantize converted in.
     """
+    settings = dict(locals())  # the step's parameters, by name, before anything else is bound
     import logging
 
     from tfkfp.components.common.charts.classes import metrics as class_metrics
     from tfkfp.components.common.charts.page import write_page
     from tfkfp.components.common.model.classification import log_to
     from tfkfp.components.export_tflite.core import export_tflite as run
+    from tfkfp.components.export_tflite.options import ExportOptions
 
     logging.basicConfig(level=logging.INFO)
-    result = run(model.path, dataset.path, bundle.path, quantization=quantization,
-                 quantized_dir=tflite_model.path if tflite_model else "",
-                 signature=signature, input_mapping=input_mapping,
-                 max_relative_error=max_relative_error, eval_examples=eval_examples,
-                 calibration_examples=calibration_examples,
-                 max_accuracy_drop=max_accuracy_drop, min_agreement=min_agreement,
-                 max_rmse_increase=max_rmse_increase, integer_io=integer_io,
-                 select_tf_ops=select_tf_ops, input_layout=input_layout)
+    options = ExportOptions.of(settings, quantized_dir=tflite_model.path if tflite_model else "")
+    result = run(model.path, dataset.path, bundle.path, options)
     bundle.metadata.update(result.metadata())
     for name, value in {**result.metrics(), **class_metrics(result.classification or {})
                         }.items():

@@ -47,7 +47,7 @@ from tfkfp.components.common.tflite.compiled import CompiledCheck
 from tfkfp.components.common.tflite.options import QuantizeInputError
 from tfkfp.components.common.tflite.parity import Figures, Gate, QualityGateError
 from tfkfp.components.export_tflite import bundle
-from tfkfp.components.export_tflite.options import check_options
+from tfkfp.components.export_tflite.options import ExportOptions
 
 log = logging.getLogger("tfkfp.export_tflite")
 
@@ -131,25 +131,8 @@ def _names(items, shown: int = 8) -> str:
     return text + (f" and {len(names) - shown} more" if len(names) > shown else "")
 
 
-def export_tflite(
-    model_dir: str,
-    dataset: str,
-    output_dir: str,
-    quantization: str = "auto",
-    quantized_dir: str = "",
-    signature: str = "",
-    eval_examples: int = 1000,
-    eval_split: str = "eval",
-    calibration_examples: int = 300,
-    max_accuracy_drop: float = 0.01,
-    min_agreement: float = 0.98,
-    integer_io: bool = False,
-    select_tf_ops: bool = False,
-    input_mapping: str | Dict[str, str] | None = None,
-    max_relative_error: float = 0.05,
-    max_rmse_increase: float = 0.05,
-    input_layout: str = "packed",
-) -> ExportResult:
+def export_tflite(model_dir: str, dataset: str, output_dir: str,
+                  options: ExportOptions | None = None, **settings) -> ExportResult:
     """Convert (or take), validate, gate and write the bundle; see the module docstring.
 
     Args:
@@ -157,46 +140,37 @@ def export_tflite(
         dataset: a Dataset directory from shard_tfrecords, for validation (and calibration
             when converting in int8/int16x8).
         output_dir: the bundle folder to write.
-        quantization: a mode of common.tflite.modes.MODES (none, dynamic, float16, int8,
-            int16x8) to convert here; auto (the default): convert nothing here, export the
-            model of quantized_dir in the mode freeze_quantize chose (no sweep).
-        quantized_dir: a tflite folder written by freeze_quantize; empty to convert here.
-        signature: the signature converted (and compared); empty: serving_raw when the
-            model has it, else serving_default.
-        eval_examples: held-out examples of eval_split to compare on.
-        calibration_examples: representative examples (train split) when converting int8.
-        max_accuracy_drop: largest accepted accuracy drop, as a fraction (0.01: one point).
-        min_agreement: smallest accepted share of examples with the SavedModel's top class.
-        integer_io, select_tf_ops: converter options (see common.tflite.convert).
-        input_mapping: signature input -> Dataset column (a dict or its JSON).
-        max_relative_error: largest accepted relative error of outputs that are neither
-            class scores nor a regressor's value.
-        max_rmse_increase: a regressor's largest accepted RMSE increase over the
-            SavedModel's, relative (0.05: 5% higher).
-        input_layout: packed: the model takes its scalar float columns as one float32
-            [batch, n] input and its whole-number columns as one int32 [batch, n] input,
-            other inputs (strings, images) as their own, the column order in the bundle
-            (common.tflite.packing); columns: one input per column. With quantized_dir, the
-            layout freeze_quantize converted in, which this must name.
+        options: how to export (options.ExportOptions: every setting, its default, choices
+            and meaning); or give its settings as keywords, e.g. ``quantization="int8"``.
+            Its quantization is a mode of common.tflite.modes.MODES to convert here, or
+            auto (the default): convert nothing here, export the model of its
+            quantized_dir (a tflite folder written by freeze_quantize) in the mode
+            freeze_quantize chose (no sweep). Its input_layout packed: the model takes its
+            scalar float columns as one float32 [batch, n] input and its whole-number
+            columns as one int32 [batch, n] input, other inputs (strings, images) as their
+            own, the column order in the bundle (common.tflite.packing); columns: one input
+            per column. With quantized_dir, the layout freeze_quantize converted in, which
+            input_layout must name.
     """
     started = time.monotonic()
     tensorflow_threads()  # before TensorFlow's first op: pools sized to the CPU limit
-    check_options(quantization, quantized_dir, eval_examples, min_agreement, input_layout)
-    mapping = tflite_binding.parse_mapping(input_mapping)
-    loaded, fn, signature = tflite_inputs.load_model(model_dir, signature)  # loaded owns tables
+    options = ExportOptions.given(options, settings)
+    mapping = tflite_binding.parse_mapping(options.input_mapping)
+    loaded, fn, signature = tflite_inputs.load_model(model_dir, options.signature)  # owns tables
     schema = tflite_inputs.dataset_schema(dataset)
     binding = tflite_binding.bind(fn, signature, schema, f"dataset {dataset}", mapping)
     prepared = tflite_convert.prepare(fn)
     fills = prepared.feeding.fills
-    mode = quantization
-    if quantized_dir:
-        content, mode, packing = _quantized(quantized_dir, signature, input_layout)
-        source = quantized_dir
+    mode = options.quantization
+    if options.quantized_dir:
+        content, mode, packing = _quantized(options.quantized_dir, signature,
+                                            options.input_layout)
+        source = options.quantized_dir
     else:
-        packing = tflite_packing.for_binding(fn, binding, schema, input_layout)
+        packing = tflite_packing.for_binding(fn, binding, schema, options.input_layout)
         with tflite_convert.convertible(model_dir, signature, fn, prepared, packing) as converted:
             content = _convert(model_dir, converted, dataset, signature, mode, binding,
-                               calibration_examples, integer_io, select_tf_ops, fills, packing)
+                               options, fills, packing)
         source = "converted"
     labels = bundle.labels_for(model_dir, schema, binding.reading)
     model_schema = _model_schema(model_dir, schema)
@@ -205,19 +179,21 @@ def export_tflite(
                                 packing)
     # the file the app ships, its metadata inside, is the one the gate runs
     content = tflite_metadata.embed(content, bundle.app_metadata(sig, labels))
-    examples = tflite_inputs.load_examples(dataset, eval_split, eval_examples, binding,
-                                           "validation")
+    examples = tflite_inputs.load_examples(dataset, options.eval_split, options.eval_examples,
+                                           binding, "validation")
     reference = tflite_inputs.reference_outputs(fn, examples)
     figures, outputs, compiled = _gate(
         mode, content, signature, tflite_packing.pack_examples(packing, examples), reference,
         packing.fills(fills), binding.reading,
-        Gate(max_accuracy_drop, max_relative_error, min_agreement, max_rmse_increase),
+        Gate(options.max_accuracy_drop, options.max_relative_error, options.min_agreement,
+             options.max_rmse_increase),
         f"export gate ({mode}) of model {model_dir}")
-    result = ExportResult(output_dir, mode, source, figures, sig, max_accuracy_drop,
-                          min_agreement, time.monotonic() - started, max_relative_error,
+    result = ExportResult(output_dir, mode, source, figures, sig, options.max_accuracy_drop,
+                          options.min_agreement, time.monotonic() - started,
+                          options.max_relative_error,
                           _classification(examples, outputs, binding.reading, labels),
-                          max_rmse_increase, _regression(examples, outputs, binding.reading),
-                          compiled)
+                          options.max_rmse_increase,
+                          _regression(examples, outputs, binding.reading), compiled)
     validation = {**result.metadata(), "seconds": round(result.seconds, 2)}
     Bundle.write(output_dir, content, sig, validation, labels, model_schema)
     log.info("exported %s (%s): %s", output_dir, mode, figures.summary())
@@ -277,14 +253,15 @@ def _quantized(quantized_dir: str, signature: str, input_layout: str):
     return content, mode, packing
 
 
-def _convert(model_dir, converted, dataset, signature, mode, binding, calibration_examples,
-             integer_io, select_tf_ops, fills, packing) -> bytes:
+def _convert(model_dir, converted, dataset, signature, mode, binding,
+             options: ExportOptions, fills, packing) -> bytes:
     representative = None
     if tflite_modes.get(mode).calibrated:
-        calibration = tflite_inputs.load_examples(dataset, "train", calibration_examples,
+        calibration = tflite_inputs.load_examples(dataset, "train", options.calibration_examples,
                                                   binding, "calibration")
         representative = tflite_convert.representative_dataset(
             packing.feed(calibration.features), packing.fills(fills), calibration.batch)
     return tflite_convert.convert(model_dir, signature, mode, representative,
-                                  integer_io=integer_io, select_tf_ops=select_tf_ops,
+                                  integer_io=options.integer_io,
+                                  select_tf_ops=options.select_tf_ops,
                                   source=converted, packed=bool(packing))

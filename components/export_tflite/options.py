@@ -1,26 +1,37 @@
-"""What export_tflite refuses before any model is loaded (the pipelines check requests with
-it before a run starts). It imports no NumPy or TensorFlow."""
+"""export_tflite's settings: ExportOptions adds what exporting takes (the mode, or
+freeze_quantize's choice, and the agreement gate) to the settings both edge steps share
+(common.tflite.options.TFLiteOptions). It imports no NumPy or TensorFlow."""
 
+import dataclasses
+
+from tfkfp.components.common.platform.step_options import setting
 from tfkfp.components.common.tflite import modes as tflite_modes
-from tfkfp.components.common.tflite.options import QuantizeInputError, check_input_layout
+from tfkfp.components.common.tflite.options import QuantizeInputError, TFLiteOptions, check_examples
 
 AUTO = tflite_modes.AUTO  # here: the mode freeze_quantize chose, read from its quantized model
 
 
-def check_options(quantization: str, quantized_dir: str, eval_examples: int,
-                  min_agreement: float, input_layout: str = "packed") -> None:
-    """Refuse what cannot work before any work; the pipelines call it before a run starts."""
-    tflite_modes.check_mode(quantization)  # a mode, or auto (freeze_quantize's choice)
-    check_input_layout(input_layout)
-    if quantization != AUTO and quantized_dir:
-        raise QuantizeInputError(f"give either quantization {quantization!r} or quantized_dir "
-                                 f"({quantized_dir}), not both: the quantized model already "
-                                 "has a mode")
-    if quantization == AUTO and not quantized_dir:
-        raise QuantizeInputError("quantization 'auto' exports the mode freeze_quantize chose: "
-                                 "pass its quantized model, or name a mode to convert in "
-                                 f"(one of {', '.join(tflite_modes.MODES)})")
-    if eval_examples < 1:
-        raise QuantizeInputError(f"eval_examples {eval_examples} is below 1")
-    if not 0.0 <= min_agreement <= 1.0:
-        raise QuantizeInputError(f"min_agreement {min_agreement} is outside [0, 1]")
+@dataclasses.dataclass(frozen=True)
+class ExportOptions(TFLiteOptions):
+    """How export_tflite converts (or takes), validates and gates a model."""
+
+    quantization: str = setting(AUTO, "a mode to convert in here; auto: export the mode "
+                                      "freeze_quantize chose (needs quantized_dir)",
+                                tflite_modes.with_auto)
+    quantized_dir: str = setting("", "freeze_quantize's tflite_model folder, exported as "
+                                     "chosen there; empty: convert here")
+    min_agreement: float = setting(0.98, "gate: smallest accepted share of examples with "
+                                         "the SavedModel's top class")
+
+    def check(self) -> None:
+        if self.quantization != AUTO and self.quantized_dir:
+            raise QuantizeInputError(f"give either quantization {self.quantization!r} or "
+                                     f"quantized_dir ({self.quantized_dir}), not both: the "
+                                     "quantized model already has a mode")
+        if self.quantization == AUTO and not self.quantized_dir:
+            raise QuantizeInputError("quantization 'auto' exports the mode freeze_quantize "
+                                     "chose: pass its quantized model, or name a mode to "
+                                     f"convert in (one of {', '.join(tflite_modes.MODES)})")
+        check_examples("eval_examples", self.eval_examples)
+        if not 0.0 <= self.min_agreement <= 1.0:
+            raise QuantizeInputError(f"min_agreement {self.min_agreement} is outside [0, 1]")

@@ -88,22 +88,16 @@ def freeze_quantize(
             [batch, n] input and its whole-number columns as one int32 [batch, n] input
             (strings and images stay inputs of their own); columns: one input per column.
     """
+    settings = dict(locals())  # the step's parameters, by name, before anything else is bound
     import logging
 
     from tfkfp.components.common.charts.page import write_page
-    from tfkfp.components.common.tflite.parity import Timing
     from tfkfp.components.freeze_quantize.core import freeze_quantize as run
+    from tfkfp.components.freeze_quantize.options import QuantizeOptions
 
     logging.basicConfig(level=logging.INFO)
     result = run(model.path, dataset.path, tflite_model.path, frozen_graph.path,
-                 quantization=quantization, max_accuracy_drop=max_accuracy_drop,
-                 signature=signature, input_mapping=input_mapping,
-                 max_relative_error=max_relative_error, max_rmse_increase=max_rmse_increase,
-                 calibration_examples=calibration_examples,
-                 eval_examples=eval_examples, integer_io=integer_io, select_tf_ops=select_tf_ops,
-                 timing=Timing(latency_batch_size, latency_runs, seconds=latency_seconds),
-                 modes=modes,
-                 sweep_seconds=sweep_seconds, input_layout=input_layout)
+                 QuantizeOptions.of(settings))
     tflite_model.metadata.update(result.metadata())
     frozen_graph.metadata.update(result.frozen_metadata())
     for name, value in result.metrics().items():

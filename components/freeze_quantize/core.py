@@ -47,7 +47,7 @@ from tfkfp.components.common.tflite.litert import LiteRTError
 from tfkfp.components.common.tflite.parity import Gate, Reading, Timing
 from tfkfp.components.freeze_quantize import freeze
 from tfkfp.components.freeze_quantize.choice import choose
-from tfkfp.components.freeze_quantize.options import check_options
+from tfkfp.components.freeze_quantize.options import LATENCY, QuantizeOptions
 from tfkfp.components.freeze_quantize.result import FreezeQuantizeResult
 
 log = logging.getLogger("tfkfp.freeze_quantize")
@@ -57,28 +57,9 @@ log = logging.getLogger("tfkfp.freeze_quantize")
 CONVERSION_FAILURES = (ConversionError, LiteRTError, RuntimeError)
 
 
-def freeze_quantize(
-    model_dir: str,
-    dataset: str,
-    tflite_dir: str,
-    frozen_dir: str,
-    quantization: str = "auto",
-    max_accuracy_drop: float = 0.01,
-    signature: str = "",
-    calibration_examples: int = 300,
-    eval_examples: int = 1000,
-    calibration_split: str = "train",
-    eval_split: str = "eval",
-    integer_io: bool = False,
-    select_tf_ops: bool = False,
-    timing: Timing | None = None,
-    input_mapping: str | Dict[str, str] | None = None,
-    max_relative_error: float = 0.05,
-    modes: Sequence[str] | None = None,
-    max_rmse_increase: float = 0.05,
-    sweep_seconds: float = 900.0,
-    input_layout: str = "packed",
-) -> FreezeQuantizeResult:
+def freeze_quantize(model_dir: str, dataset: str, tflite_dir: str, frozen_dir: str,
+                    options: QuantizeOptions | None = None, *, timing: Timing | None = None,
+                    **settings) -> FreezeQuantizeResult:
     """Freeze, quantize and measure; see the module docstring.
 
     Args:
@@ -87,66 +68,52 @@ def freeze_quantize(
         dataset: a Dataset directory from shard_tfrecords whose columns feed the signature.
         tflite_dir: output folder: ``model.tflite`` and ``quantization.json``.
         frozen_dir: output folder: ``frozen_graph.pb`` and ``frozen_graph.json``.
-        quantization: a mode of common.tflite.modes.MODES (none, dynamic, float16, int8,
-            int16x8), or auto: sweep, i.e. convert and measure every mode of ``modes``,
-            skip one that fails to convert or run in LiteRT, keep the smallest that passes
-            the gate.
-        max_accuracy_drop: largest accepted accuracy drop vs the SavedModel, as a fraction
-            (0.01 is one point); without labels, the share of changed top-1 classes.
-        signature: the signature to freeze and convert; empty: serving_raw when the model
-            has it, else serving_default.
-        calibration_examples: representative examples for int8/int16x8 (from
-            calibration_split).
-        eval_examples: examples of eval_split every mode is measured on.
-        integer_io: int8: float inputs and outputs become int8 as well.
-        select_tf_ops: allow TensorFlow (Flex) ops with no TFLite builtin.
-        timing: latency settings (batch size, timed runs, seconds per mode, threads); None:
-            the default Timing.
-        input_mapping: signature input -> Dataset column (a dict or its JSON); inputs not
-            named are fed by name (see common.tflite.binding).
-        max_relative_error: largest accepted relative error of outputs that are neither
-            class scores nor a regressor's value.
-        modes: the modes auto sweeps, in table order; None or empty: those worth their
-            time for the model's kind (every mode but int16x8 for a model with convolutions,
-            whose int16x8 kernels are slow reference ones).
-        max_rmse_increase: a regressor's largest accepted RMSE increase over the
-            SavedModel's on the eval examples, relative (0.05: 5% higher).
-        sweep_seconds: auto's time budget for the whole sweep, counted from its first
-            conversion: a mode that would not end within it is not started, or cut short
-            and not chosen, and named in the report; 0: no budget.
-        input_layout: packed: the model takes its scalar float columns as one float32
+        options: how to quantize (options.QuantizeOptions: every setting, its default,
+            choices and meaning); or give its settings as keywords, e.g.
+            ``quantization="int8"``. Its quantization is a mode of common.tflite.modes.MODES,
+            or auto: sweep, i.e. convert and measure every mode of its ``modes`` (empty:
+            those worth their time for the model's kind, every mode but int16x8 for a model
+            with convolutions, whose int16x8 kernels are slow reference ones), skip one that
+            fails to convert or run in LiteRT, keep the smallest that passes the gate, all
+            within its ``sweep_seconds`` (a mode that would not end within it is not
+            started, or cut short and not chosen, and named in the report; 0: no budget).
+            Its input_layout packed: the model takes its scalar float columns as one float32
             [batch, n] input and its whole-number columns as one int32 [batch, n] input,
             other inputs (strings, images) as their own (common.tflite.packing); columns:
             one input per column, as the signature takes them.
+        timing: the latency settings as one common.tflite.latency.Timing (with its
+            num_threads), in place of the options' latency_batch_size, latency_runs and
+            latency_seconds, which are then left at their defaults; checked as they are.
     """
     started = time.monotonic()
     tensorflow_threads()  # before TensorFlow's first op: pools sized to the CPU limit
-    timing = timing or Timing()
-    check_options(quantization, calibration_examples, eval_examples, modes, sweep_seconds,
-                  input_layout, timing.batch_size, timing.runs, timing.seconds)
-    mapping = tflite_binding.parse_mapping(input_mapping)
-    loaded, fn, signature = tflite_inputs.load_model(model_dir, signature)
+    options, timing = _timed(QuantizeOptions.given(options, settings), timing)
+    mapping = tflite_binding.parse_mapping(options.input_mapping)
+    loaded, fn, signature = tflite_inputs.load_model(model_dir, options.signature)
     schema = tflite_inputs.dataset_schema(dataset)
     binding = tflite_binding.bind(fn, signature, schema, f"dataset {dataset}", mapping)
-    packing = tflite_packing.for_binding(fn, binding, schema, input_layout)
-    examples = tflite_inputs.load_examples(dataset, eval_split, eval_examples, binding,
-                                           "evaluation")
+    packing = tflite_packing.for_binding(fn, binding, schema, options.input_layout)
+    examples = tflite_inputs.load_examples(dataset, options.eval_split, options.eval_examples,
+                                           binding, "evaluation")
     reference = tflite_inputs.reference_outputs(fn, examples)
     prepared = tflite_convert.prepare(fn)
     frozen = freeze.freeze(loaded, fn, prepared.frozen)
-    sweep = _Sweep.plan(quantization, modes, frozen, sweep_seconds)
+    sweep = _Sweep.plan(options.quantization, options.modes, frozen, options.sweep_seconds)
     calibration = None
     if any(tflite_modes.MODES[m].calibrated for m in sweep.modes):
-        calibration = tflite_inputs.load_examples(dataset, calibration_split,
-                                                  calibration_examples, binding, "calibration")
+        calibration = tflite_inputs.load_examples(dataset, options.calibration_split,
+                                                  options.calibration_examples, binding,
+                                                  "calibration")
     frozen_out = freeze.run_graph(frozen.graph_def, frozen.inputs, frozen.outputs, examples)
     frozen_figures = tflite_parity.outputs_figures(frozen_out, reference, binding.reading, None)
-    gate = Gate(max_accuracy_drop, max_relative_error, max_rmse_increase=max_rmse_increase)
-    run = _Run(model_dir, signature, calibration, integer_io, select_tf_ops, examples,
-               reference, timing, prepared.feeding.fills, binding.reading, packing)
+    gate = Gate(options.max_accuracy_drop, options.max_relative_error,
+                max_rmse_increase=options.max_rmse_increase)
+    run = _Run(model_dir, signature, calibration, options.integer_io, options.select_tf_ops,
+               examples, reference, timing, prepared.feeding.fills, binding.reading, packing)
     with tflite_convert.convertible(model_dir, signature, fn, prepared, packing) as source:
         contents, figures, skipped, cut = _measure_modes(run, source, sweep)
-    chosen = choose(figures, skipped, cut, quantization, gate, model_dir, sweep_seconds)
+    chosen = choose(figures, skipped, cut, options.quantization, gate, model_dir,
+                    options.sweep_seconds)
     result = FreezeQuantizeResult(
         mode=chosen.mode, signature=signature, figures=figures, frozen=frozen.spec(),
         frozen_agreement=frozen_figures["agreement"],
@@ -155,13 +122,28 @@ def freeze_quantize(
         input_columns=binding.columns, gate=gate, model_dir=model_dir,
         sweep_seconds=sweep.seconds, cut=cut)
     uris.publish_dir(frozen.files(), frozen_dir)
-    options = {"integer_io": integer_io, "select_tf_ops": select_tf_ops,
-               "fills": {k: tflite_feeding.to_json(v)
-                         for k, v in sorted(prepared.feeding.fills.items())},
-               **quantized.layout_json(input_layout, packing)}
-    quantized.write(tflite_dir, contents[chosen.mode], {**result.metadata(), **options})
+    converter = {"integer_io": options.integer_io, "select_tf_ops": options.select_tf_ops,
+                 "fills": {k: tflite_feeding.to_json(v)
+                           for k, v in sorted(prepared.feeding.fills.items())},
+                 **quantized.layout_json(options.input_layout, packing)}
+    quantized.write(tflite_dir, contents[chosen.mode], {**result.metadata(), **converter})
     log.info("chose %s: %s", chosen.mode, chosen.summary())
     return result
+
+
+def _timed(options: QuantizeOptions, timing: Timing | None
+           ) -> Tuple[QuantizeOptions, Timing]:
+    """(options, Timing) of a call: the Timing its latency settings make, or the one given
+    in their place (then its values are the options', and checked as theirs are)."""
+    if timing is None:
+        return options, Timing(options.latency_batch_size, options.latency_runs,
+                               seconds=options.latency_seconds)
+    defaults = QuantizeOptions.defaults()
+    given = [name for name in LATENCY if getattr(options, name) != defaults[name]]
+    if given:
+        raise TypeError(f"give timing or {', '.join(given)}, not both")
+    return dataclasses.replace(options, latency_batch_size=timing.batch_size,
+                               latency_runs=timing.runs, latency_seconds=timing.seconds), timing
 
 
 @dataclasses.dataclass(frozen=True)

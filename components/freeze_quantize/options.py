@@ -1,39 +1,55 @@
-"""What freeze_quantize refuses before any model is loaded (the pipelines check requests
-with it before a run starts). It imports no NumPy or TensorFlow."""
+"""freeze_quantize's settings: QuantizeOptions adds the sweep (its modes, budget and latency
+timing) and the calibration split to the settings both edge steps share
+(common.tflite.options.TFLiteOptions). It imports no NumPy or TensorFlow."""
 
+import dataclasses
 from typing import Sequence
 
+from tfkfp.components.common.platform.step_options import setting
 from tfkfp.components.common.tflite import modes as tflite_modes
-from tfkfp.components.common.tflite.options import QuantizeInputError, check_input_layout
+from tfkfp.components.common.tflite.options import QuantizeInputError, TFLiteOptions, check_examples
+
+AUTO = tflite_modes.AUTO  # here: sweep the modes of ``modes``
+LATENCY = ("latency_batch_size", "latency_runs", "latency_seconds")  # common.tflite.latency
 
 
-def check_options(quantization: str, calibration_examples: int, eval_examples: int,
-                  modes: Sequence[str] | None = None, sweep_seconds: float = 0.0,
-                  input_layout: str = "packed", latency_batch_size: int = 256,
-                  latency_runs: int = 20, latency_seconds: float = 10.0) -> None:
-    """Refuse what cannot work before any work; the pipelines call it before a run starts."""
-    tflite_modes.check_mode(quantization)  # a mode, or auto (sweep)
-    check_input_layout(input_layout)
-    if tflite_modes.check_sweep(modes) and quantization != tflite_modes.AUTO:
-        raise QuantizeInputError(f"modes {list(modes)} are what quantization 'auto' sweeps; "
-                                 f"quantization {quantization!r} converts that one mode: "
-                                 "give one or the other")
-    if not sweep_seconds >= 0:  # NaN too
-        raise QuantizeInputError(f"sweep_seconds {sweep_seconds} is below 0; expected the "
-                                 "seconds auto's whole sweep may take, or 0 for no budget")
-    _check_latency(latency_batch_size, latency_runs, latency_seconds)
-    if calibration_examples < 1:
-        raise QuantizeInputError(f"calibration_examples {calibration_examples}: the "
-                                 "calibration set would be empty; expected e.g. 100-500")
-    if eval_examples < 1:
-        raise QuantizeInputError(f"eval_examples {eval_examples} is below 1")
+@dataclasses.dataclass(frozen=True)
+class QuantizeOptions(TFLiteOptions):
+    """How freeze_quantize converts, measures and chooses a model."""
 
+    quantization: str = setting(AUTO, "a mode to convert in; auto: sweep the modes of modes "
+                                      "and keep the smallest within the gate",
+                                tflite_modes.with_auto)
+    calibration_split: str = setting("train", "the Dataset split calibration examples come "
+                                              "from")
+    modes: Sequence[str] = setting([], "the modes auto sweeps; empty: those worth their time "
+                                       "for the model's kind")
+    sweep_seconds: float = setting(900.0, "auto's time budget for the whole sweep, in "
+                                          "seconds; 0: no budget")
+    latency_batch_size: int = setting(256, "batch size of the per-batch latency figure")
+    latency_runs: int = setting(20, "timed calls per latency figure at most (the median is "
+                                    "reported)")
+    latency_seconds: float = setting(10.0, "seconds each mode's latency figures may take "
+                                           "together")
 
-def _check_latency(batch_size: int, runs: int, seconds: float) -> None:
-    if batch_size < 1 or runs < 1:
-        raise QuantizeInputError(f"latency_batch_size {batch_size} and latency_runs {runs}: "
-                                 "each must be at least 1 (a batch of rows, a count of "
-                                 "timed calls)")
-    if not seconds > 0 or seconds == float("inf"):  # NaN too
-        raise QuantizeInputError(f"latency_seconds {seconds}: expected the seconds (above 0) "
-                                 "each mode's latency may be timed for, e.g. 10")
+    def check(self) -> None:
+        if tflite_modes.check_sweep(self.modes) and self.quantization != AUTO:
+            raise QuantizeInputError(f"modes {list(self.modes)} are what quantization 'auto' "
+                                     f"sweeps; quantization {self.quantization!r} converts "
+                                     "that one mode: give one or the other")
+        if not self.sweep_seconds >= 0:  # NaN too
+            raise QuantizeInputError(f"sweep_seconds {self.sweep_seconds} is below 0; "
+                                     "expected the seconds auto's whole sweep may take, or 0 "
+                                     "for no budget")
+        if self.latency_batch_size < 1 or self.latency_runs < 1:
+            raise QuantizeInputError(f"latency_batch_size {self.latency_batch_size} and "
+                                     f"latency_runs {self.latency_runs}: each must be at "
+                                     "least 1 (a batch of rows, a count of timed calls)")
+        if not self.latency_seconds > 0 or self.latency_seconds == float("inf"):  # NaN too
+            raise QuantizeInputError(f"latency_seconds {self.latency_seconds}: expected the "
+                                     "seconds (above 0) each mode's latency may be timed "
+                                     "for, e.g. 10")
+        if self.calibration_examples < 1:
+            raise QuantizeInputError(f"calibration_examples {self.calibration_examples}: the "
+                                     "calibration set would be empty; expected e.g. 100-500")
+        check_examples("eval_examples", self.eval_examples)

@@ -50,14 +50,14 @@ class ShardOptions(StepOptions):
     num_shards: int = setting(0, "exact number of shards per split (0: from shard_size_mb)")
     min_shards: int = setting(2, "at least this many shards per split")
     input_format: str = setting("auto", "input format (auto: from the file extensions)",
-                                formats.choices(formats.SHARD))
+                                lambda: formats.choices(formats.SHARD))
     file_group: int = setting(0, "which group of the input files to shard (for a fan-out)")
     file_groups: int = setting(1, "how many groups the input files are dealt into")
     threads: int = setting(0, "threads for reading and encoding (0: one per CPU)")
     missing: str = setting("impute", "impute keeps rows with blank, null or NaN values; "
                                      "error refuses the first", MISSING_POLICIES)
     layout: str = setting(DEFAULT_LAYOUT, "packed, columns or blocks (see the step's docs)",
-                          tuple(LAYOUTS))
+                          lambda: tuple(LAYOUTS))
     block_rows: int = setting(DEFAULT_BLOCK_ROWS, "rows per record in the blocks layout")
     data_root: str = setting(data_root_rules.AUTO, "where the step keeps the shards (auto, "
                                                    "inside, or a path or URI)")

@@ -83,23 +83,21 @@ def stream_predict(
         endpoint_retries: Attempts after the first on 429, 502-504 and lost connections.
         endpoint_timeout_s: Seconds to wait for each read of an answer.
     """
+    settings = dict(locals())  # the step's parameters, by name, before anything else is bound
     import logging
 
     from tfkfp.components.stream_predict.core import stream_predict as run
     from tfkfp.components.stream_predict.options import (
+        StreamOptions,
         check_runner_fits,
         stream_endpoint,
-        stream_options,
     )
 
     logging.basicConfig(level=logging.INFO)
-    options = stream_options(subscription, output_topic, dead_letter_topic, keys, top_k,
-                             max_batch_size, max_batch_wait_s, max_messages, duration_s,
-                             drain_s, id_label)
+    options = StreamOptions.of(settings)
     check_runner_fits(options, runner, in_step=True)
-    endpoint = stream_endpoint(endpoint_url, endpoint_model, endpoint_protocol,
-                               endpoint_headers, endpoint_token_file, endpoint_token_env,
-                               endpoint_retries, endpoint_timeout_s, max_batch_size)
+    endpoint = stream_endpoint(max_batch_size=max_batch_size, **{
+        k: v for k, v in settings.items() if k.startswith("endpoint_")})
     result = run(model.path, options, runner, beam_options, gcp_resources, follow, endpoint)
     metrics.metadata.update({"runner": result.runner, "job_id": result.job_id,
                              "stopped_by": result.stopped_by})

@@ -29,7 +29,6 @@ from tfkfp.components.stream_predict.errors import StreamInputError
 from tfkfp.components.stream_predict.options import (
     StreamOptions,
     check_runner_fits,
-    check_stream,
 )
 
 POLL_S = 0.5  # how often a local run reads its counters
@@ -92,7 +91,6 @@ def stream_predict(model_uri: str, options: StreamOptions, runner: str = "datafl
 def _check(model_uri: str, options: StreamOptions, runner: str, settings: Dict,
            endpoint: EndpointOptions | None) -> List[Column]:
     """Everything refused before any work; the columns each row is encoded into."""
-    check_stream(options)
     try:
         check_runner(runner, settings)
     except ValueError as err:

@@ -3,8 +3,9 @@ a run starts). It imports no Beam, TensorFlow or Pub/Sub client."""
 
 import dataclasses
 import re
-from typing import Dict, List
+from typing import ClassVar, Dict, List
 
+from tfkfp.components.common.platform.step_options import REQUIRED, StepOptions, setting
 from tfkfp.components.stream_predict.errors import StreamInputError
 
 # Pub/Sub's resource names: a project id, then a name of 3-255 characters starting with a
@@ -17,72 +18,50 @@ TOPIC = re.compile(rf"^projects/(?P<project>[a-z][a-z0-9\-]{{4,28}}[a-z0-9])"
 
 
 @dataclasses.dataclass(frozen=True)
-class StreamOptions:
-    """A stream: where rows come from and where predictions and dead letters go.
+class StreamOptions(StepOptions):
+    """A stream: where rows come from, where predictions and dead letters go, how rows are
+    batched and when a local job stops; checked when built (Pub/Sub's names, the limits).
+    A message is one row as a JSON object or a list of rows as a JSON array; a name not
+    given yet (None, as ``tfkfp check`` asks) passes."""
 
-    Attributes:
-        subscription: the input, ``projects/P/subscriptions/S``; a message is one row as a
-            JSON object or a list of rows as a JSON array.
-        output_topic: one prediction message per row, ``projects/P/topics/T``.
-        dead_letter_topic: one message per row that cannot be predicted, naming why.
-        keys: row fields carried into each prediction (besides the attributes).
-        top_k: a classifier's best classes per prediction.
-        max_batch_size: rows per model call at most (RunInference's batching).
-        max_batch_wait_s: seconds a row may wait for its batch to fill.
-        max_messages: stop once this many messages were handled (0: no limit; local runs).
-        duration_s: stop after this many seconds (0: no limit; local runs).
-        drain_s: after a stop, seconds to wait for rows already pulled to be written.
-        id_label: the attribute publishers set to a unique id, by which Dataflow drops
-            a message published twice ("": none; the local runner cannot use one).
-    """
+    error: ClassVar = StreamInputError
 
-    subscription: str
-    output_topic: str
-    dead_letter_topic: str
-    keys: List[str] = dataclasses.field(default_factory=list)
-    top_k: int = 1
-    max_batch_size: int = 64
-    max_batch_wait_s: float = 1.0
-    max_messages: int = 0
-    duration_s: float = 0.0
-    drain_s: float = 10.0
-    id_label: str = ""
+    subscription: str = setting(REQUIRED, "the input, projects/P/subscriptions/S")
+    output_topic: str = setting(REQUIRED, "one prediction message per row, projects/P/topics/T")
+    dead_letter_topic: str = setting(REQUIRED, "one message per row that cannot be "
+                                               "predicted, naming why")
+    keys: List[str] = setting([], "row fields carried into each prediction")
+    top_k: int = setting(1, "how many best classes and scores each prediction lists")
+    max_batch_size: int = setting(64, "rows per model call at most")
+    max_batch_wait_s: float = setting(1.0, "seconds a row may wait for its batch to fill")
+    max_messages: int = setting(0, "stop after this many messages (0: no limit; local runs)")
+    duration_s: float = setting(0.0, "stop after this many seconds (0: no limit; local runs)")
+    drain_s: float = setting(10.0, "after a stop, seconds to wait for rows already pulled")
+    id_label: str = setting("", "the attribute publishers set to a unique id, by which "
+                                "Dataflow drops a message published twice (empty: none)")
 
-
-def check_stream(options: StreamOptions) -> None:
-    """Refuse names Pub/Sub cannot take and limits that cannot hold, naming the setting."""
-    _check_name("subscription", options.subscription, SUBSCRIPTION,
-                "projects/PROJECT/subscriptions/NAME")
-    for name in ("output_topic", "dead_letter_topic"):
-        _check_name(name, getattr(options, name), TOPIC, "projects/PROJECT/topics/NAME")
-    if options.output_topic and options.output_topic == options.dead_letter_topic:
-        raise StreamInputError("output_topic and dead_letter_topic are the same topic: "
-                               "predictions and dead letters need their own")
-    for name in ("top_k", "max_batch_size"):
-        if getattr(options, name) < 1:
-            raise StreamInputError(f"{name} {getattr(options, name)} is below 1")
-    for name in ("max_messages", "duration_s", "drain_s", "max_batch_wait_s"):
-        if getattr(options, name) < 0:
-            raise StreamInputError(f"{name} {getattr(options, name)} is below 0")
+    def check(self) -> None:
+        """Refuse names Pub/Sub cannot take and limits that cannot hold, naming the
+        setting."""
+        _check_name("subscription", self.subscription, SUBSCRIPTION,
+                    "projects/PROJECT/subscriptions/NAME")
+        for name in ("output_topic", "dead_letter_topic"):
+            _check_name(name, getattr(self, name), TOPIC, "projects/PROJECT/topics/NAME")
+        if self.output_topic and self.output_topic == self.dead_letter_topic:
+            raise StreamInputError("output_topic and dead_letter_topic are the same topic: "
+                                   "predictions and dead letters need their own")
+        for name in ("top_k", "max_batch_size"):
+            if getattr(self, name) < 1:
+                raise StreamInputError(f"{name} {getattr(self, name)} is below 1")
+        for name in ("max_messages", "duration_s", "drain_s", "max_batch_wait_s"):
+            if getattr(self, name) < 0:
+                raise StreamInputError(f"{name} {getattr(self, name)} is below 0")
 
 
 def _check_name(setting: str, value, pattern: re.Pattern, form: str) -> None:
     """A Pub/Sub name in its form; None (not given yet, as ``tfkfp check`` asks) passes."""
     if value is not None and not (isinstance(value, str) and pattern.match(value)):
         raise StreamInputError(f"{setting} {value!r}: expected {form}")
-
-
-def stream_options(subscription: str, output_topic: str, dead_letter_topic: str,
-                   keys: List[str] | None = None, top_k: int = 1, max_batch_size: int = 64,
-                   max_batch_wait_s: float = 1.0, max_messages: int = 0,
-                   duration_s: float = 0.0, drain_s: float = 10.0,
-                   id_label: str = "") -> StreamOptions:
-    """The component's parameters as checked StreamOptions."""
-    options = StreamOptions(subscription, output_topic, dead_letter_topic, list(keys or []),
-                            top_k, max_batch_size, max_batch_wait_s, max_messages, duration_s,
-                            drain_s, id_label)
-    check_stream(options)
-    return options
 
 
 def project_of(path: str) -> str:

@@ -134,7 +134,7 @@ def test_a_bad_default_compiled_into_the_yaml_is_refused(tmp_path, capsys):
     code, lines = check(str(compiled), capsys=capsys)
     assert code == 1 and lines[0] == (
         f"{compiled}: parameters: pipeline 'training': output_format 'xml' is not one of "
-        "('jsonl', 'csv', 'tfrecord') (step batch_predict)")
+        "jsonl, csv, tfrecord (step batch_predict)")
 
 
 def test_a_set_no_pipeline_takes_is_refused(capsys):

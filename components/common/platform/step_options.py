@@ -16,15 +16,21 @@ literals, held to these fields by the drift test (tests/pipelines/test_docs.py).
 
 import copy
 import dataclasses
-from typing import Any, ClassVar, Dict, Mapping, Sequence, Tuple, Type, TypeVar
+from typing import Any, Callable, ClassVar, Dict, Mapping, Sequence, Tuple, Type, TypeVar
 
 Options = TypeVar("Options", bound="StepOptions")
+REQUIRED = dataclasses.MISSING  # a setting without a default (settings with one come after)
 
 
-def setting(default: Any, meaning: str, choices: Sequence[Any] = ()) -> Any:
-    """A field of a step's options: its default (a list or dict is copied for each object),
-    one line of what it means, and the values it may take (empty: any of its type)."""
-    metadata = {"meaning": meaning, "choices": tuple(choices)}
+def setting(default: Any, meaning: str,
+            choices: Sequence[Any] | Callable[[], Sequence[Any]] = ()) -> Any:
+    """A field of a step's options: its default (a list or dict is copied for each object;
+    REQUIRED: none, the setting must be given), one line of what it means, and the values
+    it may take (empty: any of its type), or a function that reads them from their table
+    when asked, so an entry added to the table is a choice at once."""
+    metadata = {"meaning": meaning, "choices": choices if callable(choices) else tuple(choices)}
+    if default is REQUIRED:
+        return dataclasses.field(metadata=metadata)
     if isinstance(default, (list, dict)):
         return dataclasses.field(default_factory=lambda: copy.deepcopy(default),
                                  metadata=metadata)
@@ -38,7 +44,7 @@ class StepOptions:
 
     def __post_init__(self) -> None:
         for field in dataclasses.fields(self):
-            allowed = field.metadata.get("choices")
+            allowed = self.choices(field.name)
             value = getattr(self, field.name)
             if allowed and value not in allowed:
                 raise self.error(f"{field.name} {value!r} is not one of "
@@ -84,7 +90,8 @@ class StepOptions:
 
     @classmethod
     def choices(cls, name: str) -> Tuple[Any, ...]:
-        return cls._field(name).metadata.get("choices", ())
+        allowed = cls._field(name).metadata.get("choices", ())
+        return tuple(allowed() if callable(allowed) else allowed)
 
     @classmethod
     def meaning(cls, name: str) -> str:

@@ -123,6 +123,11 @@ def check_mode(name: str, allowed_extra: Sequence[str] = (AUTO,),
     return name
 
 
+def with_auto() -> Tuple[str, ...]:
+    """What a step's quantization setting takes: a mode of the table, or auto."""
+    return (*MODES, AUTO)
+
+
 def get(name: str) -> Mode:
     """The table entry for a mode name (``auto`` refused: it is no mode)."""
     return MODES[check_mode(name, allowed_extra=())]

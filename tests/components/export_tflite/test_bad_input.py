@@ -56,3 +56,15 @@ def test_the_gate_fails_when_set_impossibly_tight_and_writes_nothing(
         export_tflite(demo_model, demo_dataset, str(tmp_path / "b"), quantized_dir=dynamic_dir,
                       max_accuracy_drop=-0.5)
     assert not os.listdir(tmp_path)
+
+
+def test_the_options_object_or_keyword_settings_not_both(tmp_path):
+    from tfkfp.components.export_tflite.options import ExportOptions
+
+    options = ExportOptions(quantization="int8")
+    with pytest.raises(TypeError, match="give ExportOptions or keyword settings, not both"):
+        export_tflite(str(tmp_path), str(tmp_path), str(tmp_path / "b"), options,
+                      quantization="none")
+    with pytest.raises(TypeError, match="quantisation: not a setting of ExportOptions"):
+        export_tflite(str(tmp_path), str(tmp_path), str(tmp_path / "b"), quantisation="none")
+    assert not os.listdir(tmp_path)

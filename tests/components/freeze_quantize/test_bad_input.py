@@ -8,9 +8,9 @@ from tfkfp.components.common.tflite.parity import QualityGateError
 from tfkfp.components.freeze_quantize.core import freeze_quantize
 
 
-def run(model, dataset, tmp_path, **kwargs):
+def run(model, dataset, tmp_path, *options, **kwargs):
     return freeze_quantize(model, dataset, str(tmp_path / "tflite"), str(tmp_path / "frozen"),
-                           **kwargs)
+                           *options, **kwargs)
 
 
 def assert_nothing_written(tmp_path):
@@ -85,3 +85,26 @@ def test_an_unsupported_op_is_named_with_the_option_that_converts_it(erf_model):
                                               r"SELECT_TF_OPS\)"):
         convert(erf_model, "serving_raw", "none")
     assert len(convert(erf_model, "serving_raw", "none", select_tf_ops=True)) > 0
+
+
+def test_the_options_object_or_keyword_settings_not_both(tmp_path):
+    from tfkfp.components.freeze_quantize.options import QuantizeOptions
+
+    options = QuantizeOptions(quantization="int8")
+    with pytest.raises(TypeError, match="give QuantizeOptions or keyword settings, not both"):
+        run(str(tmp_path), str(tmp_path), tmp_path, options, eval_examples=5)
+    with pytest.raises(QuantizeInputError, match="input_mapping '{' is not JSON"):
+        run(str(tmp_path), str(tmp_path), tmp_path, input_mapping="{")
+    assert_nothing_written(tmp_path)
+
+
+def test_a_timing_takes_the_place_of_the_latency_settings_and_is_checked_as_they_are(
+        tmp_path):
+    from tfkfp.components.common.tflite.parity import Timing
+
+    with pytest.raises(TypeError, match="give timing or latency_runs, not both"):
+        run(str(tmp_path), str(tmp_path), tmp_path, latency_runs=3, timing=Timing(8, 2))
+    with pytest.raises(QuantizeInputError, match="^latency_batch_size 0 and latency_runs 2: "
+                                                 "each must be at least 1"):
+        run(str(tmp_path), str(tmp_path), tmp_path, timing=Timing(0, 2))
+    assert_nothing_written(tmp_path)

@@ -15,7 +15,7 @@ from tfkfp.components.common.tflite.budget import (
 )
 from tfkfp.components.common.tflite.parity import Figures, Gate, QualityGateError
 from tfkfp.components.freeze_quantize.choice import choose
-from tfkfp.components.freeze_quantize.options import check_options
+from tfkfp.components.freeze_quantize.options import QuantizeOptions
 from tfkfp.components.freeze_quantize.result import FreezeQuantizeResult
 
 
@@ -185,4 +185,5 @@ def test_latency_settings_are_checked(settings, message):
     from tfkfp.components.common.tflite.options import QuantizeInputError
 
     with pytest.raises(QuantizeInputError, match=f"^{message}"):
-        check_options("auto", 1, 1, **settings)
+        QuantizeOptions(quantization="auto", calibration_examples=1, eval_examples=1,
+                        **settings)

@@ -16,7 +16,7 @@ from pubsub_emulator import (
 from tfkfp.components.common.model.version import answered_version
 from tfkfp.components.stream_predict.core import stream_predict
 from tfkfp.components.stream_predict.errors import StreamInputError
-from tfkfp.components.stream_predict.options import stream_options
+from tfkfp.components.stream_predict.options import StreamOptions
 
 pytestmark = pytest.mark.slow
 
@@ -45,7 +45,7 @@ def test_a_stream_answers_as_batch_predict_and_dead_letters_each_bad_row(
     bodies.append(json.dumps(table[30:]).encode())  # one message, ten rows
     bodies.append(b"{not json")
     ids = publish(rows_in, bodies, {"source": "test"})
-    options = stream_options(subscription, out, dead, keys=["row id"], top_k=2,
+    options = StreamOptions(subscription, out, dead, keys=["row id"], top_k=2,
                              max_messages=len(bodies), drain_s=30)
     result = stream_predict(beam_table.model, options, "direct")
     predictions = pull_all(out_sub, expected=result.predicted)
@@ -76,11 +76,11 @@ def test_a_subscription_or_topic_that_does_not_exist_is_refused_before_any_work(
     rows_in, subscription, out, _out_sub, dead, _dead_sub = _topics("missing")
     absent_sub = f"projects/{PROJECT}/subscriptions/no-such-rows"
     with pytest.raises(StreamInputError, match=f"subscription {absent_sub} does not exist"):
-        stream_predict(beam_table.model, stream_options(absent_sub, out, dead, max_messages=1),
+        stream_predict(beam_table.model, StreamOptions(absent_sub, out, dead, max_messages=1),
                        "direct")
     absent_topic = f"projects/{PROJECT}/topics/no-such-dead"
     with pytest.raises(StreamInputError, match=f"dead_letter_topic {absent_topic} does not"):
-        stream_predict(beam_table.model, stream_options(subscription, out, absent_topic,
+        stream_predict(beam_table.model, StreamOptions(subscription, out, absent_topic,
                                                         max_messages=1), "direct")
 
 
@@ -96,4 +96,4 @@ def test_settings_that_cannot_work_are_refused(change, message):
              "output_topic": "projects/local-project/topics/preds",
              "dead_letter_topic": "projects/local-project/topics/dead", **change}
     with pytest.raises(StreamInputError, match=message):
-        stream_options(**given)
+        StreamOptions(**given)

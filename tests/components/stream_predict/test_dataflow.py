@@ -23,7 +23,7 @@ import apache_beam as beam
 from apache_beam.options.pipeline_options import PipelineOptions
 from tfkfp.components.common.beam import dataflow
 from tfkfp.components.common.beam.dataflow_api import DataflowJobs
-from tfkfp.components.stream_predict.options import stream_options
+from tfkfp.components.stream_predict.options import StreamOptions
 from tfkfp.components.stream_predict.stream import build
 
 api, settings, model, path = sys.argv[1], json.loads(sys.argv[2]), sys.argv[3], sys.argv[4]
@@ -32,7 +32,7 @@ endpoint = api.replace("127.0.0.1", "localhost")  # Beam speaks REST to a 'local
 args = dataflow.pipeline_args(settings, "tfkfp-stream-test", streaming=True) + [
     f"--dataflow_endpoint={endpoint}"]
 pipeline = beam.Pipeline(options=PipelineOptions(args))
-options = stream_options("projects/tfkfp-test/subscriptions/rows-sub",
+options = StreamOptions("projects/tfkfp-test/subscriptions/rows-sub",
                          "projects/tfkfp-test/topics/predictions",
                          "projects/tfkfp-test/topics/dead-letters", id_label="event_uid")
 build(pipeline, options, model, options.id_label)

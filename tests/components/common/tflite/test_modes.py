@@ -14,8 +14,8 @@ from tfkfp.components.common.tflite import feeding as tflite_feeding
 from tfkfp.components.common.tflite import modes as tflite_modes
 from tfkfp.components.common.tflite.inputs import QuantizeInputError
 from tfkfp.components.common.tflite.modes import MODES, QuantizationModeError
-from tfkfp.components.export_tflite.core import check_options as check_export
-from tfkfp.components.freeze_quantize.core import check_options as check_quantize
+from tfkfp.components.export_tflite.options import ExportOptions
+from tfkfp.components.freeze_quantize.options import QuantizeOptions
 
 COMPONENTS = pathlib.Path(__file__).resolve().parents[4] / "components"
 # The modules that act on a mode: they read its table entry, never its name.
@@ -30,6 +30,16 @@ def int8_copy(monkeypatch):
     entry = dataclasses.replace(MODES["int8"], name="int8_copy", does="int8, once more")
     monkeypatch.setitem(MODES, "int8_copy", entry)
     return entry
+
+
+def check_quantize(quantization, calibration_examples, eval_examples, **settings):
+    return QuantizeOptions(quantization=quantization, calibration_examples=calibration_examples,
+                           eval_examples=eval_examples, **settings)
+
+
+def check_export(quantization, quantized_dir, eval_examples, min_agreement):
+    return ExportOptions(quantization=quantization, quantized_dir=quantized_dir,
+                         eval_examples=eval_examples, min_agreement=min_agreement)
 
 
 def test_the_table_is_keyed_by_name_and_in_sweep_order():

@@ -5,8 +5,8 @@ import pytest
 
 from tfkfp.components.common.tflite import packing
 from tfkfp.components.common.tflite.options import QuantizeInputError
-from tfkfp.components.export_tflite.options import check_options as check_export
-from tfkfp.components.freeze_quantize.options import check_options as check_quantize
+from tfkfp.components.export_tflite.options import ExportOptions
+from tfkfp.components.freeze_quantize.options import QuantizeOptions
 
 
 def _specs():
@@ -52,8 +52,10 @@ def test_the_blocks_read_back_from_their_description():
 
 
 @pytest.mark.parametrize("check", [
-    lambda layout: check_quantize("auto", 100, 100, input_layout=layout),
-    lambda layout: check_export("int8", "", 100, 0.98, input_layout=layout)])
+    lambda layout: QuantizeOptions(quantization="auto", calibration_examples=100,
+                                   eval_examples=100, input_layout=layout),
+    lambda layout: ExportOptions(quantization="int8", quantized_dir="", eval_examples=100,
+                                 min_agreement=0.98, input_layout=layout)])
 def test_an_unknown_layout_is_refused_naming_the_allowed_ones(check):
     check("columns")
     with pytest.raises(QuantizeInputError, match="input_layout 'pack' is not one of packed, "
