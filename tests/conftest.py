@@ -250,6 +250,18 @@ def cut_shard(path, keep):
     return len(lengths), before, os.path.getsize(path)
 
 
+def cut_shard_of(dataset, split, index, keep):
+    """``cut_shard`` on shard ``index`` of ``split`` in the Dataset folder ``dataset``.
+    Returns the pattern its size check refuses it with: the shard's path and both sizes."""
+    import re
+
+    from tfkfp.components.common.data.dataset import Manifest
+
+    shard = Manifest.load(dataset).shard_files(split)[index]
+    _, before, after = cut_shard(shard, keep)
+    return f"{re.escape(shard)} is {after} bytes, expected {before} bytes"
+
+
 def flip_byte(path, record):
     """Invert one byte in the middle of a record's data: the shard keeps its size, and reading
     stops at that record with a checksum error. Returns the shard's record count."""

@@ -8,9 +8,11 @@ import subprocess
 import threading
 import time
 import traceback
+from types import ModuleType
 from typing import Iterator
 
 import kube_apiserver
+import pytest
 import upstream_schemas
 from cluster_tools import run, tool
 
@@ -48,6 +50,18 @@ def cluster_with(tmp_path_factory, namespace: str, schemas, manifests=()) -> Ite
         yield path
 
 
+def kubeconfig_fixture(namespace: str, schemas):
+    """A test module's ``kubeconfig`` fixture: ``cluster_with`` these upstream_schemas names,
+    for the module's tests."""
+
+    @pytest.fixture(scope="module")
+    def kubeconfig(tmp_path_factory):
+        with cluster_with(tmp_path_factory, namespace, schemas) as path:
+            yield path
+
+    return kubeconfig
+
+
 def _wait_established(kubectl) -> None:
     """Until every CRD is established. ``kubectl wait`` fails at once, not waits, on a CRD
     the API server has not yet given conditions (a large one takes a moment)."""
@@ -60,15 +74,20 @@ def _wait_established(kubectl) -> None:
 
 
 class Controller:
-    """The controller's part for one resource: find the job, write its status."""
+    """The controller's part for one resource: find the job, write its status. A subclass
+    names the resource's ``namespace`` and ``resource_module``, the module whose GROUP,
+    VERSION and PLURAL name it."""
 
-    def __init__(self, kubeconfig: str, namespace: str, group: str, version: str,
-                 plural: str):
+    namespace: str
+    resource_module: ModuleType
+
+    def __init__(self, kubeconfig: str):
         from kubernetes import client, config
 
         self.api = config.new_client_from_config(kubeconfig)
         self.objects = client.CustomObjectsApi(self.api)
-        self.namespace, self.resource = namespace, (group, version, plural)
+        module = self.resource_module
+        self.resource = (module.GROUP, module.VERSION, module.PLURAL)
 
     def job(self, name):
         group, version, plural = self.resource
@@ -128,6 +147,15 @@ class Controller:
         return check
 
 
+def job_options(namespace: str, tmp_path, name: str, **more) -> dict:
+    """A launcher's launcher_options for job ``name`` in ``namespace``: the shared volume
+    mounted at ``tmp_path``/shared, the job's folder in it, a quick poll."""
+    shared = tmp_path / "shared"
+    return {"namespace": namespace, "job_name": name, "volume_claim": "shared-data",
+            "mount_path": str(shared), "job_dir": str(shared / name), "poll_seconds": 0.2,
+            **more}
+
+
 def cancel_step(controller: Controller, kubeconfig: str, launcher: str, data: str,
                 outputs: str, launcher_options: dict, job: str) -> str:
     """Run the train step of the compiled training pipeline with ``launcher`` (its command
@@ -155,3 +183,38 @@ def cancel_step(controller: Controller, kubeconfig: str, launcher: str, data: st
     out = compiled_step.terminate(step)
     assert step.returncode != 0, out[-3000:]
     return out
+
+
+def cancelling_deletes_the_job(controller: Controller, kubeconfig: str, launcher: str,
+                               data: str, tmp_path) -> None:
+    """``cancel_step`` on job ``cancel``: the step says it was stopped by the signal, and the
+    job is gone."""
+    out = cancel_step(controller, kubeconfig, launcher, data, str(tmp_path / "model"),
+                      job_options(controller.namespace, tmp_path, "cancel"), "cancel")
+    assert "stopped by signal" in out, out[-3000:]
+    assert not controller.exists("cancel")
+
+
+def in_a_missing_namespace(launcher: str, data: str, tmp_path, error: type, match: str) -> None:
+    """Train with ``launcher``, its job ``lost`` in namespace ``nowhere``, which does not
+    exist: the step fails with ``error`` matching ``match``."""
+    from tfkfp.components.train.core import train
+
+    with pytest.raises(error, match=match):
+        train(data, str(tmp_path / "model"), launcher=launcher,
+              launcher_options=job_options("nowhere", tmp_path, "lost"))
+
+
+def past_its_deadline(controller: Controller, launcher: str, data: str, tmp_path, act,
+                      error: type, match: str) -> None:
+    """Train with ``launcher`` and a 2 s deadline on job ``slow`` while ``act(job)`` plays
+    the controller, which never finishes it: the step fails with ``error`` matching
+    ``match``, and the job is deleted."""
+    from tfkfp.components.train.core import train
+
+    check = controller.play("slow", act)
+    with pytest.raises(error, match=match):
+        train(data, str(tmp_path / "model"), launcher=launcher, launcher_options=job_options(
+            controller.namespace, tmp_path, "slow", deadline_seconds=2))
+    check()
+    assert not controller.exists("slow")

@@ -54,3 +54,22 @@ def plain_mobilenet(tmp_path_factory):
     out = str(tmp_path_factory.mktemp("plain_mobilenet") / "model")
     tf.saved_model.save(model, out)
     return out
+
+
+@pytest.fixture(scope="session")
+def cnn_299(tmp_path_factory):
+    """A small untrained CNN on 299x299 images, InceptionV3's input size at a fraction of its
+    work (two strided convolutions, global pooling, softmax over 10 classes), saved with
+    tf.saved_model.save: what a user brings."""
+    import tensorflow as tf
+    import tf_keras
+
+    tf_keras.utils.set_random_seed(7)
+    inputs = tf_keras.Input((299, 299, 1), name="pixels")
+    x = tf_keras.layers.Conv2D(8, 3, strides=2, activation="relu")(inputs)
+    x = tf_keras.layers.Conv2D(16, 3, strides=2, activation="relu")(x)
+    x = tf_keras.layers.GlobalAveragePooling2D()(x)
+    outputs = tf_keras.layers.Dense(10, activation="softmax")(x)
+    out = str(tmp_path_factory.mktemp("cnn_299") / "model")
+    tf.saved_model.save(tf_keras.Model(inputs, outputs), out)
+    return out

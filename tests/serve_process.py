@@ -12,6 +12,7 @@ import os
 import signal
 import subprocess
 import sys
+import threading
 import time
 
 from ports import free_port
@@ -90,6 +91,31 @@ def start_on(model: str, port: int, log: str, env=None) -> Server:
     server.wait_until(server.alive, "listening")
     server.wait_until(server.ready, "ready")
     return server
+
+
+def restarted_mid_run(model: str, port: int, tmp_path, in_flight: int, work):
+    """Run ``work()`` on a thread against a server of ``model`` on ``port`` whose model calls
+    all wait; once ``in_flight`` requests are in flight, SIGKILL it (they die with it) and
+    start another on the same port. Returns what ``work()`` returned."""
+    gate = str(tmp_path / "never")  # not created: the first server's model calls all wait
+    first = start_on(model, port, str(tmp_path / "first.log"), {"TFKFP_SERVE_CALL_GATE": gate})
+    done = {}
+    thread = threading.Thread(target=lambda: done.update(result=work()))
+    thread.start()
+    second = None
+    try:
+        first.wait_until(lambda: first.metric("tfkfp_requests_in_flight") >= in_flight,
+                         f"{in_flight} request(s) in flight")
+        first.process.send_signal(signal.SIGKILL)
+        first.process.wait()
+        second = start_on(model, port, str(tmp_path / "second.log"))
+        thread.join(timeout=300)
+    finally:
+        for server in (first, second):
+            if server is not None and server.process.poll() is None:
+                server.process.kill()
+                server.process.wait()
+    return done["result"]
 
 
 @contextlib.contextmanager

@@ -1,8 +1,9 @@
 """An http.server instance answering on a thread for the length of a block, and the base of
-the scripted servers tests stand in for an endpoint with."""
+the scripted servers tests stand in for an endpoint with; ``send_json``, their JSON answer."""
 
 import contextlib
 import http.server
+import json
 import threading
 
 
@@ -26,6 +27,22 @@ class QuietHandler(http.server.BaseHTTPRequestHandler):
 
     def log_message(self, *args):
         pass
+
+
+JSON_UTF8 = "application/json; charset=UTF-8"  # the Content-Type Google's APIs answer with
+
+
+def send_json(handler: http.server.BaseHTTPRequestHandler, status: int, body,
+              headers: dict | None = None) -> None:
+    """Answer ``handler``'s request with ``body`` as JSON: Content-Type application/json and
+    Content-Length, then ``headers`` (which may replace either)."""
+    data = json.dumps(body).encode()
+    handler.send_response(status)
+    for name, value in {"Content-Type": "application/json", "Content-Length": str(len(data)),
+                        **(headers or {})}.items():
+        handler.send_header(name, value)
+    handler.end_headers()
+    handler.wfile.write(data)
 
 
 @contextlib.contextmanager

@@ -162,82 +162,79 @@ def test_local_is_accepted_and_said_to_be_the_default(tmp_path, capsys, monkeypa
     assert "--local" not in capsys.readouterr().err and len(started) == 2
 
 
-DATA = ["--set", "input_uri=in.csv", "--set", "label=label"]
-MODEL = ["--set", "model_uri=model", "--set", "dataset_uri=data"]
-EDGE = ["--set", "model_uri=model", "--set", "dataset_uri=data"]
+# What each pipeline needs besides the parameter under test.
+GIVEN = {"training": ["input_uri=in.csv", "label=label"],
+         "batch_prediction": ["model_uri=model", "dataset_uri=data"],
+         "edge_export": ["model_uri=model", "dataset_uri=data"]}
+CSV = ["model_uri=m", "input_uri=c.csv"]  # batch_prediction from files to shard
 SHARD = "(step shard_tfrecords)"
 QUANTIZE = "(step freeze_quantize)"
+QUANTIZATION = (f"quantization 'int3' is not one of none, dynamic, float16, int8, int16x8, "
+                f"auto {QUANTIZE}")
+OUTPUT_FORMAT = ("output_format 'xml' is not one of jsonl, csv, tfrecord "
+                 "(step batch_predict)")
+LAYOUT = f"layout 'rows' is not one of columns, packed, blocks {SHARD}"
+FILE_GROUPS = "file_groups 0: the group count must be at least 1"
+ERROR_FRACTION = ("is outside [0, 1]; it is the largest share of rows that may fail (e.g. 0.01: "
+                  "1%; 1: never fail on error rows)")
+
+
+def refused(name, settings, message, command="run"):
+    """``tfkfp COMMAND NAME`` with the pipeline's GIVEN settings, or ``settings`` where it is
+    a list, and the last of ``settings``: refused with ``message``."""
+    given = settings if isinstance(settings, list) else [*GIVEN[name], settings]
+    return command, name, [arg for setting in given for arg in ("--set", setting)], message
 
 
 @pytest.mark.parametrize("command,name,sets,message", [
-    ("run", "training", DATA + ["--set", "quantization=int3"],
-     f"quantization 'int3' is not one of none, dynamic, float16, int8, int16x8, auto {QUANTIZE}"),
-    ("run", "training", DATA + ["--set", "output_format=xml"],
-     "output_format 'xml' is not one of ('jsonl', 'csv', 'tfrecord') (step batch_predict)"),
-    ("run", "training", DATA + ["--set", "compression=zstd"],
-     f"compression 'zstd' is not one of ('none', 'gzip') {SHARD}"),
-    ("run", "training", DATA + ["--set", "eval_fraction=1.5"],
-     f"eval_fraction 1.5 is outside (0, 1); expected e.g. 0.1 for 10% of rows in the eval "
-     f"split {SHARD}"),
-    ("run", "training", DATA + ["--set", "missing=drop"],
-     f"missing 'drop' is not one of ('impute', 'error') {SHARD}"),
-    ("run", "training", DATA + ["--set", "layout=rows"],
-     f"layout 'rows' is not one of columns, packed, blocks {SHARD}"),
-    ("run", "training", DATA + ["--set", "file_groups=0"],
-     "file_groups 0: the group count must be at least 1"),
-    ("run", "training", DATA + ["--set", 'column_types={"zip": "float64"}'],
-     f'column_types {{"zip": "float64"}}: types must be float32, int64 or string {SHARD}'),
-    ("submit", "training", DATA + ["--set", "input_format=xls"],
-     f"input_format 'xls' is not one of auto, csv, jsonl, parquet, npz, images {SHARD}"),
-    ("run", "training", DATA + ["--set", "max_error_fraction=2"],
-     "max_error_fraction 2.0 is outside [0, 1]; it is the largest share of rows that may fail "
-     "(e.g. 0.01: 1%; 1: never fail on error rows) (step batch_predict)"),
-    ("run", "training", DATA + ["--set", "min_agreement=1.5"],
-     "min_agreement 1.5 is outside [0, 1] (step export_tflite)"),
-    ("submit", "training", DATA + ["--set", "warm_start_model_uri=minio://b/model"],
-     "warm_start_model_uri 'minio://b/model': train reads the earlier model with tf.io.gfile, "
-     "which reads local paths and gs://..., file://... URIs; copy the model there, or mount "
-     "it and give its path"),
-    ("submit", "training", DATA + ["--set", "quantization=int3"],
-     f"quantization 'int3' is not one of none, dynamic, float16, int8, int16x8, auto {QUANTIZE}"),
-    ("run", "batch_prediction", ["--set", "model_uri=model"],
-     "there is nothing to predict: pass --set dataset_uri=... (a Dataset directory of TFRecord "
-     "shards) or --set input_uri=... (files to shard)"),
-    ("run", "batch_prediction", MODEL + ["--set", "output_format=xml"],
-     "output_format 'xml' is not one of ('jsonl', 'csv', 'tfrecord') (step batch_predict)"),
-    ("run", "batch_prediction", MODEL + ["--set", "top_k=0"],
-     "top_k 0 is below 1 (step batch_predict)"),
-    ("run", "batch_prediction", MODEL + ["--set", "predict_batch_size=0"],
-     "predict_batch_size 0 is below 1 (step batch_predict)"),
-    ("run", "batch_prediction", MODEL + ["--set", "file_groups=0"],
-     "file_groups 0: the group count must be at least 1"),
-    ("run", "batch_prediction", MODEL + ["--set", "split=test"],
-     "split 'test' is not one of all, train, eval"),
-    ("run", "batch_prediction", MODEL + ["--set", "max_error_fraction=-0.5"],
-     "max_error_fraction -0.5 is outside [0, 1]; it is the largest share of rows that may fail "
-     "(e.g. 0.01: 1%; 1: never fail on error rows) (step merge_predictions)"),
-    ("run", "batch_prediction", ["--set", "model_uri=m", "--set", "input_uri=c.csv", "--set",
-                                 'column_types={"id": "text"}'],
-     f'column_types {{"id": "text"}}: types must be float32, int64 or string {SHARD}'),
-    ("submit", "batch_prediction", ["--set", "model_uri=m", "--set", "input_uri=c.csv", "--set",
-                                    "num_shards=-1"],
-     f"num_shards -1 / shard_size_mb 128.0: expected num_shards >= 1, or num_shards 0 and "
-     f"shard_size_mb > 0 {SHARD}"),
-    ("run", "batch_prediction", ["--set", "model_uri=m", "--set", "input_uri=c.csv", "--set",
-                                 "layout=rows"],
-     f"layout 'rows' is not one of columns, packed, blocks {SHARD}"),
-    ("run", "edge_export", EDGE + ["--set", "quantization=int3"],
-     f"quantization 'int3' is not one of none, dynamic, float16, int8, int16x8, auto {QUANTIZE}"),
-    ("run", "edge_export", EDGE + ["--set", "calibration_examples=0"],
-     f"calibration_examples 0: the calibration set would be empty; expected e.g. 100-500 "
-     f"{QUANTIZE}"),
-    ("run", "edge_export", EDGE + ["--set", "eval_examples=0"],
-     f"eval_examples 0 is below 1 {QUANTIZE}"),
-    ("submit", "edge_export", EDGE + ["--set", "min_agreement=2"],
-     "min_agreement 2.0 is outside [0, 1] (step export_tflite)"),
-    ("run", "edge_export", EDGE + ["--set", 'input_mapping={"input_1": 3}'],
-     "input_mapping {'input_1': 3}: expected an object of signature input name -> Dataset "
-     f"column name, both strings {QUANTIZE}"),
+    refused("training", "quantization=int3", QUANTIZATION),
+    refused("training", "output_format=xml", OUTPUT_FORMAT),
+    refused("training", "compression=zstd",
+            f"compression 'zstd' is not one of none, gzip {SHARD}"),
+    refused("training", "eval_fraction=1.5", "eval_fraction 1.5 is outside (0, 1); expected e.g. "
+            f"0.1 for 10% of rows in the eval split {SHARD}"),
+    refused("training", "missing=drop",
+            f"missing 'drop' is not one of impute, error {SHARD}"),
+    refused("training", "layout=rows", LAYOUT),
+    refused("training", "file_groups=0", FILE_GROUPS),
+    refused("training", 'column_types={"zip": "float64"}',
+            f'column_types {{"zip": "float64"}}: types must be float32, int64 or string {SHARD}'),
+    refused("training", "input_format=xls", "input_format 'xls' is not one of auto, csv, jsonl, "
+            f"parquet, npz, images {SHARD}", "submit"),
+    refused("training", "max_error_fraction=2",
+            f"max_error_fraction 2.0 {ERROR_FRACTION} (step batch_predict)"),
+    refused("training", "min_agreement=1.5",
+            "min_agreement 1.5 is outside [0, 1] (step export_tflite)"),
+    refused("training", "warm_start_model_uri=minio://b/model",
+            "warm_start_model_uri 'minio://b/model': train reads the earlier model with "
+            "tf.io.gfile, which reads local paths and gs://..., file://... URIs; copy the model "
+            "there, or mount it and give its path", "submit"),
+    refused("training", "quantization=int3", QUANTIZATION, "submit"),
+    refused("batch_prediction", ["model_uri=model"],
+            "there is nothing to predict: pass --set dataset_uri=... (a Dataset directory of "
+            "TFRecord shards) or --set input_uri=... (files to shard)"),
+    refused("batch_prediction", "output_format=xml", OUTPUT_FORMAT),
+    refused("batch_prediction", "top_k=0", "top_k 0 is below 1 (step batch_predict)"),
+    refused("batch_prediction", "predict_batch_size=0",
+            "predict_batch_size 0 is below 1 (step batch_predict)"),
+    refused("batch_prediction", "file_groups=0", FILE_GROUPS),
+    refused("batch_prediction", "split=test", "split 'test' is not one of all, train, eval"),
+    refused("batch_prediction", "max_error_fraction=-0.5",
+            f"max_error_fraction -0.5 {ERROR_FRACTION} (step merge_predictions)"),
+    refused("batch_prediction", [*CSV, 'column_types={"id": "text"}'],
+            f'column_types {{"id": "text"}}: types must be float32, int64 or string {SHARD}'),
+    refused("batch_prediction", [*CSV, "num_shards=-1"],
+            "num_shards -1 / shard_size_mb 128.0: expected num_shards >= 1, or num_shards 0 and "
+            f"shard_size_mb > 0 {SHARD}", "submit"),
+    refused("batch_prediction", [*CSV, "layout=rows"], LAYOUT),
+    refused("edge_export", "quantization=int3", QUANTIZATION),
+    refused("edge_export", "calibration_examples=0", "calibration_examples 0: the calibration set "
+            f"would be empty; expected e.g. 100-500 {QUANTIZE}"),
+    refused("edge_export", "eval_examples=0", f"eval_examples 0 is below 1 {QUANTIZE}"),
+    refused("edge_export", "min_agreement=2",
+            "min_agreement 2.0 is outside [0, 1] (step export_tflite)", "submit"),
+    refused("edge_export", 'input_mapping={"input_1": 3}', "input_mapping {'input_1': 3}: expected "
+            f"an object of signature input name -> Dataset column name, both strings {QUANTIZE}"),
 ])
 def test_a_parameter_checkable_without_data_is_refused_before_anything_starts(
         command, name, sets, message, tmp_path, capsys, monkeypatch):

@@ -6,6 +6,7 @@ import threading
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 
 import pytest
+from threaded_server import send_json
 
 from tfkfp.cli import submit
 from tfkfp.cli.main import main
@@ -49,12 +50,7 @@ class FakeKfp(BaseHTTPRequestHandler):
             hook()
 
     def _answer(self, body, status=200):
-        data = json.dumps(body).encode()
-        self.send_response(status)
-        self.send_header("Content-Type", "application/json")
-        self.send_header("Content-Length", str(len(data)))
-        self.end_headers()
-        self.wfile.write(data)
+        send_json(self, status, body)
 
     def log_message(self, *args):  # keep the test output quiet
         pass

@@ -17,6 +17,7 @@ import pytest
 import upstream_schemas
 import yaml
 from cluster_tools import ROOT, run, tool
+from fake_vertex.long_running import Done
 from kube_controller import cluster_with
 
 from tfkfp.components.common.training.config import TrainConfig
@@ -293,16 +294,6 @@ def test_a_canary_on_an_existing_endpoint_sends_a_typed_traffic_split():
 
 
 PARENT = "projects/p/locations/europe-west4"
-
-
-class Done:
-    """A long-running operation that has finished with ``result``."""
-
-    def __init__(self, result):
-        self._result = result
-
-    def result(self, timeout=None):
-        return self._result
 
 
 class RecordingModels:

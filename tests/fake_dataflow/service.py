@@ -27,7 +27,7 @@ import json
 import threading
 from typing import Dict, List, Sequence
 
-from threaded_server import answering
+from threaded_server import JSON_UTF8, answering, send_json
 
 PROJECT, REGION = "tfkfp-test", "europe-west4"
 ENDED = {"JOB_STATE_DONE", "JOB_STATE_FAILED", "JOB_STATE_CANCELLED", "JOB_STATE_UPDATED",
@@ -189,12 +189,7 @@ class _Handler(http.server.BaseHTTPRequestHandler):
         return None
 
     def _answer(self, code: int, body: Dict):
-        data = json.dumps(body).encode()
-        self.send_response(code)
-        self.send_header("Content-Type", "application/json; charset=UTF-8")
-        self.send_header("Content-Length", str(len(data)))
-        self.end_headers()
-        self.wfile.write(data)
+        send_json(self, code, body, {"Content-Type": JSON_UTF8})
 
 
 def serving(**kwargs):

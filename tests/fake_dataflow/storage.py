@@ -23,7 +23,7 @@ import urllib.parse
 from typing import Dict, Tuple
 
 import google_crc32c
-from threaded_server import answering
+from threaded_server import JSON_UTF8, answering, send_json
 
 TOKEN = "fake-access-token"
 
@@ -122,13 +122,7 @@ class _Handler(http.server.BaseHTTPRequestHandler):
         return False
 
     def _answer(self, code: int, body: Dict, headers: Dict | None = None):
-        data = json.dumps(body).encode()
-        self.send_response(code)
-        for key, value in {"Content-Type": "application/json; charset=UTF-8",
-                           "Content-Length": str(len(data)), **(headers or {})}.items():
-            self.send_header(key, value)
-        self.end_headers()
-        self.wfile.write(data)
+        send_json(self, code, body, {"Content-Type": JSON_UTF8, **(headers or {})})
 
 
 def serving(**kwargs):

@@ -19,7 +19,7 @@ import json
 import threading
 from typing import Callable, Dict, List, Tuple
 
-from threaded_server import answering
+from threaded_server import answering, send_json
 
 LIMIT_BYTES = 1_500_000  # "the payload limit size (currently, 1.5MB)"
 ENDPOINT = "projects/tfkfp-test/locations/europe-west4/endpoints/4242"
@@ -98,13 +98,8 @@ class _Handler(http.server.BaseHTTPRequestHandler):
         self._answer(code, {"error": {"code": code, "message": message, "status": status}})
 
     def _answer(self, code: int, body: Dict):
-        data = json.dumps(body).encode()
         self.server.statuses[code] += 1
-        self.send_response(code)
-        self.send_header("Content-Type", "application/json")
-        self.send_header("Content-Length", str(len(data)))
-        self.end_headers()
-        self.wfile.write(data)
+        send_json(self, code, body)
 
 
 def serving(answer: Callable[[List[Dict]], List], **kwargs):

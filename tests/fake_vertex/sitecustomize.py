@@ -18,13 +18,7 @@ def record(call: str, **fields) -> None:
 
 if FOLDER:
     from google.cloud import aiplatform_v1 as v1
-
-    class Operation:
-        def __init__(self, value):
-            self.value = value
-
-        def result(self):
-            return self.value
+    from long_running import Done
 
     class FakeModelService:
         def __init__(self, client_options=None, **kwargs):
@@ -33,7 +27,7 @@ if FOLDER:
         def upload_model(self, request):
             record("upload_model", parent=request.parent,
                    artifact_uri=request.model.artifact_uri)
-            return Operation(v1.UploadModelResponse(model=f"{request.parent}/models/7"))
+            return Done(v1.UploadModelResponse(model=f"{request.parent}/models/7"))
 
     class FakeJobService:
         def __init__(self, client_options=None, **kwargs):

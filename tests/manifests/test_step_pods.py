@@ -99,6 +99,17 @@ def dry_run(api_server, path):
     return json.loads(result.stdout), ""
 
 
+def dry_run_train_step(api_server, tools, rendered, overlay, tmp_path, used=None):
+    """``dry_run`` of the committed training pipeline's train step as a pod in a namespace
+    ``prepare``d for ``overlay``."""
+    namespace = prepare(api_server, tools, rendered, overlay, tmp_path, used)
+    spec = next(yaml.safe_load_all(pathlib.Path(registry.golden_path("training")).read_text()))
+    (train,) = [s for s in compiled_steps(spec) if s[0] == "exec-train"]
+    manifest = tmp_path / "train.yaml"
+    manifest.write_text(yaml.safe_dump(pod("train", namespace, train[1], train[2])))
+    return dry_run(api_server, manifest)
+
+
 def pipeline_files(overlay, kind_pipelines):
     if resources.OVERLAY_PROFILES[overlay] == "kind":
         return {name: pathlib.Path(path) for name, path in kind_pipelines.items()}
@@ -142,12 +153,7 @@ def test_every_compiled_step_is_admitted_by_the_overlays_namespace(
 def test_the_cluster_sized_train_step_is_refused_on_kind(api_server, tools, rendered, tmp_path):
     """Why kind has its own sizes: its LimitRange refuses the cluster-sized train pod, so the
     admission check bites."""
-    namespace = prepare(api_server, tools, rendered, "kind", tmp_path)
-    spec = next(yaml.safe_load_all(pathlib.Path(registry.golden_path("training")).read_text()))
-    (train,) = [s for s in compiled_steps(spec) if s[0] == "exec-train"]
-    manifest = tmp_path / "train.yaml"
-    manifest.write_text(yaml.safe_dump(pod("train", namespace, train[1], train[2])))
-    admitted, answer = dry_run(api_server, manifest)
+    admitted, answer = dry_run_train_step(api_server, tools, rendered, "kind", tmp_path)
     assert admitted is None, "kind admitted a 4-CPU, 16Gi train pod"
     assert "maximum memory usage per Container is 8Gi" in answer, answer
 
@@ -156,11 +162,7 @@ def test_the_cluster_sized_train_step_is_refused_on_kind(api_server, tools, rend
 def test_a_namespace_whose_quota_is_spent_refuses_the_train_step(api_server, tools, rendered,
                                                                   tmp_path):
     """The ResourceQuota admission plugin is on and the quota's status is what it reads."""
-    namespace = prepare(api_server, tools, rendered, "gke", tmp_path, used={"requests.cpu": "62"})
-    spec = next(yaml.safe_load_all(pathlib.Path(registry.golden_path("training")).read_text()))
-    (train,) = [s for s in compiled_steps(spec) if s[0] == "exec-train"]
-    manifest = tmp_path / "train.yaml"
-    manifest.write_text(yaml.safe_dump(pod("train", namespace, train[1], train[2])))
-    admitted, answer = dry_run(api_server, manifest)
+    admitted, answer = dry_run_train_step(api_server, tools, rendered, "gke", tmp_path,
+                                          used={"requests.cpu": "62"})
     assert admitted is None, "a namespace with 2 of its 64 CPUs left admitted a 4-CPU pod"
     assert "exceeded quota: tfkfp-total" in answer, answer

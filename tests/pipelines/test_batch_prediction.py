@@ -22,13 +22,6 @@ def rows_in(folders):
     return sorted(rows, key=lambda r: r["id"])
 
 
-def test_compiles(tmp_path):
-    out = tmp_path / "batch_prediction.yaml"
-    compiler.Compiler().compile(batch_prediction, str(out))
-    text = out.read_text()
-    assert "for-loop" in text and "merge-predictions" in text and "shard-tfrecords" in text
-
-
 @pytest.mark.slow
 @pytest.mark.usefixtures("isolated")  # each task sees only its own inputs, as in a pod
 def test_fan_out_gives_the_same_rows_as_one_task(demo_model, demo_dataset, tmp_path, capsys):

@@ -8,19 +8,11 @@ import re
 import time
 
 import pytest
-from kfp import compiler
 
 from conftest import summary_row
 from tfkfp.cli.main import main
 from tfkfp.components.common.tflite import metadata as tflite_metadata
 from tfkfp.pipelines.edge_export import edge_export
-
-
-def test_compiles(tmp_path):
-    out = tmp_path / "edge_export.yaml"
-    compiler.Compiler().compile(edge_export, str(out))
-    text = out.read_text()
-    assert "freeze-quantize" in text and "export-tflite" in text and "importer" in text
 
 
 @pytest.mark.slow
@@ -96,24 +88,6 @@ def test_the_sweep_has_a_budget_and_bounded_latency_by_default():
     assert inputs["sweep_seconds"].default == 900.0
     assert (inputs["latency_batch_size"].default, inputs["latency_runs"].default,
             inputs["latency_seconds"].default) == (256, 20, 10.0)
-
-
-@pytest.fixture(scope="module")
-def cnn_299(tmp_path_factory):
-    """A small untrained CNN on 299x299 images (InceptionV3's input size at a fraction of its
-    work), saved with tf.saved_model.save: what a user brings."""
-    import tensorflow as tf
-    import tf_keras
-
-    tf_keras.utils.set_random_seed(7)
-    inputs = tf_keras.Input((299, 299, 1), name="pixels")
-    x = tf_keras.layers.Conv2D(8, 3, strides=2, activation="relu")(inputs)
-    x = tf_keras.layers.Conv2D(16, 3, strides=2, activation="relu")(x)
-    x = tf_keras.layers.GlobalAveragePooling2D()(x)
-    outputs = tf_keras.layers.Dense(10, activation="softmax")(x)
-    out = str(tmp_path_factory.mktemp("cnn_299") / "model")
-    tf.saved_model.save(tf_keras.Model(inputs, outputs), out)
-    return out
 
 
 TINY_BUDGET = 1.0

@@ -4,10 +4,13 @@ PipelineSpec, and run every step in the suite's image."""
 import pytest
 import yaml
 from google.protobuf import json_format
+from kfp import compiler
 from kfp.pipeline_spec import pipeline_spec_pb2
 
 from tfkfp.components._image import GPU_IMAGE, IMAGE
 from tfkfp.pipelines import registry
+from tfkfp.pipelines.batch_prediction import batch_prediction
+from tfkfp.pipelines.edge_export import edge_export
 
 REGENERATE = "regenerate with: tfkfp compile --out pipelines"
 
@@ -24,6 +27,17 @@ def test_committed_yaml_matches_the_pipeline_code(name, tmp_path):
     with open(golden) as f, open(fresh) as g:
         assert without_sdk_version(yaml.safe_load(f)) == without_sdk_version(
             yaml.safe_load(g)), f"{golden} is out of date; {REGENERATE}"
+
+
+@pytest.mark.parametrize("pipeline,tasks", [
+    (batch_prediction, ("for-loop", "merge-predictions", "shard-tfrecords")),
+    (edge_export, ("freeze-quantize", "export-tflite", "importer")),
+], ids=["batch_prediction", "edge_export"])
+def test_the_pipeline_function_compiles_with_its_tasks(pipeline, tasks, tmp_path):
+    out = tmp_path / "pipeline.yaml"
+    compiler.Compiler().compile(pipeline, str(out))
+    text = out.read_text()
+    assert [task for task in tasks if task not in text] == []
 
 
 @pytest.mark.parametrize("name", registry.names())

@@ -20,7 +20,7 @@ import uuid
 import numpy as np
 import pytest
 from serve_process import free_port
-from threaded_server import answering
+from threaded_server import answering, send_json
 
 from tfkfp.components.batch_predict import endpoint_sender
 from tfkfp.components.batch_predict.core import batch_predict
@@ -96,14 +96,8 @@ class _Handler(http.server.BaseHTTPRequestHandler):
         self._answer(200, answer)
 
     def _answer(self, status, body, headers=None):
-        data = json.dumps(body).encode()
         self.server.statuses[status] += 1
-        self.send_response(status)
-        for name, value in {"Content-Type": "application/json",
-                            "Content-Length": str(len(data)), **(headers or {})}.items():
-            self.send_header(name, value)
-        self.end_headers()
-        self.wfile.write(data)
+        send_json(self, status, body, headers)
 
 
 def _features(body, names):

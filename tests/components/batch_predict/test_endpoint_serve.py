@@ -4,12 +4,10 @@ started again ends with every row predicted once."""
 
 import json
 import os
-import signal
-import threading
 
 import numpy as np
 import pytest
-from serve_process import free_port, running, start_on
+from serve_process import free_port, restarted_mid_run, running
 from string_tables import probe_rows
 
 from tfkfp.components.batch_predict.core import batch_predict
@@ -85,33 +83,10 @@ def test_a_server_killed_mid_run_and_restarted_loses_and_doubles_no_row(
     step = batch_predict(string_table.model, gap_table, str(tmp_path / "step"), keys=["id"],
                          top_k=2)
     port = free_port()
-    gate = str(tmp_path / "open")  # never created: the first server's model calls all wait
-    first = start_on(string_table.model, port, str(tmp_path / "first.log"),
-                  {"TFKFP_SERVE_CALL_GATE": gate})
-    done = {}
-
-    def predict():
-        done["result"] = batch_predict(
-            string_table.model, gap_table, str(tmp_path / "endpoint"), keys=["id"], top_k=2,
-            endpoint=EndpointOptions(f"http://127.0.0.1:{port}", batch_rows=8, concurrency=3,
-                                     retries=12))
-
-    thread = threading.Thread(target=predict)
-    thread.start()
-    second = None
-    try:
-        first.wait_until(lambda: first.metric("tfkfp_requests_in_flight") >= 3,
-                         "3 requests in flight")
-        first.process.send_signal(signal.SIGKILL)  # requests in flight die with it
-        first.process.wait()
-        second = start_on(string_table.model, port, str(tmp_path / "second.log"))
-        thread.join(timeout=300)
-    finally:
-        for server in (first, second):
-            if server is not None and server.process.poll() is None:
-                server.process.kill()
-                server.process.wait()
-    result = done["result"]
+    result = restarted_mid_run(string_table.model, port, tmp_path, 3, lambda: batch_predict(
+        string_table.model, gap_table, str(tmp_path / "endpoint"), keys=["id"], top_k=2,
+        endpoint=EndpointOptions(f"http://127.0.0.1:{port}", batch_rows=8, concurrency=3,
+                                 retries=12)))
     assert result.model["retries"] >= 3
     assert (result.inputs, result.predictions, result.errors) == (step.inputs, step.inputs, 0)
     assert_same_answers(rows_by_id(str(tmp_path / "endpoint")),

@@ -5,6 +5,7 @@ import os
 import signal
 
 import pytest
+from fake_vertex.long_running import Done
 from google.cloud import aiplatform_v1 as v1
 
 from tfkfp.components.batch_predict.errors import PredictInputError
@@ -68,21 +69,13 @@ def test_bad_options_are_refused_before_anything_is_sent(change, message):
         build_requests(dataclasses.replace(JOB, **change))
 
 
-class FakeOperation:
-    def __init__(self, value):
-        self.value = value
-
-    def result(self):
-        return self.value
-
-
 class FakeModels:
     def __init__(self):
         self.sent = []
 
     def upload_model(self, request):
         self.sent.append(request)
-        return FakeOperation(v1.UploadModelResponse(model=f"{request.parent}/models/7"))
+        return Done(v1.UploadModelResponse(model=f"{request.parent}/models/7"))
 
 
 class FakeJobs:

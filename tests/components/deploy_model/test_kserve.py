@@ -10,7 +10,7 @@ import pathlib
 import pytest
 import upstream_schemas
 import yaml
-from kube_controller import Controller, cluster_with
+from kube_controller import Controller, kubeconfig_fixture
 
 from tfkfp.components._image import IMAGE
 from tfkfp.components.deploy_model import kserve, least_privilege, network_policy
@@ -22,17 +22,13 @@ NAMESPACE = "team"
 ROOT = pathlib.Path(__file__).resolve().parents[3]
 
 
-@pytest.fixture(scope="module")
-def kubeconfig(tmp_path_factory):
-    with cluster_with(tmp_path_factory, NAMESPACE, [upstream_schemas.INFERENCESERVICE]) as path:
-        yield path
+kubeconfig = kubeconfig_fixture(NAMESPACE, [upstream_schemas.INFERENCESERVICE])
 
 
 class KServe(Controller):
     """The KServe controller's part: write the service's status for its generation."""
 
-    def __init__(self, kubeconfig):
-        super().__init__(kubeconfig, NAMESPACE, kserve.GROUP, kserve.VERSION, kserve.PLURAL)
+    namespace, resource_module = NAMESPACE, kserve
 
     def wait_for_generation(self, name, generation, timeout=60):
         import time

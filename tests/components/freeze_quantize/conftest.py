@@ -69,4 +69,4 @@ def auto_result(wide_model, demo_dataset, tmp_path_factory):
     out = tmp_path_factory.mktemp("auto")
     return freeze_quantize(wide_model, demo_dataset, str(out / "tflite"), str(out / "frozen"),
                            quantization="auto", calibration_examples=100, timing=Timing(32, 3))
-from plain_models import digit_images, plain_cnn  # noqa: E402, F401  (session fixtures)
+from plain_models import cnn_299, digit_images, plain_cnn  # noqa: E402, F401  (session fixtures)

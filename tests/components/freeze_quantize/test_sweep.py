@@ -129,24 +129,6 @@ def test_a_budget_spent_by_the_first_conversion_fails_naming_every_mode(plain_cn
     assert not os.path.exists(tmp_path / "t")  # nothing chosen, nothing written
 
 
-@pytest.fixture(scope="module")
-def cnn_299(tmp_path_factory):
-    """A small untrained CNN on 299x299 images, InceptionV3's input size at a fraction of its
-    work: two strided convolutions, global pooling, softmax over 10 classes."""
-    import tensorflow as tf
-    import tf_keras
-
-    tf_keras.utils.set_random_seed(7)
-    inputs = tf_keras.Input((299, 299, 1), name="pixels")
-    x = tf_keras.layers.Conv2D(8, 3, strides=2, activation="relu")(inputs)
-    x = tf_keras.layers.Conv2D(16, 3, strides=2, activation="relu")(x)
-    x = tf_keras.layers.GlobalAveragePooling2D()(x)
-    outputs = tf_keras.layers.Dense(10, activation="softmax")(x)
-    out = str(tmp_path_factory.mktemp("cnn_299") / "model")
-    tf.saved_model.save(tf_keras.Model(inputs, outputs), out)
-    return out
-
-
 SWEEP_SECONDS = 8.0
 # What the deadline cannot stop: the first conversion (about 2 s for this CNN here, started
 # at the sweep's first second) and one LiteRT call (milliseconds). A sweep that ignored the

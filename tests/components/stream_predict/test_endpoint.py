@@ -4,19 +4,17 @@ every row still answered once as batch_predict answers it, the retries counted, 
 dead-lettered one by one; an endpoint that does not answer refused before any work."""
 
 import json
-import signal
-import threading
 
 import pytest
 from beam_table import HEADER, assert_answers_as_batch_predict, rows
 from pubsub_emulator import publish, pull_all, topic_with_subscription
-from serve_process import free_port, start_on
+from serve_process import free_port, restarted_mid_run
 
 from tfkfp.components.common.beam.endpoint_handler import connect_once
 from tfkfp.components.common.endpoint.options import EndpointOptions
 from tfkfp.components.stream_predict.core import stream_predict
 from tfkfp.components.stream_predict.errors import StreamInputError
-from tfkfp.components.stream_predict.options import stream_options
+from tfkfp.components.stream_predict.options import StreamOptions
 
 pytestmark = pytest.mark.slow
 
@@ -37,30 +35,11 @@ def test_a_server_restarted_mid_stream_loses_no_row(pubsub_emulator, beam_table,
     table = _table()
     ids = publish(rows_in, [json.dumps(r).encode() for r in table])
     port = free_port()
-    gate = str(tmp_path / "never")  # not created: the first server's model calls all wait
-    first = start_on(beam_table.model, port, str(tmp_path / "first.log"),
-                  {"TFKFP_SERVE_CALL_GATE": gate})
     endpoint = EndpointOptions(f"http://127.0.0.1:{port}", retries=12, timeout_s=60)
-    options = stream_options(subscription, out, dead, keys=["row id"], top_k=2,
+    options = StreamOptions(subscription, out, dead, keys=["row id"], top_k=2,
                              max_batch_size=8, max_messages=len(table), drain_s=120)
-    done = {}
-    thread = threading.Thread(target=lambda: done.update(
-        result=stream_predict(beam_table.model, options, "direct", endpoint=endpoint)))
-    thread.start()
-    second = None
-    try:
-        first.wait_until(lambda: first.metric("tfkfp_requests_in_flight") >= 1,
-                         "a request in flight")
-        first.process.send_signal(signal.SIGKILL)  # the request in flight dies with it
-        first.process.wait()
-        second = start_on(beam_table.model, port, str(tmp_path / "second.log"))
-        thread.join(timeout=300)
-    finally:
-        for server in (first, second):
-            if server is not None and server.process.poll() is None:
-                server.process.kill()
-                server.process.wait()
-    result = done["result"]
+    result = restarted_mid_run(beam_table.model, port, tmp_path, 1, lambda: stream_predict(
+        beam_table.model, options, "direct", endpoint=endpoint))
     assert (result.messages, result.predicted, result.dead_lettered, result.unfinished) == \
         (24, 22, 2, 0)
     assert connect_once(endpoint).client.retried >= 1
@@ -83,6 +62,6 @@ def test_an_endpoint_that_does_not_answer_is_refused_before_any_work(pubsub_emul
     url = f"http://127.0.0.1:{free_port()}"
     with pytest.raises(StreamInputError, match=f"endpoint {url}/v2/models/model/ready is "
                        "unreachable"):
-        stream_predict(beam_table.model, stream_options(subscription, out, dead,
+        stream_predict(beam_table.model, StreamOptions(subscription, out, dead,
                                                         max_messages=1), "direct",
                        endpoint=EndpointOptions(url, retries=0))

@@ -4,7 +4,7 @@ import shutil
 
 import pytest
 
-from conftest import cut_shard, flip_byte, write_csv
+from conftest import cut_shard_of, flip_byte, write_csv
 from tfkfp.components.common.data.damage import DamagedShardError
 from tfkfp.components.common.data.dataset import DatasetMismatchError, Manifest
 from tfkfp.components.common.data.schema import SchemaError
@@ -41,21 +41,15 @@ def test_unlabeled_data_is_refused(unlabeled_dataset, tmp_path):
         train(unlabeled_dataset, str(tmp_path / "model"))
 
 
-def test_a_shard_cut_on_a_record_boundary_is_refused_naming_it(demo_dataset, tmp_path):
-    data = str(tmp_path / "data")
-    shutil.copytree(demo_dataset, data)
-    shard = Manifest.load(data).shard_files("train")[1]
-    _, before, after = cut_shard(shard, 100)
-    with pytest.raises(DatasetMismatchError, match=f"{re.escape(shard)} is {after} bytes, "
-                       f"expected {before} bytes"):
-        train(data, str(tmp_path / "model"), epochs=1)
+def test_a_shard_cut_on_a_record_boundary_is_refused_naming_it(dataset_copy, tmp_path):
+    with pytest.raises(DatasetMismatchError, match=cut_shard_of(dataset_copy, "train", 1, 100)):
+        train(dataset_copy, str(tmp_path / "model"), epochs=1)
 
 
-def test_a_shard_with_a_flipped_byte_fails_training_naming_it(demo_dataset, tmp_path):
+def test_a_shard_with_a_flipped_byte_fails_training_naming_it(dataset_copy, tmp_path):
     """Its size is unchanged, so the manifest's check passes it; TensorFlow's reader then
     stopped with a bare ``DataLossError: corrupted record at N``, naming no shard."""
-    data = str(tmp_path / "data")
-    shutil.copytree(demo_dataset, data)
+    data = dataset_copy
     shard = Manifest.load(data).shard_files("train")[1]
     flip_byte(shard, 3)
     with pytest.raises(DamagedShardError) as failed:

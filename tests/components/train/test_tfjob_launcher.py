@@ -3,6 +3,7 @@ Training Operator runs here, so each test plays its part: it reads the job the l
 created and writes the job's status (and, for success, runs the chief's command the way the
 operator's pod would)."""
 
+import functools
 import json
 import os
 import subprocess
@@ -12,7 +13,14 @@ import pytest
 import upstream_schemas
 import yaml
 from cluster_tools import ROOT, run, tool
-from kube_controller import Controller, cancel_step, cluster_with
+from kube_controller import (
+    Controller,
+    cancelling_deletes_the_job,
+    in_a_missing_namespace,
+    job_options,
+    kubeconfig_fixture,
+    past_its_deadline,
+)
 
 from tfkfp.components._image import IMAGE
 from tfkfp.components.common.training.config import TrainConfigError
@@ -24,17 +32,13 @@ pytestmark = pytest.mark.slow
 NAMESPACE = "team"
 
 
-@pytest.fixture(scope="module")
-def kubeconfig(tmp_path_factory):
-    with cluster_with(tmp_path_factory, NAMESPACE, [upstream_schemas.TFJOB]) as path:
-        yield path
+kubeconfig = kubeconfig_fixture(NAMESPACE, [upstream_schemas.TFJOB])
 
 
 class Operator(Controller):
     """The Training Operator's part: find the job, append its status conditions."""
 
-    def __init__(self, kubeconfig):
-        super().__init__(kubeconfig, NAMESPACE, tfjob.GROUP, tfjob.VERSION, tfjob.PLURAL)
+    namespace, resource_module = NAMESPACE, tfjob
 
     def set_condition(self, name, kind, reason="", message=""):
         conditions = (self.job(name).get("status") or {}).get("conditions") or []
@@ -44,11 +48,7 @@ class Operator(Controller):
         self.replace_status(name, {"conditions": [*conditions, condition]})
 
 
-def options(tmp_path, name, **more):
-    shared = tmp_path / "shared"
-    return {"namespace": NAMESPACE, "job_name": name, "volume_claim": "shared-data",
-            "mount_path": str(shared), "job_dir": str(shared / name), "poll_seconds": 0.2,
-            **more}
+options = functools.partial(job_options, NAMESPACE)
 
 
 def test_a_tfjob_that_succeeds_trains_and_returns_the_model(kubeconfig, demo_dataset,
@@ -102,27 +102,20 @@ def test_a_tfjob_past_its_deadline_is_deleted_and_fails_the_step(kubeconfig, dem
                                                                  tmp_path, monkeypatch):
     monkeypatch.setattr(kube, "DEADLINE_GRACE_SECONDS", 0)
     operator = Operator(kubeconfig)
-    check = operator.play("slow", lambda job: operator.set_condition("slow", "Running"))
-    with pytest.raises(TFJobFailed, match="passed its deadline of 2 s"):
-        train(demo_dataset, str(tmp_path / "model"), launcher="tfjob",
-              launcher_options=options(tmp_path, "slow", deadline_seconds=2))
-    check()
-    assert not operator.exists("slow")
+    past_its_deadline(operator, "tfjob", demo_dataset, tmp_path,
+                      lambda job: operator.set_condition("slow", "Running"),
+                      TFJobFailed, "passed its deadline of 2 s")
 
 
 def test_cancelling_the_step_deletes_the_tfjob(kubeconfig, demo_dataset, tmp_path):
-    operator = Operator(kubeconfig)
-    out = cancel_step(operator, kubeconfig, "tfjob", demo_dataset, str(tmp_path / "model"),
-                      options(tmp_path, "cancel"), "cancel")
-    assert "stopped by signal" in out, out[-3000:]
-    assert not operator.exists("cancel")
+    cancelling_deletes_the_job(Operator(kubeconfig), kubeconfig, "tfjob", demo_dataset,
+                               tmp_path)
 
 
 def test_a_tfjob_that_cannot_be_created_says_why(kubeconfig, demo_dataset, tmp_path):
-    with pytest.raises(TFJobFailed, match=r"could not create TFJob nowhere/lost: 404 "
-                                                r"Not Found: namespaces \"nowhere\" not found"):
-        train(demo_dataset, str(tmp_path / "model"), launcher="tfjob",
-              launcher_options={**options(tmp_path, "lost"), "namespace": "nowhere"})
+    in_a_missing_namespace("tfjob", demo_dataset, tmp_path, TFJobFailed,
+                           r"could not create TFJob nowhere/lost: 404 Not Found: namespaces "
+                           r"\"nowhere\" not found")
 
 
 def test_without_an_allow_list_only_the_default_image_and_account_are_allowed(

@@ -7,6 +7,7 @@ writes the TrainJob's status."""
 
 import copy
 import datetime
+import functools
 import json
 import os
 import subprocess
@@ -16,7 +17,14 @@ import pytest
 import upstream_schemas
 import yaml
 from cluster_tools import ROOT, run, tool
-from kube_controller import Controller, cancel_step, cluster_with
+from kube_controller import (
+    Controller,
+    cancelling_deletes_the_job,
+    cluster_with,
+    in_a_missing_namespace,
+    job_options,
+    past_its_deadline,
+)
 
 from tfkfp.components._image import IMAGE
 from tfkfp.components.common.training.config import TrainConfigError
@@ -50,9 +58,7 @@ def kubeconfig(tmp_path_factory):
 class Trainer(Controller):
     """Kubeflow Trainer's part, for a runtime without an ML policy of its own."""
 
-    def __init__(self, kubeconfig):
-        super().__init__(kubeconfig, NAMESPACE, trainjob.GROUP, trainjob.VERSION,
-                         trainjob.PLURAL)
+    namespace, resource_module = NAMESPACE, trainjob
 
     def set_condition(self, name, kind, reason, message):
         """Conditions are metav1.Conditions, one per type."""
@@ -129,11 +135,7 @@ def patch_pod(rjob, patch):
         target["volumeMounts"] = target.get("volumeMounts", []) + change["volumeMounts"]
 
 
-def options(tmp_path, name, **more):
-    shared = tmp_path / "shared"
-    return {"namespace": NAMESPACE, "job_name": name, "volume_claim": "shared-data",
-            "mount_path": str(shared), "job_dir": str(shared / name), "poll_seconds": 0.2,
-            **more}
+options = functools.partial(job_options, NAMESPACE)
 
 
 def test_a_trainjob_that_succeeds_trains_and_returns_the_model(kubeconfig, demo_dataset,
@@ -199,32 +201,22 @@ def test_a_failed_trainjob_fails_the_step_with_its_reason_and_is_kept(kubeconfig
 def test_a_trainjob_past_its_deadline_is_deleted_and_fails_the_step(kubeconfig, demo_dataset,
                                                                     tmp_path, monkeypatch):
     monkeypatch.setattr(kube, "DEADLINE_GRACE_SECONDS", 0)
-    trainer = Trainer(kubeconfig)
     deadlines = []
-    check = trainer.play("slow", lambda job: deadlines.append(
-        job["spec"]["activeDeadlineSeconds"]))
-    with pytest.raises(TrainJobFailed, match="TrainJob team/slow passed its deadline of 2 s"):
-        train(demo_dataset, str(tmp_path / "model"), launcher="trainjob",
-              launcher_options=options(tmp_path, "slow", deadline_seconds=2))
-    check()
+    past_its_deadline(Trainer(kubeconfig), "trainjob", demo_dataset, tmp_path,
+                      lambda job: deadlines.append(job["spec"]["activeDeadlineSeconds"]),
+                      TrainJobFailed, "TrainJob team/slow passed its deadline of 2 s")
     assert deadlines == [2]  # Trainer enforces it first, with reason DeadlineExceeded
-    assert not trainer.exists("slow")
 
 
 def test_cancelling_the_step_deletes_the_trainjob(kubeconfig, demo_dataset, tmp_path):
-    trainer = Trainer(kubeconfig)
-    out = cancel_step(trainer, kubeconfig, "trainjob", demo_dataset, str(tmp_path / "model"),
-                      options(tmp_path, "cancel"), "cancel")
-    assert "stopped by signal" in out, out[-3000:]
-    assert not trainer.exists("cancel")
+    cancelling_deletes_the_job(Trainer(kubeconfig), kubeconfig, "trainjob", demo_dataset,
+                               tmp_path)
 
 
 def test_a_trainjob_that_cannot_be_created_says_why(kubeconfig, demo_dataset, tmp_path):
-    with pytest.raises(TrainJobFailed, match=r"could not create TrainJob nowhere/lost: 404 "
-                                             r"Not Found: namespaces \"nowhere\" not found\. "
-                                             r"Is Kubeflow Trainer v2 installed"):
-        train(demo_dataset, str(tmp_path / "model"), launcher="trainjob",
-              launcher_options={**options(tmp_path, "lost"), "namespace": "nowhere"})
+    in_a_missing_namespace("trainjob", demo_dataset, tmp_path, TrainJobFailed,
+                           r"could not create TrainJob nowhere/lost: 404 Not Found: "
+                           r"namespaces \"nowhere\" not found\. Is Kubeflow Trainer v2 installed")
 
 
 def test_a_service_account_outside_the_allow_list_is_refused_before_the_trainjob(

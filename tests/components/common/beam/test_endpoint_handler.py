@@ -13,7 +13,7 @@ import numpy as np
 import pytest
 from apache_beam.ml.inference.base import RunInference
 from apache_beam.testing.util import assert_that, equal_to
-from threaded_server import LoopbackServer, QuietHandler, answering
+from threaded_server import LoopbackServer, QuietHandler, answering, send_json
 
 from tfkfp.components.common.beam.endpoint_handler import (
     EndpointModelHandler,
@@ -43,26 +43,26 @@ class Scripted(LoopbackServer):
 class _Handler(QuietHandler):
     def do_GET(self):
         if self.path == "/v2/models/m/ready":
-            return self._send(200, {"name": "m", "ready": True})
+            return send_json(self, 200, {"name": "m", "ready": True})
         if self.path == "/v2/models/m":
-            return self._send(200, {"name": "m", "versions": ["3"], "inputs": [
+            return send_json(self, 200, {"name": "m", "versions": ["3"], "inputs": [
                 {"name": "x", "datatype": "FP32", "shape": [-1]},
                 {"name": "colour", "datatype": "BYTES", "shape": [-1]}]})
         if self.path == "/v1/models/m":
-            return self._send(200, {"name": "m", "ready": True})
-        self._send(404, {"error": self.path})
+            return send_json(self, 200, {"name": "m", "ready": True})
+        send_json(self, 404, {"error": self.path})
 
     def do_POST(self):
         body = json.loads(self.rfile.read(int(self.headers["Content-Length"])))
         with self.server.lock:
             self.server.requests.append(body)
         if self.server.down:
-            return self._send(503, {"error": "restarting"}, {"Retry-After": "0"})
+            return send_json(self, 503, {"error": "restarting"}, {"Retry-After": "0"})
         v2 = "inputs" in body
         xs = next(i["data"] for i in body["inputs"] if i["name"] == "x") if v2 else \
             [row["x"] for row in body["instances"]]
         if POISON in xs:
-            return self._send(400, {"error": f"x {POISON} is out of range"})
+            return send_json(self, 400, {"error": f"x {POISON} is out of range"})
         ids = [1 if x > 0 else 0 for x in xs]
         names, scores = [["small", "big"][i] for i in ids], [abs(x) / 100 for x in xs]
         if v2:
@@ -74,16 +74,7 @@ class _Handler(QuietHandler):
             answer = {"predictions": [{"class": n, "class_id": i, "score": s}
                                       for n, i, s in zip(names, ids, scores)]}
         fault = self.server.answer_fault
-        self._send(200, fault(answer) if fault else answer)
-
-    def _send(self, status, body, headers=None):
-        data = json.dumps(body).encode()
-        self.send_response(status)
-        for name, value in {"Content-Type": "application/json",
-                            "Content-Length": str(len(data)), **(headers or {})}.items():
-            self.send_header(name, value)
-        self.end_headers()
-        self.wfile.write(data)
+        send_json(self, 200, fault(answer) if fault else answer)
 
 
 @contextlib.contextmanager

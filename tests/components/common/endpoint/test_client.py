@@ -3,14 +3,13 @@ suite's schedule: common.endpoint.backoff) against a small server in the test: t
 double from 0.5 s, a server's Retry-After is honoured up to 15 s, a refused request is not
 retried, and what is given up names why, as before the client was built on urllib3."""
 
-import json
 import logging
 import threading
 import time
 
 import pytest
 from ports import free_port
-from threaded_server import LoopbackServer, QuietHandler, answering
+from threaded_server import LoopbackServer, QuietHandler, answering, send_json
 
 from tfkfp.components.common.endpoint.backoff import Backoff, wait_after
 from tfkfp.components.common.endpoint.client import EndpointClient
@@ -37,14 +36,8 @@ class _Handler(QuietHandler):
         with self.server.lock:
             self.server.seen.append((self.command, self.path, dict(self.headers)))
             status, headers = self.server.script.pop(0) if self.server.script else (200, {})
-        data = json.dumps({"ok": status == 200} if status == 200 else
-                          {"error": f"scripted {status}"}).encode()
-        self.send_response(status)
-        for name, value in {"Content-Type": "application/json",
-                            "Content-Length": str(len(data)), **headers}.items():
-            self.send_header(name, value)
-        self.end_headers()
-        self.wfile.write(data)
+        send_json(self, status, {"ok": status == 200} if status == 200 else
+                  {"error": f"scripted {status}"}, headers)
 
 
 def client(url, retries=3, **kwargs):

@@ -3,6 +3,7 @@ the rules and every refusal, on signature descriptions (no model is converted he
 
 import dataclasses
 import json
+import re
 
 import numpy as np
 import pytest
@@ -25,6 +26,14 @@ def signature(inputs, outputs=None):
     specs = {n: tf.TensorSpec(shape, dtype, name=n) for n, (shape, dtype) in inputs.items()}
     outs = outputs or {"scores": ([None, 10], tf.float32)}
     return Signature(((), specs), {n: tf.TensorSpec(s, d) for n, (s, d) in outs.items()})
+
+
+def refusal(fn, schema, mapping=None) -> str:
+    """The message bind refuses ``fn``'s serving_default with, against dataset d's
+    ``schema`` (and ``mapping``)."""
+    with pytest.raises(QuantizeInputError) as refused:
+        bind(fn, "serving_default", schema, "dataset d", mapping)
+    return str(refused.value)
 
 
 IMAGES = Schema((Column("filename", "string", role="key"),
@@ -62,9 +71,7 @@ def test_class_scores_whose_count_is_not_the_labels_are_compared_without_accurac
 
 def test_an_input_no_column_feeds_is_refused_naming_both_sides():
     fn = signature({"pixels": ([None, 8, 8, 1], tf.float32), "mask": ([None, 4], tf.float32)})
-    with pytest.raises(QuantizeInputError) as err:
-        bind(fn, "serving_default", IMAGES, "dataset d")
-    assert str(err.value) == (
+    assert refusal(fn, IMAGES) == (
         "signature 'serving_default' takes inputs that no feature column of dataset d feeds: "
         "mask (float32 [None, 4]), pixels (float32 [None, 8, 8, 1]); its feature columns "
         "are ['image (image, decoded to float32 [None, 8, 8, 1])'] (map signature inputs to "
@@ -73,20 +80,16 @@ def test_an_input_no_column_feeds_is_refused_naming_both_sides():
 
 def test_a_mapping_to_a_column_that_does_not_exist():
     fn = signature({"pixels": ([None, 8, 8, 1], tf.float32)})
-    with pytest.raises(QuantizeInputError, match=r"pixels \(float32 \[None, 8, 8, 1\], mapped "
-                                                 r"to 'img'\); its feature columns are \['image"):
-        bind(fn, "serving_default", IMAGES, "dataset d", {"pixels": "img"})
-    with pytest.raises(QuantizeInputError, match=r"input_mapping names \['pixel'\], which are "
-                                                 r"not inputs of signature 'serving_default'; "
-                                                 r"its inputs are \['pixels \(float32"):
-        bind(fn, "serving_default", IMAGES, "dataset d", {"pixel": "image"})
+    assert re.search(r"pixels \(float32 \[None, 8, 8, 1\], mapped to 'img'\); its feature "
+                     r"columns are \['image", refusal(fn, IMAGES, {"pixels": "img"}))
+    assert re.search(r"input_mapping names \['pixel'\], which are not inputs of signature "
+                     r"'serving_default'; its inputs are \['pixels \(float32",
+                     refusal(fn, IMAGES, {"pixel": "image"}))
 
 
 def test_a_shape_that_cannot_feed_the_input():
     fn = signature({"x": ([None, 3], tf.float32)})
-    with pytest.raises(QuantizeInputError) as err:
-        bind(fn, "serving_default", TABLE, "dataset d")
-    assert str(err.value).startswith(
+    assert refusal(fn, TABLE).startswith(
         "column 'x' of dataset d (float32 [None]) cannot feed signature 'serving_default' "
         "input 'x' (float32 [None, 3]): the shapes differ; the feature columns are "
         "['colour (string [None])', 'count (int64 [None])', 'x (float32 [None])']")
@@ -94,18 +97,15 @@ def test_a_shape_that_cannot_feed_the_input():
 
 def test_an_image_with_other_channels_and_a_string_for_a_number_are_refused():
     rgba = signature({"input_1": ([None, 32, 32, 4], tf.float32)})
-    with pytest.raises(QuantizeInputError, match=r"column 'image' of dataset d \(image, decoded "
-                                                 r"to float32 \[None, 8, 8, 1\]\) cannot feed "
-                                                 r".*\(float32 \[None, 32, 32, 4\]\): the shapes"):
-        bind(rgba, "serving_default", IMAGES, "dataset d")
+    assert re.search(r"column 'image' of dataset d \(image, decoded to float32 \[None, 8, 8, "
+                     r"1\]\) cannot feed .*\(float32 \[None, 32, 32, 4\]\): the shapes",
+                     refusal(rgba, IMAGES))
     rgb = bind(signature({"input_1": ([None, 32, 32, 3], tf.float32)}), "serving_default",
                IMAGES, "dataset d")  # grey feeds RGB, converted on the way in
     assert rgb.channels == {"input_1": 3} and rgb.resize == {"input_1": (32, 32)}
     fn = signature({"colour": ([None], tf.float32)})
-    with pytest.raises(QuantizeInputError, match=r"column 'colour' of dataset d \(string "
-                                                 r"\[None\]\) cannot feed .* input 'colour' "
-                                                 r"\(float32 \[None\]\): the dtypes differ"):
-        bind(fn, "serving_default", TABLE, "dataset d")
+    assert re.search(r"column 'colour' of dataset d \(string \[None\]\) cannot feed .* input "
+                     r"'colour' \(float32 \[None\]\): the dtypes differ", refusal(fn, TABLE))
 
 
 @pytest.mark.parametrize("text, found", [
