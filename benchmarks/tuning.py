@@ -63,8 +63,8 @@ def study(dataset: str, work: str, name: str, trials: int, seed: int, pruning: b
     from tfkfp.components.tune.core import tune
 
     started = time.monotonic()
-    result = tune(dataset, os.path.join(work, name), SPACE, OBJECTIVE, trials=trials,
-                  parallel_trials=parallel, pruning=pruning, sampler_seed=seed,
+    result = tune(dataset, os.path.join(work, name), search_space=SPACE, objective=OBJECTIVE,
+                  trials=trials, parallel_trials=parallel, pruning=pruning, sampler_seed=seed,
                   train_options={"epochs": EPOCHS})
     found = {"best": result.best_value, "seconds": time.monotonic() - started,
              "epochs": sum(r["epochs"] for r in result.trials),

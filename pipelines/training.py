@@ -326,12 +326,10 @@ def _checkable_train_settings(values: Dict[str, Any]) -> Dict[str, Any]:
 
 
 def _check_tune(values: Dict[str, Any]) -> None:
-    """What tune refuses without the Dataset: its space, objective, budget and engine, with
-    the pipeline's train settings as its defaults."""
-    from tfkfp.components.tune.options import check_options
-    from tfkfp.components.tune.remote_options import parse
+    """What tune refuses without the Dataset: its space, objective, budget and engine (its
+    engine_options too), with the pipeline's train settings as its defaults."""
+    from tfkfp.components.tune.options import TuneOptions
 
     given = checks.fed(training, tune, values)  # tune_trials as trials, ...
-    checks.check_step(tune, check_options,
+    checks.check_step(tune, TuneOptions,
                       {**given, "train_defaults": _checkable_train_settings(values)})
-    checks.check_step(tune, parse, given)

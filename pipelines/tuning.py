@@ -84,9 +84,7 @@ def tuning(
 def check_arguments(arguments: Dict[str, Any]) -> None:
     """Refuse, before a run, what tune refuses without reading the Dataset: the search
     space, objective, direction, budget, engine, algorithm and shared train options."""
-    from tfkfp.components.tune.options import check_options
-    from tfkfp.components.tune.remote_options import parse
+    from tfkfp.components.tune.options import TuneOptions
 
     given = checks.fed(tuning, tune, checks.with_defaults(tuning, arguments))
-    checks.check_step(tune, check_options, given)
-    checks.check_step(tune, parse, given)
+    checks.check_step(tune, TuneOptions, given)  # its engine_options too (remote_options)

@@ -78,18 +78,16 @@ def tune(
             sets: the training pipeline passes its own (a searched setting overrides its
             default).
     """
+    settings = dict(locals())  # the step's parameters, by name, before anything else is bound
     import json
     import logging
 
     from tfkfp.components.tune.core import tune as run_tuning
+    from tfkfp.components.tune.options import TuneOptions
 
     logging.basicConfig(level=logging.INFO)
-    result = run_tuning(
-        dataset.path, model.path, search_space=search_space, objective=objective,
-        direction=direction, trials=trials, parallel_trials=parallel_trials,
-        study_dir=study_dir, pruning=pruning, algorithm=algorithm, sampler_seed=sampler_seed,
-        train_options=train_options, engine=engine, engine_options=engine_options,
-        train_defaults=train_defaults, gcp_resources=gcp_resources)
+    options = TuneOptions.of(settings)  # its parameters are its settings, by the same names
+    result = run_tuning(dataset.path, model.path, options, gcp_resources=gcp_resources)
     model.metadata.update({"framework": "tensorflow", "tuned": True, **result.best_metrics})
     for name, value in result.metrics().items():
         metrics.log_metric(name, value)

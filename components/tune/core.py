@@ -21,13 +21,17 @@ from tfkfp.components.common.data.schema import SchemaError
 from tfkfp.components.common.platform import progress, vertex_jobs
 from tfkfp.components.common.training.config import TrainConfigError
 from tfkfp.components.common.training.request import check_request, make_config
-from tfkfp.components.tune import engines, options, study
+from tfkfp.components.tune import engines, study
 from tfkfp.components.tune.errors import TrialFailed, TuneError
+from tfkfp.components.tune.options import (
+    TuneOptions,
+    check_objective,
+    suggest,
+)
 from tfkfp.components.tune.trials import TrialRequest, run_trial, trial_metrics
 
 log = logging.getLogger("tfkfp")
 STUDY_FOLDER = "study"  # study_dir's default, inside the output model's folder
-HEARTBEAT_SECONDS = 10
 
 
 @dataclasses.dataclass(frozen=True)
@@ -59,95 +63,71 @@ class TuneResult:
         return report.markdown(self)
 
 
-def tune(dataset: str, model_dir: str, search_space: Mapping[str, Any] | str | None = None,
-         objective: str = "", direction: str = "auto", trials: int = 8,
-         parallel_trials: int = 1, study_dir: str = "", pruning: bool = True,
-         algorithm: str = "tpe", sampler_seed: int = 0,
-         train_options: Mapping[str, Any] | None = None,
-         heartbeat_seconds: int = HEARTBEAT_SECONDS, engine: str = "local",
-         engine_options: Mapping[str, Any] | None = None,
-         train_defaults: Mapping[str, Any] | None = None,
-         gcp_resources: str = "") -> TuneResult:
+def tune(dataset: str, model_dir: str, options: TuneOptions | None = None, *,
+         gcp_resources: str = "", **settings) -> TuneResult:
     """Tune train's settings on a Dataset; the best trial's SavedModel goes to ``model_dir``.
 
     Args:
         dataset: A Dataset directory written by shard_tfrecords.
         model_dir: Where the best trial's SavedModel is copied.
-        search_space: The settings searched (options.py's format); empty: the default.
-        objective: The eval figure optimised: eval_accuracy or eval_loss (classification),
-            eval_rmse, eval_mae, eval_r2 or eval_loss (regression); empty: the first.
-        direction: maximize, minimize or auto (the figure's own).
-        trials: The study's trial budget, trials of an earlier run of the study included.
-        parallel_trials: Trials running at a time.
-        study_dir: A local folder for the study; empty: ``model_dir``/study.
-        pruning: Stop trials whose per-epoch evaluation trails the median.
-        algorithm: tpe, random or grid (categorical settings only).
-        sampler_seed: The sampler's seed (0: none); train's own ``seed`` is a train
-            option.
-        train_options: train options every trial shares (epochs, model_name, ...).
-        heartbeat_seconds: How often a running trial tells the study it is alive.
-        engine: local (an Optuna study in this process), katib (a Katib Experiment) or
-            vertex (a Vertex AI HyperparameterTuningJob).
-        engine_options: The remote engine's options (remote_options.py).
-        train_defaults: train settings for what neither the space nor ``train_options``
-            sets (the training pipeline's own parameters).
+        options: how to tune (options.TuneOptions: every setting, its default, choices and
+            meaning: the search space (options.py's format), objective, direction, trial
+            budget, study_dir, pruning, algorithm, engine and its engine_options
+            (remote_options.py), the train options every trial shares and the train
+            defaults); or give its settings as keywords, e.g. ``trials=4``.
         gcp_resources: A file that names the Vertex AI HyperparameterTuningJob once
             engine vertex has created it (KFP's UI links it, and a cancelled run cancels
             it), and lists no resources otherwise; empty: none written.
     """
-    from tfkfp.components.tune import remote_options
-
-    engine_settings = remote_options.parse(engine, engine_options)
-    if engine != "local" and study_dir:
-        raise TuneError(f"study_dir is the local engine's; engine {engine!r} keeps its "
-                        "study itself")
-    space, settings, folder, request = _check(
-        dataset, model_dir, search_space, objective, direction, trials, parallel_trials,
-        study_dir, pruning, algorithm, sampler_seed, train_options or {}, engine,
-        train_defaults)
+    if options is not None and not isinstance(options, TuneOptions):
+        raise TypeError(f"options must be a TuneOptions, got {type(options).__name__}; give "
+                        "a search space as search_space=...")
+    options = TuneOptions.given(options, settings)
+    engine_settings = options.engine_settings()
+    space, settings, folder, request = _check(dataset, model_dir, options)
+    trials, parallel_trials = options.trials, options.parallel_trials
     if gcp_resources:
         vertex_jobs.write_gcp_resources(gcp_resources)  # engine vertex names its job there
-    if engine == "vertex":
+    if options.engine == "vertex":
         from tfkfp.components.tune import vertex_run
 
-        if pruning:
+        if options.pruning:
             log.info("tune: engine vertex stops no trial early (pruning is the local and "
                      "katib engines')")
         return vertex_run.run(dataset, model_dir, settings, trials, parallel_trials,
                               engine_settings, gcp_resources=gcp_resources)
-    if engine == "katib":
+    if options.engine == "katib":
         from tfkfp.components.tune import katib_run
 
         return katib_run.run(dataset, model_dir, settings, trials, parallel_trials,
                              engine_settings)
+    heartbeat_seconds = options.heartbeat_seconds
     the_study = study.open_study(folder, settings, heartbeat_seconds)
     found = study.resume(the_study, heartbeat_seconds)
     todo = study.remaining(the_study, trials)
     log.info("tune: %d trial(s) to run, %d at a time", todo, parallel_trials)
     if todo:
-        the_study.optimize(lambda t: run_trial(t, request, options.suggest(t, space)),
+        the_study.optimize(lambda t: run_trial(t, request, suggest(t, space)),
                            n_trials=todo, n_jobs=parallel_trials, catch=(TrialFailed,),
                            callbacks=[_progress(settings["objective"], todo)])
     return _result(the_study, request, folder, model_dir, settings,
                    resumed=any(found.values()))
 
 
-def _check(dataset, model_dir, search_space, objective, direction, budget, parallel_trials,
-           study_dir, pruning, algorithm, sampler_seed, train_options, engine="local",
-           train_defaults=None):
-    """Everything refused before the first trial: space, objective, budget, options; the
+def _check(dataset: str, model_dir: str, options: TuneOptions):
+    """Everything refused before the first trial (the options checked themselves when
+    built: space, objective, budget, engine); the objective against the Dataset's task; the
     settings name the algorithm as the engine does."""
-    space, fixed = options.check_options(search_space, objective, direction, budget,
-                                         parallel_trials, algorithm, train_options, engine,
-                                         train_defaults)
-    algorithm = engines.check_engine(engine, algorithm, space)
-    objective, direction = options.check_objective(
-        objective, direction, learned_task(dataset, model_dir, fixed))
-    folder = study.check_study_dir(study_dir or os.path.join(model_dir, STUDY_FOLDER))
+    space, fixed = options.parsed()
+    algorithm = engines.check_engine(options.engine, options.algorithm, space)
+    objective, direction = check_objective(
+        options.objective, options.direction, learned_task(dataset, model_dir, fixed))
+    folder = study.check_study_dir(options.study_dir or os.path.join(model_dir, STUDY_FOLDER))
     settings = {"objective": objective, "direction": direction, "space": space,
-                "algorithm": algorithm, "pruning": pruning, "seed": sampler_seed, "fixed": fixed}
+                "algorithm": algorithm, "pruning": options.pruning,
+                "seed": options.sampler_seed, "fixed": fixed}
     request = TrialRequest(dataset, os.path.join(folder, "trials"), objective, fixed,
-                           parallel_trials)
+                           options.parallel_trials)
     return space, settings, folder, request
 
 

@@ -1,4 +1,5 @@
-"""The search-space format, the objective and the checks made before any trial.
+"""tune's settings (TuneOptions), the search-space format, the objective and the checks
+made before any trial (the pipelines check requests with them before a run starts).
 
 A search space is JSON, one entry per train setting::
 
@@ -13,8 +14,9 @@ categorical) and Vertex Vizier, so a space translates one to one.
 
 import dataclasses
 import json
-from typing import Any, Dict, Mapping, Tuple
+from typing import Any, ClassVar, Dict, Mapping, Tuple
 
+from tfkfp.components.common.platform.step_options import StepOptions, setting
 from tfkfp.components.common.training import strategies
 from tfkfp.components.common.training.config import (
     HIGHER_IS_BETTER,
@@ -47,6 +49,7 @@ DEFAULT_SPACE: Dict[str, Dict[str, Any]] = {
 DIRECTIONS = ("auto", "maximize", "minimize")
 FIELD_TYPES = {f.name: f.type for f in dataclasses.fields(TrainConfig)}
 ALGORITHMS = tuple(engines.ALGORITHMS["local"])
+HEARTBEAT_SECONDS = 10
 
 
 def parse_space(space: Mapping[str, Any] | str | None) -> Dict[str, Dict[str, Any]]:
@@ -135,26 +138,63 @@ def _check_value(name: str, value: Any) -> None:
                                f"train: {err}") from err
 
 
-def check_options(search_space: Mapping[str, Any] | str | None = None, objective: str = "",
-                  direction: str = "auto", trials: int = 8, parallel_trials: int = 1,
-                  algorithm: str = "tpe", train_options: Mapping[str, Any] | None = None,
-                  engine: str = "local", train_defaults: Mapping[str, Any] | None = None
-                  ) -> Tuple[Dict[str, Dict[str, Any]], Dict[str, Any]]:
-    """Everything tune refuses without reading its Dataset (a pipeline checks it before a
-    run); the checked space and the train options every trial shares: ``train_options``,
-    then ``train_defaults`` for the settings neither they nor the space set."""
-    space = parse_space(search_space)
-    check_budget(trials, parallel_trials, algorithm, space, engine)
-    defaults = {name: typed(name, value) for name, value in (train_defaults or {}).items()
-                if name not in space}
-    fixed = fixed_settings(train_options or {}, space, engine, defaults)
-    known = sorted({"eval_" + m for names in TARGET_METRICS.values() for m in names})
-    if objective and objective not in known:
-        raise TuneError(f"objective {objective!r} is not an evaluation figure train reports; "
-                        f"expected one of {', '.join(known)}")
-    if direction not in DIRECTIONS:
-        raise TuneError(f"direction {direction!r} is not one of {', '.join(DIRECTIONS)}")
-    return space, fixed
+@dataclasses.dataclass(frozen=True)
+class TuneOptions(StepOptions):
+    """How tune searches: every setting of the step but its data paths, checked when built
+    (what the pipelines check a request with before a run starts, and what the core takes):
+    everything tune refuses without reading its Dataset."""
+
+    error: ClassVar = TuneError  # SearchSpaceError, a TuneError, names a space's setting
+
+    search_space: Dict[str, Any] | str = setting({}, "the settings searched, as a JSON "
+                                                     "object (empty: the default space)")
+    objective: str = setting("", "the eval figure optimised, e.g. eval_accuracy or eval_rmse "
+                                 "(empty: the task's first)")
+    direction: str = setting("auto", "maximize, minimize or auto (the objective's own)",
+                             DIRECTIONS)
+    trials: int = setting(8, "the study's trial budget, earlier runs' trials included")
+    parallel_trials: int = setting(1, "trials run at a time")
+    study_dir: str = setting("", "the local engine's study folder (empty: inside the model)")
+    pruning: bool = setting(True, "stop trials whose per-epoch evaluation trails the median")
+    algorithm: str = setting("tpe", "tpe, random, grid (categorical settings only) or "
+                                    "bayesianoptimization (katib, vertex)")
+    sampler_seed: int = setting(0, "the sampler's seed (0: none)")
+    train_options: Dict[str, Any] = setting({}, "train settings every trial shares")
+    heartbeat_seconds: int = setting(HEARTBEAT_SECONDS, "how often a running trial tells "
+                                                        "the study it is alive")
+    engine: str = setting("local", "where the study runs: local, katib or vertex",
+                          engines.ENGINES)
+    engine_options: Dict[str, Any] = setting({}, "the remote engine's options "
+                                                  "(remote_options.py)")
+    train_defaults: Dict[str, Any] = setting({}, "train settings for what neither the space "
+                                                  "nor train_options sets")
+
+    def check(self) -> None:
+        self.parsed()
+        known = sorted({"eval_" + m for names in TARGET_METRICS.values() for m in names})
+        if self.objective and self.objective not in known:
+            raise TuneError(f"objective {self.objective!r} is not an evaluation figure train "
+                            f"reports; expected one of {', '.join(known)}")
+        self.engine_settings()
+        if self.engine != "local" and self.study_dir:
+            raise TuneError(f"study_dir is the local engine's; engine {self.engine!r} keeps "
+                            "its study itself")
+
+    def parsed(self) -> Tuple[Dict[str, Dict[str, Any]], Dict[str, Any]]:
+        """The checked space and the train options every trial shares: ``train_options``,
+        then ``train_defaults`` for the settings neither they nor the space set."""
+        space = parse_space(self.search_space)
+        check_budget(self.trials, self.parallel_trials, self.algorithm, space, self.engine)
+        defaults = {name: typed(name, value)
+                    for name, value in (self.train_defaults or {}).items() if name not in space}
+        return space, fixed_settings(self.train_options or {}, space, self.engine, defaults)
+
+    def engine_settings(self):
+        """The remote engine's checked options (remote_options: KatibOptions,
+        VertexOptions); None for the local engine."""
+        from tfkfp.components.tune import remote_options
+
+        return remote_options.parse(self.engine, self.engine_options)
 
 
 def check_objective(objective: str, direction: str, task: str) -> Tuple[str, str]:

@@ -30,6 +30,9 @@ def test_the_component_compiles_with_its_inputs_and_outputs(tmp_path):
     ({"train_options": {"optimizer": "adam"}}, "optimizer"),  # searched by the default space
     ({"trials": 0}, "trials"),
     ({"train_options": {"strategy": "parameter_server"}}, "a trial runs in one process"),
+    ({"direction": "up"}, "direction 'up' is not one of auto, maximize, minimize"),
+    ({"engine": "vizier"}, "engine 'vizier' is not one of local, katib, vertex"),
+    ({"engine": "katib", "engine_options": {"colour": "red"}}, "not known to engine 'katib'"),
 ])
 def test_the_tuning_pipeline_refuses_a_bad_request_before_a_run(arguments, named):
     with pytest.raises(registry.ParameterError) as refused:

@@ -39,8 +39,8 @@ def test_a_bad_search_space_is_refused_before_any_trial(demo_dataset, tmp_path, 
                                                         why):
     study_dir = tmp_path / "study"
     with pytest.raises(SearchSpaceError) as refused:
-        tune(demo_dataset, str(tmp_path / "model"), space, study_dir=str(study_dir),
-             train_options=TINY)
+        tune(demo_dataset, str(tmp_path / "model"), search_space=space,
+             study_dir=str(study_dir), train_options=TINY)
     assert repr(named) in str(refused.value) and why in str(refused.value)
     assert not study_dir.exists()  # no study was opened, so no trial ran
 
@@ -49,18 +49,20 @@ def test_grid_needs_categorical_settings_and_a_setting_is_searched_or_fixed(demo
                                                                              tmp_path):
     space = {"learning_rate": {"type": "float", "low": 1e-4, "high": 0.1, "log": True}}
     with pytest.raises(SearchSpaceError, match="grid.*learning_rate"):
-        tune(demo_dataset, str(tmp_path / "m"), space, algorithm="grid", train_options=TINY)
+        tune(demo_dataset, str(tmp_path / "m"), search_space=space, algorithm="grid",
+             train_options=TINY)
     with pytest.raises(SearchSpaceError, match="hidden_units.*both given and searched"):
-        tune(demo_dataset, str(tmp_path / "m"), None, train_options=TINY)  # default space
+        tune(demo_dataset, str(tmp_path / "m"), search_space=None,  # the default space
+             train_options=TINY)
     assert not (tmp_path / "m").exists()
 
 
 def test_the_objective_is_checked_against_what_train_reports(demo_dataset, tmp_path):
     with pytest.raises(TuneError, match="eval_rmse.*eval_accuracy, eval_loss.*classification"):
-        tune(demo_dataset, str(tmp_path / "m"), PLANTED, objective="eval_rmse",
+        tune(demo_dataset, str(tmp_path / "m"), search_space=PLANTED, objective="eval_rmse",
              train_options=TINY)
     with pytest.raises(TuneError, match="'accuracy'"):
-        tune(demo_dataset, str(tmp_path / "m"), PLANTED, objective="accuracy",
+        tune(demo_dataset, str(tmp_path / "m"), search_space=PLANTED, objective="accuracy",
              train_options=TINY)
     assert options.check_objective("", "auto", "regression") == ("eval_rmse", "minimize")
     assert options.check_objective("eval_r2", "auto", "regression") == ("eval_r2", "maximize")
@@ -100,7 +102,7 @@ def test_the_budget_counts_finished_trials_but_not_failed_ones_run_again():
 def test_a_study_finds_the_planted_better_setting(demo_dataset, tmp_path):
     model = tmp_path / "model"
     named = tmp_path / "gcp_resources"
-    result = tune(demo_dataset, str(model), PLANTED, trials=2, parallel_trials=2,
+    result = tune(demo_dataset, str(model), search_space=PLANTED, trials=2, parallel_trials=2,
                   algorithm="grid", train_options=TINY, gcp_resources=str(named))
     assert result.best_settings == {**TINY, "learning_rate": 0.05}
     assert json.loads(named.read_text()) == {"resources": []}  # nothing on Google Cloud
@@ -144,8 +146,9 @@ def _study_trials(study_dir):
 KILLED_RUN = """
 import sys
 from tfkfp.components.tune.core import tune
-tune(sys.argv[1], sys.argv[2], {"learning_rate": {"type": "float", "low": 0.01, "high": 0.1}},
-     trials=3, study_dir=sys.argv[3], algorithm="random", sampler_seed=3, heartbeat_seconds=1,
+tune(sys.argv[1], sys.argv[2],
+     search_space={"learning_rate": {"type": "float", "low": 0.01, "high": 0.1}}, trials=3,
+     study_dir=sys.argv[3], algorithm="random", sampler_seed=3, heartbeat_seconds=1,
      pruning=False, train_options={"epochs": 1, "hidden_units": "16"})
 """
 
@@ -174,7 +177,7 @@ def test_a_killed_study_resumes_with_its_finished_trials_kept(demo_dataset, tmp_
     assert len(killed) == 1
     with caplog.at_level(logging.INFO, logger="tfkfp"):
         result = tune(demo_dataset, str(tmp_path / "second"),
-                      {"learning_rate": {"type": "float", "low": 0.01, "high": 0.1}},
+                      search_space={"learning_rate": {"type": "float", "low": 0.01, "high": 0.1}},
                       trials=3, study_dir=study_dir, algorithm="random", sampler_seed=3,
                       heartbeat_seconds=1, pruning=False, train_options=TINY)
     assert "resuming the study" in caplog.text
@@ -232,13 +235,13 @@ def test_whole_numbers_kfp_hands_over_as_floats_become_train_s_ints():
 def test_train_defaults_fill_what_the_space_and_train_options_leave_out():
     """The training pipeline's own settings are the defaults: a searched setting overrides
     its default instead of being refused as both given and searched; train_options win."""
-    space, fixed = options.check_options(
-        {"learning_rate": {"type": "float", "low": 1e-3, "high": 0.1, "log": True}},
+    space, fixed = options.TuneOptions(
+        search_space={"learning_rate": {"type": "float", "low": 1e-3, "high": 0.1, "log": True}},
         train_options={"batch_size": 32},
         train_defaults={"learning_rate": 0.5, "batch_size": 64.0, "epochs": 3.0,
-                        "hidden_units": "16"})
+                        "hidden_units": "16"}).parsed()
     assert set(space) == {"learning_rate"}
     assert fixed == {"batch_size": 32, "epochs": 3, "hidden_units": "16"}
     assert type(fixed["epochs"]) is int  # a dict output's whole numbers arrive as floats
     with pytest.raises(TuneError, match="train_options with train_defaults refused.*precision"):
-        options.check_options(None, train_defaults={"precision": "float8"})
+        options.TuneOptions(search_space=None, train_defaults={"precision": "float8"})

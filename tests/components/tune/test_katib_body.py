@@ -91,15 +91,15 @@ def test_a_long_experiment_name_is_refused_as_the_webhook_does():
 def test_a_space_the_engine_cannot_express_is_refused_naming_setting_and_engine(
         engine, algorithm, space, named):
     with pytest.raises(SearchSpaceError) as refused:
-        options.check_options(space, algorithm=algorithm, engine=engine)
+        options.TuneOptions(search_space=space, algorithm=algorithm, engine=engine)
     assert named in str(refused.value) and f"engine {engine!r}" in str(refused.value)
 
 
 def test_engines_offer_their_own_algorithms():
     with pytest.raises(TuneError, match="not offered by engine 'local'"):
-        options.check_options({}, algorithm="bayesianoptimization")
+        options.TuneOptions(algorithm="bayesianoptimization")
     with pytest.raises(TuneError, match="engine 'vizier'"):
-        options.check_options({}, engine="vizier")
+        options.TuneOptions(engine="vizier")
     assert engines.check_engine("katib", "tpe", {}) == "tpe"
 
 

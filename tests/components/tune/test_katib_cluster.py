@@ -58,8 +58,7 @@ def engine_options(shared, name, **more):
 
 
 class Katib(Controller):
-    def __init__(self, kubeconfig):
-        super().__init__(kubeconfig, NAMESPACE, kx.GROUP, kx.VERSION, kx.PLURAL)
+    namespace, resource_module = NAMESPACE, kx
 
     def run_trial(self, experiment, trial, assignments):
         """The trial's container command as Katib renders it, run here; the latest value

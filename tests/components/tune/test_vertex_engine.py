@@ -65,7 +65,7 @@ def test_the_study_spec_is_what_gcpc_serializes_for_the_same_space():
 ])
 def test_what_vertex_cannot_express_is_refused_before_any_trial(space, algorithm, named):
     with pytest.raises(TuneError) as refused:
-        options.check_options(space, algorithm=algorithm, engine="vertex")
+        options.TuneOptions(search_space=space, algorithm=algorithm, engine="vertex")
     assert named in str(refused.value) and "'vertex'" in str(refused.value)
     if space:
         assert isinstance(refused.value, SearchSpaceError)
