@@ -24,9 +24,9 @@ from typing import Any, Dict, List
 from kfp import dsl
 
 from tfkfp.components.batch_predict.component import batch_predict, merge_predictions
-from tfkfp.components.shard_tfrecords.component import shard_tfrecords
+from tfkfp.components.shard_tfrecords.component import group_numbers, shard_tfrecords
 from tfkfp.pipelines import checks
-from tfkfp.pipelines.fan_out import check_group_count, fingerprinted, group_numbers
+from tfkfp.pipelines.fan_out import check_group_count, fingerprinted
 from tfkfp.pipelines.resources import sized
 from tfkfp.pipelines.step_defaults import by_name, defaults_of
 

@@ -1,29 +1,14 @@
-"""Steps shared by the pipelines that fan work out with ``dsl.ParallelFor``."""
-
-from typing import List
-
-from kfp import dsl
-
-from tfkfp.components._image import IMAGE
+"""What the pipelines that fan work out with ``dsl.ParallelFor`` share: the group count's
+check and the fingerprinted input (the steps are shard_tfrecords' group_numbers and
+fingerprint_input)."""
 
 
 def check_group_count(count: int, name: str) -> None:
-    """group_numbers' check, made before a run (``name``: the pipeline parameter that gives
-    the count). The step keeps its own copy: kfp's executor cannot import this module."""
+    """group_numbers' check (shard_tfrecords/component.py), made before a run (``name``: the
+    pipeline parameter that gives the count). The step keeps its own copy: kfp's executor
+    cannot import this module."""
     if count < 1:
         raise ValueError(f"{name} {count}: the group count must be at least 1")
-
-
-@dsl.component(base_image=IMAGE, install_kfp_package=False)
-def group_numbers(count: int) -> List[int]:
-    """The numbers 0..count-1, one ParallelFor iteration (one pod on a cluster) each.
-
-    Args:
-        count: How many groups the work is dealt into (at least 1).
-    """
-    if count < 1:
-        raise ValueError(f"the group count must be at least 1, got {count}")
-    return list(range(count))
 
 
 def fingerprinted(input_uri, input_format):

@@ -19,13 +19,13 @@ from tfkfp.components.diagnose_bottleneck.component import diagnose_bottleneck
 from tfkfp.components.export_tflite.component import export_tflite
 from tfkfp.components.freeze_quantize.component import freeze_quantize
 from tfkfp.components.merge_datasets.component import merge_datasets
-from tfkfp.components.shard_tfrecords.component import shard_tfrecords
+from tfkfp.components.shard_tfrecords.component import group_numbers, shard_tfrecords
 from tfkfp.components.train.component import gpu_train, train
 from tfkfp.components.tune.component import train_settings, tune
 from tfkfp.pipelines import checks
 from tfkfp.pipelines.accelerator import Gpu
 from tfkfp.pipelines.deployment import check_deploy, gate, roll_out
-from tfkfp.pipelines.fan_out import check_group_count, fingerprinted, group_numbers
+from tfkfp.pipelines.fan_out import check_group_count, fingerprinted
 from tfkfp.pipelines.kfp_local import teach_oneof_artifacts
 from tfkfp.pipelines.resources import sized
 from tfkfp.pipelines.step_defaults import by_name, defaults_of

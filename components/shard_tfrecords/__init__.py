@@ -5,5 +5,5 @@
 
 from tfkfp.components.common.platform.component_ops import lazy_ops
 
-__all__ = ["shard_tfrecords", "fingerprint_input"]
+__all__ = ["shard_tfrecords", "fingerprint_input", "group_numbers"]
 __getattr__, __dir__ = lazy_ops(__name__, __all__)  # kfp on first use

@@ -1,4 +1,5 @@
-"""KFP component: shard raw data into a TFRecord Dataset (see core.shard_tfrecords)."""
+"""KFP components: shard raw data into a TFRecord Dataset (see core.shard_tfrecords), and
+the two small steps around a sharding fan-out: fingerprint_input and group_numbers."""
 
 from typing import Dict, List
 
@@ -104,3 +105,18 @@ def fingerprint_input(input_uri: str, input_format: str = "auto") -> str:
     from tfkfp.components.shard_tfrecords.sources import fingerprint
 
     return fingerprint(input_uri, input_format)
+
+
+@dsl.component(base_image=IMAGE, install_kfp_package=False)
+def group_numbers(count: int) -> List[int]:
+    """The numbers 0..count-1, one ParallelFor iteration (one pod on a cluster) each.
+
+    Args:
+        count: How many groups the work is dealt into (at least 1).
+
+    Returns:
+        The group numbers, 0 to count-1, as each fanned-out task's file_group.
+    """
+    if count < 1:
+        raise ValueError(f"the group count must be at least 1, got {count}")
+    return list(range(count))
