@@ -6,7 +6,7 @@ model_fn's import, a TPU's presence, the label) is checked by the core. It impor
 or TensorFlow."""
 
 import dataclasses
-from typing import Any, ClassVar, Sequence, Tuple
+from typing import ClassVar, Tuple
 
 from tfkfp.components.common.platform.step_options import StepOptions, setting
 from tfkfp.components.common.training import strategies
@@ -17,6 +17,7 @@ from tfkfp.components.common.training.config import (
     TrainConfig,
     TrainConfigError,
 )
+from tfkfp.components.common.training.request import hidden_units
 
 __all__ = ["IN_PROCESS", "DiagnoseOptions"]
 
@@ -55,7 +56,7 @@ class DiagnoseOptions(StepOptions):
                                        "label)", TASKS)
 
     def __post_init__(self) -> None:
-        object.__setattr__(self, "hidden_units", units(self.hidden_units))
+        object.__setattr__(self, "hidden_units", hidden_units(self.hidden_units))
         super().__post_init__()
 
     def check(self) -> None:
@@ -80,14 +81,3 @@ class DiagnoseOptions(StepOptions):
     def training(self) -> dict:
         """The settings that are train's (TrainConfig's fields), by name."""
         return {k: getattr(self, k) for k in self.names() if k in TRAIN}
-
-
-def units(value: Sequence[int] | str | Any) -> Tuple[int, ...]:
-    """Dense layer sizes from a sequence or text such as ``"256,128"``."""
-    if not isinstance(value, str):
-        return tuple(value)
-    try:
-        return tuple(int(u) for u in value.replace(" ", "").split(",") if u)
-    except ValueError as err:
-        raise TrainConfigError(f"hidden_units {value!r} is not a comma-separated list of "
-                               "integers, e.g. '256,128'") from err

@@ -15,9 +15,6 @@ AUTO = tflite_modes.AUTO  # here: the mode freeze_quantize chose, read from its 
 class ExportOptions(TFLiteOptions):
     """How export_tflite converts (or takes), validates and gates a model."""
 
-    quantization: str = setting(AUTO, "a mode to convert in here; auto: export the mode "
-                                      "freeze_quantize chose (needs quantized_dir)",
-                                tflite_modes.with_auto)
     quantized_dir: str = setting("", "freeze_quantize's tflite_model folder, exported as "
                                      "chosen there; empty: convert here")
     min_agreement: float = setting(0.98, "gate: smallest accepted share of examples with "

@@ -17,9 +17,6 @@ LATENCY = ("latency_batch_size", "latency_runs", "latency_seconds")  # common.tf
 class QuantizeOptions(TFLiteOptions):
     """How freeze_quantize converts, measures and chooses a model."""
 
-    quantization: str = setting(AUTO, "a mode to convert in; auto: sweep the modes of modes "
-                                      "and keep the smallest within the gate",
-                                tflite_modes.with_auto)
     calibration_split: str = setting("train", "the Dataset split calibration examples come "
                                               "from")
     modes: Sequence[str] = setting([], "the modes auto sweeps; empty: those worth their time "

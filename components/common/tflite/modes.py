@@ -32,9 +32,7 @@ sweep), while an MLP took 0.03 ms against 0.01 ms. Name int16x8 in ``modes`` to 
 import dataclasses
 from typing import Any, Callable, Dict, Iterable, List, Sequence, Tuple
 
-from tfkfp.components.common.tflite.options import QuantizeInputError
-
-AUTO = "auto"  # freeze_quantize: sweep the modes; export_tflite: freeze_quantize's choice
+from tfkfp.components.common.tflite.options import AUTO, QuantizeInputError
 
 
 class QuantizationModeError(QuantizeInputError):

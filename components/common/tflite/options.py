@@ -13,6 +13,8 @@ from tfkfp.components.common.platform.step_options import StepOptions, setting
 # of scalar numeric columns, or one input per column as the SavedModel's signature takes them
 PACKED, COLUMNS = "packed", "columns"
 INPUT_LAYOUTS = (PACKED, COLUMNS)
+# not a mode: freeze_quantize sweeps the modes; export_tflite takes freeze_quantize's choice
+AUTO = "auto"
 
 
 class QuantizeInputError(ValueError):
@@ -23,13 +25,18 @@ class QuantizeInputError(ValueError):
 class TFLiteOptions(StepOptions):
     """Base of export_tflite's and freeze_quantize's options: the settings both steps take,
     declared here once (how the model is fed and converted, and the gate a converted model
-    must pass), and their one error class. Each step's class adds a ``quantization``
-    setting; it is checked by the modes table's own check first (one error class,
+    must pass), and their one error class. ``quantization`` is checked by the modes table's
+    own check first (one error class,
     common.tflite.modes.QuantizationModeError, naming the allowed values), then the fields'
     choices and the step's ``check``; the input mapping's form last."""
 
     error: ClassVar = QuantizeInputError
 
+    quantization: str = setting(AUTO, "a mode of common.tflite.modes to convert in; auto: "
+                                      "freeze_quantize sweeps the modes and keeps the "
+                                      "smallest within the gate, export_tflite exports the "
+                                      "mode freeze_quantize chose (its quantized_dir)",
+                                lambda: _modes().with_auto())
     signature: str = setting("", "the signature converted and compared; empty: serving_raw "
                                  "when the model has it, else serving_default")
     input_mapping: str | Dict[str, str] | None = setting(
@@ -58,6 +65,12 @@ class TFLiteOptions(StepOptions):
         modes.check_mode(self.quantization)
         super().__post_init__()
         parse_mapping(self.input_mapping)
+
+
+def _modes():
+    from tfkfp.components.common.tflite import modes  # it imports this module
+
+    return modes
 
 
 def check_examples(name: str, count: int) -> None:

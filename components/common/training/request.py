@@ -26,18 +26,20 @@ def make_config(dataset: str, model_dir: str, options: Dict[str, Any]) -> TrainC
     if unknown:
         raise TrainConfigError(f"unknown training option(s) {unknown}; allowed: "
                                f"{', '.join(sorted(known))}")
-    if isinstance(options.get("hidden_units"), str):
-        options = {**options, "hidden_units": _units(options["hidden_units"])}
-    elif "hidden_units" in options:
-        options = {**options, "hidden_units": tuple(options["hidden_units"])}
+    if "hidden_units" in options:
+        options = {**options, "hidden_units": hidden_units(options["hidden_units"])}
     return TrainConfig(dataset=dataset, model_dir=model_dir, **options)
 
 
-def _units(text: str):
+def hidden_units(value: Sequence[int] | str) -> Tuple[int, ...]:
+    """Dense layer sizes from a sequence or text such as ``"256,128"`` (as a KFP component
+    passes them)."""
+    if not isinstance(value, str):
+        return tuple(value)
     try:
-        return tuple(int(u) for u in text.replace(" ", "").split(",") if u)
+        return tuple(int(u) for u in value.replace(" ", "").split(",") if u)
     except ValueError as err:
-        raise TrainConfigError(f"hidden_units {text!r} is not a comma-separated list of "
+        raise TrainConfigError(f"hidden_units {value!r} is not a comma-separated list of "
                                "integers, e.g. '256,128'") from err
 
 
