@@ -1,8 +1,9 @@
 """Scenario: a tabular model's TFLite bundle, one input per column against packed inputs.
 
-The 30-column breast-cancer table (scikit-learn's ``load_breast_cancer``, in the dev extra)
-is sharded, a tfkfp MLP is trained on it (train's defaults: dense layers of 256 and 128, about
-41k weights) and exported by export_tflite in ``none`` and ``int8``, once with
+The 30-column breast-cancer table (scikit-learn's ``load_breast_cancer``: ``pip install
+scikit-learn``, which tfkfp does not install) is sharded, a tfkfp MLP is trained on it
+(train's defaults: dense layers of 256 and 128, about 41k weights) and exported by
+export_tflite in ``none`` and ``int8``, once with
 ``input_layout="columns"`` (one input per column, as every bundle was before) and once with
 ``"packed"`` (one float32 ``[batch, 30]`` input, the per-column preprocessing run once per
 block). For each bundle: the file's size, its op count, and the LiteRT latency of one row
