@@ -18,6 +18,7 @@ import pytest
 import upstream_schemas
 from cluster_tools import run, tool
 from kube_controller import Controller, cluster
+from saved_weights import saved_weights
 
 from tfkfp.components.tune import katib_experiment as kx
 from tfkfp.components.tune.core import tune
@@ -135,9 +136,9 @@ def test_katib_runs_the_trials_and_the_step_fetches_the_optimal_model(kubeconfig
         assert len(re.findall(r"^eval_accuracy=", printed, re.M)) == TINY["epochs"]
     assert result.best_number == "tune-a-good" and result.best_settings["learning_rate"] == 0.05
     assert result.counts() == {"complete": 2, "pruned": 1, "failed": 0}
-    fetched = (tmp_path / "model" / "saved_model.pb").read_bytes()
-    assert fetched == (shared / "trials" / "tune-a-good" / "model" / "saved_model.pb").read_bytes()
-    assert fetched != (shared / "trials" / "tune-a-slow" / "model" / "saved_model.pb").read_bytes()
+    fetched = saved_weights(tmp_path / "model")
+    assert fetched == saved_weights(shared / "trials" / "tune-a-good" / "model")
+    assert fetched != saved_weights(shared / "trials" / "tune-a-slow" / "model")
     assert "tune-a-stopped" in result.markdown() and katib.exists("tune-a")  # kept for the UI
     ended = [r.getMessage() for r in caplog.records if r.getMessage().startswith("tune: trial")]
     assert [line.split()[2:4] for line in ended] == [

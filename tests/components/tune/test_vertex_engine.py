@@ -11,6 +11,7 @@ import time
 
 import pytest
 from fake_vertex.tuning_service import FakeTuningService
+from saved_weights import saved_weights
 
 from tfkfp.components.tune import options, remote_options, vertex_run, vertex_study, vertex_trial
 from tfkfp.components.tune.core import tune
@@ -119,9 +120,9 @@ def test_the_fake_vertex_runs_the_study_and_the_step_fetches_the_best_model(
     assert result.counts() == {"complete": 2, "pruned": 0, "failed": 0}
     assert [r["epochs"] for r in result.trials] == [2, 2]  # a measurement per epoch
     assert "## Trials" in result.markdown()
-    fetched = (tmp_path / "model" / "saved_model.pb").read_bytes()
-    assert fetched == (tmp_path / "trials" / "2" / "model" / "saved_model.pb").read_bytes()
-    assert fetched != (tmp_path / "trials" / "1" / "model" / "saved_model.pb").read_bytes()
+    fetched = saved_weights(tmp_path / "model")
+    assert fetched == saved_weights(tmp_path / "trials" / "2" / "model")
+    assert fetched != saved_weights(tmp_path / "trials" / "1" / "model")
 
 
 def test_sigterm_cancels_the_tuning_job(demo_dataset, tmp_path, monkeypatch):
