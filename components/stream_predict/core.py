@@ -40,15 +40,16 @@ class StreamResult:
     runner: str
     messages: int = 0
     rows: int = 0
-    predicted: int = 0
-    dead_lettered: int = 0
+    predicted: int = 0  # prediction messages written to the output topic
+    dead_lettered: int = 0  # dead letters written
     seconds: float = 0.0
     stopped_by: str = ""  # max_messages, duration, signal, job ended or launched
     job_id: str = ""
 
     @property
     def unfinished(self) -> int:
-        """Rows pulled but neither predicted nor dead-lettered when the job stopped."""
+        """Rows pulled whose prediction or dead letter was not written when the job
+        stopped."""
         return max(0, self.rows - self.predicted - self.dead_lettered)
 
     def metadata(self) -> Dict:
@@ -159,8 +160,8 @@ def _run_here(pipeline, options: StreamOptions, runner: str) -> StreamResult:
     finally:
         if not _ended(result):
             result.cancel()
-    return StreamResult(runner, counts["messages"], counts["rows"], counts["predicted"],
-                        counts["dead_lettered"],
+    return StreamResult(runner, counts["messages"], counts["rows"],
+                        counts["predictions_written"], counts["dead_letters_written"],
                         seconds=time.monotonic() - started, stopped_by=reason)
 
 
@@ -184,10 +185,15 @@ def _drain(result, seconds: float) -> Dict[str, int]:
     deadline = time.monotonic() + seconds
     while True:
         counts = _counts()
-        done = counts["predicted"] + counts["dead_lettered"] >= counts["rows"]
+        done = _written(counts) >= counts["rows"]
         if done or time.monotonic() >= deadline or _ended(result):
             return counts
         time.sleep(POLL_S)
+
+
+def _written(counts: Dict[str, int]) -> int:
+    """Messages on the two topics: a row's answer, or its dead letter, once written."""
+    return counts["predictions_written"] + counts["dead_letters_written"]
 
 
 def _ended(result) -> bool:

@@ -42,7 +42,11 @@ from tfkfp.components.stream_predict.options import StreamOptions, attributes_of
 
 MAX_TEXT = 10_000  # characters of a bad message's text kept in its dead letter
 MAX_ATTRIBUTE = 1024  # bytes Pub/Sub allows an attribute's value
-COUNTERS = ("messages", "rows", "predicted", "dead_lettered")
+PUBLISH_TIMEOUT_S = 300  # as Beam's own write waits for Pub/Sub to accept a bundle
+# predicted and dead_lettered count rows answered in the job; the *_written two, locally,
+# the messages Pub/Sub accepted on each topic
+COUNTERS = ("messages", "rows", "predicted", "dead_lettered", "predictions_written",
+            "dead_letters_written")
 
 # The same counts in this process, for a local run to watch: asking the DirectRunner for
 # its metrics while it runs stalled its Pub/Sub reads (one pull, then none for a minute)
@@ -97,11 +101,47 @@ def build(pipeline, options: StreamOptions, model_uri: str, id_label: str = "",
         PubsubMessage).with_outputs("dead", main="predictions")
     lost = failed.failed_inferences | "FailedBatches" >> beam.FlatMap(
         _failed_batch).with_output_types(PubsubMessage)
-    _ = out.predictions | "WritePredictions" >> WriteToPubSub(options.output_topic,
-                                                            with_attributes=True)
+    _ = out.predictions | "WritePredictions" >> _write(options.output_topic, local,
+                                                       "predictions_written")
     _ = ((rows.dead, out.dead, lost) | "AllDead" >> beam.Flatten()
-         | "WriteDeadLetters" >> WriteToPubSub(options.dead_letter_topic,
-                                               with_attributes=True))
+         | "WriteDeadLetters" >> _write(options.dead_letter_topic, local,
+                                        "dead_letters_written"))
+
+
+def _write(topic: str, local: bool, counter: str) -> beam.PTransform:
+    """Beam's Pub/Sub write; locally one that counts a message once Pub/Sub accepted it."""
+    if local:
+        return beam.ParDo(_PublishCounted(topic, counter))
+    return WriteToPubSub(topic, with_attributes=True)
+
+
+class _PublishCounted(beam.DoFn):
+    """What Beam's WriteToPubSub does on the DirectRunner (google-cloud-pubsub's publisher,
+    each bundle's messages flushed as it ends), counting each message once Pub/Sub has
+    accepted it. A local stop waits for these counts: the rows counted predicted were in
+    the job, not yet on the topic, when the bundle that writes them had not run, and the
+    cancel that follows a drain dropped them."""
+
+    def __init__(self, topic: str, counter: str):
+        self.topic, self.counter = topic, counter
+
+    def setup(self):
+        from google.cloud import pubsub_v1
+
+        self.client = pubsub_v1.PublisherClient()
+
+    def start_bundle(self):
+        self.sent = []
+
+    def process(self, message: PubsubMessage):
+        self.sent.append(self.client.publish(self.topic, message.data,
+                                             **(message.attributes or {})))
+
+    def finish_bundle(self):
+        for sent in self.sent:
+            sent.result(timeout=PUBLISH_TIMEOUT_S)
+        _count(self.counter, len(self.sent))
+        self.sent = []
 
 
 def _batching(options: StreamOptions, local: bool) -> Dict[str, Any]:
