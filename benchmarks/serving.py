@@ -175,13 +175,20 @@ def measure(servers: Dict[str, int], body: bytes, runs: int, requests: int,
                 for c, levels in samples[n].items()} for n in names}
 
 
-def stop(process: subprocess.Popen) -> None:
+def terminate(process: subprocess.Popen, timeout: float = 60) -> None:
+    """SIGTERM, as Kubernetes stops a server's pod; SIGKILL if ``process`` is still running
+    ``timeout`` seconds later. Also the serve tests' way to stop ``tfkfp serve``."""
     process.send_signal(signal.SIGTERM)
     try:
-        process.wait(timeout=60)
+        process.wait(timeout=timeout)
     except subprocess.TimeoutExpired:
         process.kill()
         process.wait()
+
+
+def stop(process: subprocess.Popen) -> None:
+    """``terminate`` a server from ``launch`` and close its log."""
+    terminate(process)
     process.log.close()
 
 

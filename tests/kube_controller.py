@@ -185,24 +185,36 @@ def cancel_step(controller: Controller, kubeconfig: str, launcher: str, data: st
     return out
 
 
-def cancelling_deletes_the_job(controller: Controller, kubeconfig: str, launcher: str,
-                               data: str, tmp_path) -> None:
-    """``cancel_step`` on job ``cancel``: the step says it was stopped by the signal, and the
-    job is gone."""
-    out = cancel_step(controller, kubeconfig, launcher, data, str(tmp_path / "model"),
-                      job_options(controller.namespace, tmp_path, "cancel"), "cancel")
-    assert "stopped by signal" in out, out[-3000:]
-    assert not controller.exists("cancel")
+class LauncherContract:
+    """What every job launcher's step does when cancelled or when its job cannot be created.
+    A launcher's test module subclasses it as a ``Test...`` class naming the ``controller``
+    (a Controller subclass) that plays its job's part, the ``launcher``, the ``error`` its
+    step fails with, and ``missing_namespace``, the message (a regular expression) when the
+    job's namespace does not exist. The module provides the ``kubeconfig`` fixture."""
 
+    controller: type[Controller]
+    launcher: str
+    error: type
+    missing_namespace: str
 
-def in_a_missing_namespace(launcher: str, data: str, tmp_path, error: type, match: str) -> None:
-    """Train with ``launcher``, its job ``lost`` in namespace ``nowhere``, which does not
-    exist: the step fails with ``error`` matching ``match``."""
-    from tfkfp.components.train.core import train
+    def test_cancelling_the_step_deletes_the_job(self, kubeconfig, demo_dataset, tmp_path):
+        """``cancel_step`` on job ``cancel``: the step says it was stopped by the signal,
+        and the job is gone."""
+        controller = self.controller(kubeconfig)
+        out = cancel_step(controller, kubeconfig, self.launcher, demo_dataset,
+                          str(tmp_path / "model"),
+                          job_options(controller.namespace, tmp_path, "cancel"), "cancel")
+        assert "stopped by signal" in out, out[-3000:]
+        assert not controller.exists("cancel")
 
-    with pytest.raises(error, match=match):
-        train(data, str(tmp_path / "model"), launcher=launcher,
-              launcher_options=job_options("nowhere", tmp_path, "lost"))
+    def test_a_job_that_cannot_be_created_says_why(self, kubeconfig, demo_dataset, tmp_path):
+        """Its job ``lost`` in namespace ``nowhere``, which does not exist: the step fails
+        with ``error`` matching ``missing_namespace``."""
+        from tfkfp.components.train.core import train
+
+        with pytest.raises(self.error, match=self.missing_namespace):
+            train(demo_dataset, str(tmp_path / "model"), launcher=self.launcher,
+                  launcher_options=job_options("nowhere", tmp_path, "lost"))
 
 
 def past_its_deadline(controller: Controller, launcher: str, data: str, tmp_path, act,

@@ -17,6 +17,8 @@ import time
 
 from ports import free_port
 
+from benchmarks.serving import terminate
+
 START_TIMEOUT = 180  # seconds for TensorFlow to import and the model to load on 2 busy cores
 
 
@@ -140,9 +142,4 @@ def running(model: str, *args: str, env=None, tmp_path=None, wait_ready=True,
         yield server
     finally:
         if process.poll() is None:
-            process.send_signal(signal.SIGTERM)
-            try:
-                process.wait(timeout=60)
-            except subprocess.TimeoutExpired:
-                process.kill()
-                process.wait()
+            terminate(process)

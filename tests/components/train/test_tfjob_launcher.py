@@ -15,8 +15,7 @@ import yaml
 from cluster_tools import ROOT, run, tool
 from kube_controller import (
     Controller,
-    cancelling_deletes_the_job,
-    in_a_missing_namespace,
+    LauncherContract,
     job_options,
     kubeconfig_fixture,
     past_its_deadline,
@@ -107,17 +106,6 @@ def test_a_tfjob_past_its_deadline_is_deleted_and_fails_the_step(kubeconfig, dem
                       TFJobFailed, "passed its deadline of 2 s")
 
 
-def test_cancelling_the_step_deletes_the_tfjob(kubeconfig, demo_dataset, tmp_path):
-    cancelling_deletes_the_job(Operator(kubeconfig), kubeconfig, "tfjob", demo_dataset,
-                               tmp_path)
-
-
-def test_a_tfjob_that_cannot_be_created_says_why(kubeconfig, demo_dataset, tmp_path):
-    in_a_missing_namespace("tfjob", demo_dataset, tmp_path, TFJobFailed,
-                           r"could not create TFJob nowhere/lost: 404 Not Found: namespaces "
-                           r"\"nowhere\" not found")
-
-
 def test_without_an_allow_list_only_the_default_image_and_account_are_allowed(
         kubeconfig, demo_dataset, tmp_path):
     operator = Operator(kubeconfig)
@@ -156,3 +144,9 @@ def test_the_allow_list_configmap_names_what_replicas_may_run(kubeconfig, demo_d
     operator = Operator(kubeconfig)
     operator.namespace = "listed"
     assert not operator.exists("listed")
+
+
+class TestTFJobLauncher(LauncherContract):
+    controller, launcher, error = Operator, "tfjob", TFJobFailed
+    missing_namespace = (r"could not create TFJob nowhere/lost: 404 Not Found: namespaces "
+                         r"\"nowhere\" not found")

@@ -19,9 +19,8 @@ import yaml
 from cluster_tools import ROOT, run, tool
 from kube_controller import (
     Controller,
-    cancelling_deletes_the_job,
+    LauncherContract,
     cluster_with,
-    in_a_missing_namespace,
     job_options,
     past_its_deadline,
 )
@@ -208,17 +207,6 @@ def test_a_trainjob_past_its_deadline_is_deleted_and_fails_the_step(kubeconfig, 
     assert deadlines == [2]  # Trainer enforces it first, with reason DeadlineExceeded
 
 
-def test_cancelling_the_step_deletes_the_trainjob(kubeconfig, demo_dataset, tmp_path):
-    cancelling_deletes_the_job(Trainer(kubeconfig), kubeconfig, "trainjob", demo_dataset,
-                               tmp_path)
-
-
-def test_a_trainjob_that_cannot_be_created_says_why(kubeconfig, demo_dataset, tmp_path):
-    in_a_missing_namespace("trainjob", demo_dataset, tmp_path, TrainJobFailed,
-                           r"could not create TrainJob nowhere/lost: 404 Not Found: "
-                           r"namespaces \"nowhere\" not found\. Is Kubeflow Trainer v2 installed")
-
-
 def test_a_service_account_outside_the_allow_list_is_refused_before_the_trainjob(
         kubeconfig, demo_dataset, tmp_path):
     trainer = Trainer(kubeconfig)
@@ -230,3 +218,9 @@ def test_a_service_account_outside_the_allow_list_is_refused_before_the_trainjob
               launcher_options=options(tmp_path, "runner", service_account="tfkfp-runner"))
     assert not trainer.exists("runner")
     assert not os.path.exists(tmp_path / "shared" / "runner")  # nothing staged either
+
+
+class TestTrainJobLauncher(LauncherContract):
+    controller, launcher, error = Trainer, "trainjob", TrainJobFailed
+    missing_namespace = (r"could not create TrainJob nowhere/lost: 404 Not Found: "
+                         r"namespaces \"nowhere\" not found\. Is Kubeflow Trainer v2 installed")
