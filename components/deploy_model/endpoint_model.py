@@ -76,9 +76,9 @@ class EndpointModel:
     def predict(self, features: Dict[str, np.ndarray]) -> np.ndarray:
         """A regressor's values, or per class of ``labels`` the score the endpoint gave it
         (UNANSWERED where its answer left the class out)."""
-        from tfkfp.components.deploy_model.smoke import instances
+        from tfkfp.components.common.endpoint.protocols import v1_instances
 
-        rows = instances({n: features[n] for n in self.inputs})
+        rows = v1_instances({n: features[n] for n in self.inputs})
         answers = [a for start in range(0, len(rows), ROWS_PER_REQUEST)
                    for a in self._post(rows[start:start + ROWS_PER_REQUEST])]
         if self.regressor:

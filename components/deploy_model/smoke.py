@@ -12,6 +12,7 @@ from typing import Any, Dict, List
 import numpy as np
 
 from tfkfp.components.common.endpoint.client import GOOGLE_SCOPES, EndpointClient, GoogleAuth
+from tfkfp.components.common.endpoint.protocols import v1_instances
 from tfkfp.components.common.model import routes
 from tfkfp.components.deploy_model.errors import SmokeTestFailed
 
@@ -37,13 +38,6 @@ def predict_url(endpoint_url: str, model_name: str) -> str:
     return base + routes.v1_predict(model_name)
 
 
-def instances(features: Dict[str, np.ndarray]) -> List[Dict[str, Any]]:
-    """Rows as v1 instances: gaps (NaN) as null, strings as text."""
-    rows = len(next(iter(features.values())))
-    return [{name: _json_value(values[i]) for name, values in features.items()}
-            for i in range(rows)]
-
-
 def smoke_test(endpoint_url: str, model_name: str, model_uri: str, dataset: str,
                rows: int = 8, split: str = "eval", tolerance: float = 1e-3,
                wait_seconds: float = 60.0) -> SmokeResult:
@@ -59,7 +53,7 @@ def smoke_test(endpoint_url: str, model_name: str, model_uri: str, dataset: str,
     ids, _ = top_k_of(expected, 1)
     url = predict_url(endpoint_url, model_name)
     started = time.perf_counter()
-    answers = _post(url, {"instances": instances(examples.features)}, wait_seconds)
+    answers = _post(url, {"instances": v1_instances(examples.features)}, wait_seconds)
     latency_ms = 1000 * (time.perf_counter() - started)
     if len(answers) != len(examples):
         raise SmokeTestFailed(f"{url} answered {len(answers)} predictions for "
@@ -127,15 +121,3 @@ def _auth(url: str) -> GoogleAuth | None:
 
     credentials, _ = google.auth.default(scopes=list(GOOGLE_SCOPES))
     return GoogleAuth(credentials)
-
-
-def _json_value(value: Any) -> Any:
-    if isinstance(value, np.ndarray):
-        return [_json_value(v) for v in value]
-    if isinstance(value, (bytes, np.bytes_)):
-        return bytes(value).decode("utf-8")
-    if isinstance(value, (float, np.floating)):
-        return None if math.isnan(value) else float(value)
-    if isinstance(value, np.integer):
-        return int(value)
-    return value

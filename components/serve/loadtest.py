@@ -25,7 +25,6 @@ import asyncio
 import dataclasses
 import http.client
 import json
-import math
 import ssl
 import time
 import urllib.parse
@@ -139,32 +138,19 @@ def instances(dataset: str, rows: int, split: str = "eval") -> List[Dict[str, An
 
     import_tensorflow_quietly()  # the reader's; its start-up lines stay off the console
     from tfkfp.components.common.data.reader import make_dataset
+    from tfkfp.components.common.endpoint.protocols import v1_instances
 
     out: List[Dict[str, Any]] = []
     for features, keys in make_dataset(dataset, mode="predict", split=split, batch_size=256,
                                        max_rows=rows):
         columns = {**{k: v.numpy() for k, v in features.items()},
                    **{k: v.numpy() for k, v in keys.items()}}
-        count = len(next(iter(columns.values())))
-        for i in range(count):
-            out.append({name: _json_value(values[i]) for name, values in columns.items()})
-            if len(out) == rows:
-                return out
+        out += v1_instances(columns)[:rows - len(out)]
+        if len(out) == rows:
+            return out
     if not out:
         raise ServeOptionsError(f"{dataset}: the {split} split has no rows to send")
     return out
-
-
-def _json_value(value):
-    if hasattr(value, "tolist"):
-        value = value.tolist()
-    if isinstance(value, bytes):
-        return value.decode("utf-8", "replace")
-    if isinstance(value, float) and math.isnan(value):
-        return None
-    if isinstance(value, list):
-        return [_json_value(v) for v in value]
-    return value
 
 
 def run_level(where: "Target | str", path: str, bodies: List[bytes], clients: int,

@@ -74,6 +74,13 @@ def json_values(values: np.ndarray) -> list:
     return values.tolist()
 
 
+def v1_instances(features: Dict[str, np.ndarray]) -> List[Dict[str, Any]]:
+    """Rows as KServe v1 ``instances``: one object per row, its values as json_values."""
+    names = list(features)
+    columns = [json_values(features[n]) for n in names]
+    return [dict(zip(names, row)) for row in zip(*columns)]
+
+
 def _dumps(body: Dict) -> bytes:
     return json.dumps(body, separators=(",", ":"), allow_nan=False).encode()
 
@@ -102,9 +109,7 @@ class V1(_Protocol):
     @staticmethod
     def encode(features: Dict[str, np.ndarray], request_id: str = "") -> bytes:
         """The rows as ``instances`` (v1 has no request id: ``request_id`` is unused)."""
-        names = list(features)
-        columns = [json_values(features[n]) for n in names]
-        return _dumps({"instances": [dict(zip(names, row)) for row in zip(*columns)]})
+        return _dumps({"instances": v1_instances(features)})
 
     @staticmethod
     def mismatch(body: Any, rows: int, request_id: str = "") -> str:

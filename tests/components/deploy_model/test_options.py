@@ -217,17 +217,6 @@ def test_predict_urls_follow_the_endpoint_kind():
     assert smoke.predict_url(vertex_url, "digits") == vertex_url + ":predict"
 
 
-def test_instances_carry_gaps_as_null_and_strings_as_text():
-    import numpy as np
-
-    rows = smoke.instances({"x": np.array([1.5, np.nan], np.float32),
-                            "city": np.array([b"Z\xc3\xbcrich", b""], object),
-                            "n": np.array([3, 4], np.int64),
-                            "v": np.array([[1.0, 2.0], [3.0, np.nan]], np.float32)})
-    assert rows == [{"x": 1.5, "city": "Zürich", "n": 3, "v": [1.0, 2.0]},
-                    {"x": None, "city": "", "n": 4, "v": [3.0, None]}]
-
-
 @pytest.mark.parametrize("pipeline, pairs, message", [
     ("training", ["deploy=knative"], "deploy 'knative' is not one of none, kserve"),
     ("training", ["deploy=kserve", 'deploy_options={"mode": "raw", "traffic_percent": 5}'],

@@ -1,6 +1,8 @@
 """The serving protocols are one table (common.endpoint.options): what endpoint callers take,
 what tfkfp serve prints an example request in, and the command's choices all read it."""
 
+import json
+
 import pytest
 
 from tfkfp.cli.main import _parser
@@ -40,3 +42,21 @@ def test_refusals_keep_their_words():
     with pytest.raises(ServeOptionsError, match=r"^--example-request 'x': expected one of "
                        r"v1, v2, tfserving$"):
         examples.example_request("x", [], {})
+
+
+def test_v1_instances_carry_gaps_as_null_and_strings_as_text():
+    """One encoding for every v1 caller: the endpoint client, deploy's smoke test and its
+    endpoint model, tfkfp loadtest."""
+    import numpy as np
+
+    from tfkfp.components.common.endpoint.protocols import v1_instances
+
+    rows = v1_instances({"x": np.array([1.5, np.nan], np.float32),
+                         "city": np.array([b"Z\xc3\xbcrich", b"\xff"], object),
+                         "n": np.array([3, 4], np.int64),
+                         "v": np.array([[1.0, 2.0], [3.0, np.nan]], np.float32)})
+    assert rows == [{"x": 1.5, "city": "Zürich", "n": 3, "v": [1.0, 2.0]},
+                    {"x": None, "city": "\udcff", "n": 4, "v": [3.0, None]}]
+    # bytes that are not UTF-8 reach the server, which refuses that row alone
+    assert json.loads(ENCODINGS["v1"].encode({"city": np.array([b"\xff"], object)})) == {
+        "instances": [{"city": "\udcff"}]}
