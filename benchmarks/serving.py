@@ -41,7 +41,7 @@ import numpy as np
 
 from benchmarks.harness import parse_options, sized
 from tfkfp.components.common.model import routes
-from tfkfp.components.serve.loadtest import run_level
+from tfkfp.components.serve.load_engine import run_level
 
 LEVELS = (1, 32)
 COLUMNS = 64

@@ -28,7 +28,7 @@ from apache_beam.metrics import Metrics
 from apache_beam.ml.inference.base import RunInference
 
 from tfkfp.components.batch_predict import sources, writers
-from tfkfp.components.batch_predict.core import make_reader
+from tfkfp.components.batch_predict.reading import make_reader
 from tfkfp.components.batch_predict.records import Chunk, ErrorRow
 from tfkfp.components.batch_predict.tfrecords import missing_records
 from tfkfp.components.common.beam.handler import (

@@ -31,13 +31,33 @@ def rows_of(source: str, count: int, split: str) -> List[Dict[str, Any]]:
         if not os.path.isdir(source) and "://" not in source:
             found = "a file of another kind" if os.path.exists(source) else "no such file"
             raise ServeOptionsError(f"--dataset {source}: expected {EXPECTED}; found {found}")
-        from tfkfp.components.serve.loadtest import instances
-
         return instances(source, count, split)
     rows = _csv_rows(source, count) if kind == "csv" else _jsonl_rows(source, count)
     if not rows:
         raise ServeOptionsError(f"--dataset {source}: no rows to send")
     return rows
+
+
+def instances(dataset: str, rows: int, split: str = "eval") -> List[Dict[str, Any]]:
+    """Up to ``rows`` rows of a Dataset directory as v1 instances (JSON values: a float gap
+    is null, strings are text)."""
+    from tfkfp.components.common.platform.quiet import import_tensorflow_quietly
+
+    import_tensorflow_quietly()  # the reader's; its start-up lines stay off the console
+    from tfkfp.components.common.data.reader import make_dataset
+    from tfkfp.components.common.endpoint.protocols import v1_instances
+
+    out: List[Dict[str, Any]] = []
+    for features, keys in make_dataset(dataset, mode="predict", split=split, batch_size=256,
+                                       max_rows=rows):
+        columns = {**{k: v.numpy() for k, v in features.items()},
+                   **{k: v.numpy() for k, v in keys.items()}}
+        out += v1_instances(columns)[:rows - len(out)]
+        if len(out) == rows:
+            return out
+    if not out:
+        raise ServeOptionsError(f"{dataset}: the {split} split has no rows to send")
+    return out
 
 
 def _csv_rows(path: str, count: int) -> List[Dict[str, Any]]:

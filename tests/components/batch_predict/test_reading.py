@@ -13,7 +13,7 @@ import pyarrow as pa
 import pytest
 
 from conftest import flip_byte
-from tfkfp.components.batch_predict import core, tfrecords, writers
+from tfkfp.components.batch_predict import core, reading, tfrecords, writers
 from tfkfp.components.batch_predict.sources import resolve_input
 from tfkfp.components.batch_predict.tfrecords import (
     make_parser,
@@ -159,7 +159,7 @@ def test_the_models_block_is_parsed_as_one_matrix_with_the_same_answers(
     core.batch_predict(demo_model, demo_blocks_dataset, str(tmp_path / "block"), top_k=3,
                        predict_batch_size=300, predictor=spied)
     assert seen and all(keys == {BLOCKS["int64"]} for keys in seen)
-    monkeypatch.setattr(core, "_parsed_blocks", lambda predictor, features: {})
+    monkeypatch.setattr(reading, "parsed_blocks", lambda predictor, features: {})
     seen.clear()
     core.batch_predict(demo_model, demo_blocks_dataset, str(tmp_path / "columns"), top_k=3,
                        predict_batch_size=300, predictor=spied)

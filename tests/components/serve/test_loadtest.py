@@ -57,7 +57,7 @@ def test_loadtest_counts_the_rows_a_precomputed_set_answers_and_can_leave_them_o
     from serve_process import running
 
     from tfkfp.components.batch_predict.core import batch_predict
-    from tfkfp.components.serve.loadtest import instances
+    from tfkfp.components.serve.load_inputs import instances
 
     rows = instances(string_table.dataset, 256)
     half = len(rows) // 2

@@ -8,7 +8,7 @@ import time
 
 import pytest
 
-from tfkfp.components.serve import loadtest
+from tfkfp.components.serve import load_engine, loadtest
 
 
 class _Handler(http.server.BaseHTTPRequestHandler):
@@ -66,7 +66,7 @@ def server():
 @pytest.mark.parametrize("path", ["/ok", "/chunked", "/close"])
 def test_every_request_is_sent_whole_and_answered_once(server, path):
     bodies = [b'{"instances": [{"x": 1}]}', b'{"instances": [{"x": "\xc3\xa9"}]}']
-    level = loadtest.run_level(server, path, bodies, 3, 30, 30.0)
+    level = load_engine.run_level(server, path, bodies, 3, 30, 30.0)
     assert (level.requests, level.errors, level.clients) == (30, 0, 3)
     assert sorted(b for _, b in _Handler.received) == sorted(bodies * 15)
     assert {p for p, _ in _Handler.received} == {path}
@@ -74,45 +74,45 @@ def test_every_request_is_sent_whole_and_answered_once(server, path):
 
 
 def test_failures_are_errors_and_the_request_bound_holds(server):
-    level = loadtest.run_level(server, "/fail", [b"{}"], 4, 10, 30.0)
+    level = load_engine.run_level(server, "/fail", [b"{}"], 4, 10, 30.0)
     assert (level.requests, level.errors) == (0, 10) and len(_Handler.received) == 10
 
 
 def test_nothing_listening_is_errors_within_the_bounds():
     from serve_process import free_port
 
-    level = loadtest.run_level(f"127.0.0.1:{free_port()}", "/ok", [b"{}"], 2, 6, 30.0)
+    level = load_engine.run_level(f"127.0.0.1:{free_port()}", "/ok", [b"{}"], 2, 6, 30.0)
     assert (level.requests, level.errors) == (0, 6)
     # for a whole second: each client backs off (10 ms, doubling) rather than spinning on
     # refused connections (thousands of errors a second per client)
-    level = loadtest.run_level(f"127.0.0.1:{free_port()}", "/ok", [b"{}"], 2, 10**6, 1.0)
+    level = load_engine.run_level(f"127.0.0.1:{free_port()}", "/ok", [b"{}"], 2, 10**6, 1.0)
     assert level.requests == 0 and 2 <= level.errors <= 2 * 12
 
 
 def test_an_unanswered_request_is_an_error_once_the_level_is_over(server, monkeypatch):
-    monkeypatch.setattr(loadtest, "ANSWER_TIMEOUT_S", 0.5)
-    level = loadtest.run_level(server, "/hang", [b"{}"], 2, 100, 0.5)
+    monkeypatch.setattr(load_engine, "ANSWER_TIMEOUT_S", 0.5)
+    level = load_engine.run_level(server, "/hang", [b"{}"], 2, 100, 0.5)
     # each client's first request waits 3 s for its answer: both given up, not counted as
     # answered, and no further request sent
     assert (level.requests, level.errors) == (0, 2) and len(_Handler.received) == 2
 
 
 def test_every_request_carries_the_headers_given_and_host_as_given(server):
-    where = loadtest.target(f"http://{server}", ["Host: digits.models.example.com",
+    where = load_engine.target(f"http://{server}", ["Host: digits.models.example.com",
                                                  "Authorization: Bearer s3cret"])
-    level = loadtest.run_level(where, "/ok", [b"{}"], 2, 6, 30.0)
+    level = load_engine.run_level(where, "/ok", [b"{}"], 2, 6, 30.0)
     assert (level.requests, level.errors) == (6, 0)
     for headers in _Handler.seen_headers:
         assert headers["Host"] == "digits.models.example.com"
         assert headers["Authorization"] == "Bearer s3cret"
-    plain = loadtest.target(f"http://{server}")
+    plain = load_engine.target(f"http://{server}")
     assert plain.headers == f"Host: {server}\r\n".encode()
 
 
 @pytest.mark.parametrize("header", ["no colon", "X: a\r\nInjected: b", ": empty name"])
 def test_a_malformed_header_is_refused(header):
     with pytest.raises(loadtest.ServeOptionsError, match="expected 'Name: value'"):
-        loadtest.target("http://127.0.0.1:1", [header])
+        load_engine.target("http://127.0.0.1:1", [header])
 
 
 def test_an_open_loop_counts_latency_from_when_each_request_was_due(server):
@@ -120,14 +120,14 @@ def test_an_open_loop_counts_latency_from_when_each_request_was_due(server):
     second: the 20th cannot be answered before 20 x 50 ms after the first was due, though it
     was due 380 ms after it, so its latency is at least 0.62 s, whatever this machine's
     speed. A closed loop would have reported about 50 ms for every request."""
-    level = loadtest.run_level(server, "/slow", [b"{}"], 1, 20, 30.0, rate=50.0)
+    level = load_engine.run_level(server, "/slow", [b"{}"], 1, 20, 30.0, rate=50.0)
     assert (level.requests, level.errors, level.rate) == (20, 0, 50.0)
     assert level.p99_ms >= 620 and level.p99_ms > level.p50_ms
     assert "50.0 req/s offered: " in level.line()
 
 
 def test_requests_due_but_never_sent_by_the_levels_end_are_errors(server):
-    level = loadtest.run_level(server, "/slow", [b"{}"], 1, 1000, 0.3, rate=1000.0)
+    level = load_engine.run_level(server, "/slow", [b"{}"], 1, 1000, 0.3, rate=1000.0)
     assert level.requests + level.errors == 300  # every due request accounted for once
     assert level.errors > 0 and len(_Handler.received) == level.requests
 
@@ -177,10 +177,10 @@ def tls_server(tmp_path):
 
 def test_https_with_the_servers_ca_or_without_verification(tls_server):
     url, ca = tls_server
-    for where in (loadtest.target(url, cafile=ca), loadtest.target(url, insecure=True)):
-        level = loadtest.run_level(where, "/ok", [b"{}"], 2, 4, 30.0)
+    for where in (load_engine.target(url, cafile=ca), load_engine.target(url, insecure=True)):
+        level = load_engine.run_level(where, "/ok", [b"{}"], 2, 4, 30.0)
         assert (level.requests, level.errors) == (4, 0)
-    unverified = loadtest.run_level(loadtest.target(url), "/ok", [b"{}"], 1, 2, 30.0)
+    unverified = load_engine.run_level(load_engine.target(url), "/ok", [b"{}"], 1, 2, 30.0)
     assert unverified.requests == 0  # an unknown CA is refused, not trusted silently
 
 
@@ -206,7 +206,7 @@ def test_leaving_out_every_row_a_precomputed_set_answers_may_leave_nothing(monke
 
     rows = [{"id": i} for i in range(4)]
     monkeypatch.setattr(loadtest, "precomputed_rows", lambda *args: [True] * len(rows))
-    where = loadtest.Target.plain("127.0.0.1:1")
+    where = load_engine.Target.plain("127.0.0.1:1")
     assert loadtest._model_rows(where, "m", "u", rows, 1, False, None) == rows
     with pytest.raises(ServeOptionsError, match=r"--exclude-precomputed: all 4 rows of the "
                                                 r"load were answered from the server's "
