@@ -93,7 +93,7 @@ def main(argv=None) -> int:
     from tfkfp.components.serve.server import serve_model
 
     cls = _model_classes()[kind]
-    options = ServeOptions(name="model", host="127.0.0.1", http_port=port).check()
+    options = ServeOptions(name="model", host="127.0.0.1", http_port=port)
     serve_model(cls("model", *argv[2:3]), options, rebuild=lambda: cls("model", *argv[2:3]))
     return 0
 

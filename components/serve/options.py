@@ -1,69 +1,64 @@
-"""Serving options, checked before anything starts."""
+"""Serving options, checked when built, before anything starts (StepOptions: ``tfkfp serve``'s
+flags read their defaults and help from these fields). It imports no TensorFlow or kserve."""
 
 import dataclasses
-from typing import Tuple
+from typing import ClassVar, Tuple
 
+from tfkfp.components.common.platform.step_options import StepOptions, setting
 from tfkfp.components.serve.errors import ServeOptionsError
 
 
 @dataclasses.dataclass(frozen=True)
-class ServeOptions:
-    """How ``tfkfp serve`` listens, batches and refuses.
+class ServeOptions(StepOptions):
+    """How ``tfkfp serve`` listens, batches and refuses; a value out of range raises
+    ServeOptionsError naming it when the options are built."""
 
-    Attributes:
-        name: the model's name in the URLs (``/v1/models/NAME:predict``).
-        host: the address REST and gRPC listen on: ``127.0.0.1`` (the default) answers this
-            machine only; a pod serving others needs ``0.0.0.0`` (every IPv4 interface).
-        http_port: REST port (KServe's default 8080).
-        grpc_port: Open Inference Protocol gRPC port; 0 serves REST only.
-        max_batch_size: rows per model call at most (a single larger request runs alone).
-        max_latency_ms: how long a batch may wait for requests already arriving to join it;
-            a request that finds nothing else queued runs at once.
-        max_queue: requests waiting for the model beyond which new ones get 503.
-        max_instances: rows one request may carry.
-        max_request_bytes: request body size limit (413 above it).
-        top_k: best classes (and scores) listed in each answer.
-        threads: model threads (LiteRT interpreter, TensorFlow intra-op); 0: the container's
-            CPU limit less the event loop's one (at least 1).
-        keys: columns echoed from each instance into its answer (None: the schema's keys).
-        grace_seconds: how long a SIGTERM waits for requests in flight.
-        precomputed: batch_predict's predictions folder answering known keys ("": none).
-        precomputed_key: the key column a v1 instance is looked up by.
-        precomputed_max_age_s: older answers fall through to the model (0: no limit).
-        precomputed_reload_s: how often a newer set is looked for (0: never).
-        model_repository_api: serve KServe's model-repository API (load and unload the
-            model), to clients on 127.0.0.1 or ::1 only; off by default.
-        header_timeout_s: seconds a client has to send a request's headers, from the
-            request's first byte (from connecting, for the first request); past it the
-            server answers 408 and disconnects.
-        read_timeout_s: seconds a client has to send a whole request, body included (at
-            least header_timeout_s); past it, 408 and disconnected. The default lets the
-            largest body (max_request_bytes) arrive at about 140 KB/s.
-    """
+    error: ClassVar = ServeOptionsError
 
-    name: str = "model"
-    host: str = "127.0.0.1"
-    http_port: int = 8080
-    grpc_port: int = 0
-    max_batch_size: int = 64
-    max_latency_ms: float = 2.0
-    max_queue: int = 256
-    max_instances: int = 1024
-    max_request_bytes: int = 8 << 20
-    top_k: int = 1
-    threads: int = 0
-    keys: Tuple[str, ...] | None = None
-    grace_seconds: int = 30
-    precomputed: str = ""
-    precomputed_key: str = ""
-    precomputed_max_age_s: float = 0.0
-    precomputed_reload_s: float = 30.0
-    model_repository_api: bool = False
-    header_timeout_s: float = 10.0
-    read_timeout_s: float = 60.0
+    name: str = setting("model", "the model's name in the URLs (/v1/models/NAME:predict)")
+    host: str = setting("127.0.0.1", "the address REST and gRPC listen on: 127.0.0.1 answers "
+                                     "this machine only; a pod serving others needs 0.0.0.0 "
+                                     "(every IPv4 interface)")
+    http_port: int = setting(8080, "REST port (KServe's default 8080)")
+    grpc_port: int = setting(0, "Open Inference Protocol (v2) gRPC port; 0 serves REST only")
+    max_batch_size: int = setting(64, "rows per model call at most (a single larger request "
+                                      "runs alone)")
+    max_latency_ms: float = setting(2.0, "how long a batch may wait for requests already "
+                                         "arriving to join it; a request that finds nothing "
+                                         "else queued runs at once")
+    max_queue: int = setting(256, "requests waiting for the model beyond which new ones get "
+                                  "503")
+    max_instances: int = setting(1024, "rows one request may carry")
+    max_request_bytes: int = setting(8 << 20, "request body size limit (413 above it)")
+    top_k: int = setting(1, "best classes (and scores) listed in each answer")
+    threads: int = setting(0, "model threads (LiteRT interpreter, TensorFlow intra-op); 0: the "
+                              "container's CPU limit less the event loop's one (at least 1)")
+    keys: Tuple[str, ...] | None = setting(None, "columns echoed from each instance into its "
+                                                 "answer (None: the schema's keys)")
+    grace_seconds: int = setting(30, "how long a SIGTERM waits for requests in flight")
+    precomputed: str = setting("", "batch_predict's predictions folder answering known keys "
+                                   "(empty: none)")
+    precomputed_key: str = setting("", "the key column a v1 instance is looked up by")
+    precomputed_max_age_s: float = setting(0.0, "precomputed answers older than this many "
+                                                "seconds fall through to the model (0: no "
+                                                "limit)")
+    precomputed_reload_s: float = setting(30.0, "how often, in seconds, a newer precomputed "
+                                                "set is looked for (0: never)")
+    model_repository_api: bool = setting(False, "serve KServe's model-repository API (load "
+                                                "and unload the model), to clients on "
+                                                "127.0.0.1 or ::1 only; off by default")
+    header_timeout_s: float = setting(10.0, "seconds a client has to send a request's "
+                                            "headers, from the request's first byte (from "
+                                            "connecting, for the first request); past it the "
+                                            "server answers 408 and disconnects")
+    read_timeout_s: float = setting(60.0, "seconds a client has to send a whole request, body "
+                                          "included (at least header_timeout_s); past it, 408 "
+                                          "and disconnected. The default lets the largest "
+                                          "body (max_request_bytes) arrive at about 140 KB/s")
 
-    def check(self) -> "ServeOptions":
-        """Raise ServeOptionsError naming the first option out of range."""
+    def check(self) -> None:
+        """Raise ServeOptionsError naming the first option out of range (run when the
+        options are built)."""
         if not self.name or "/" in self.name or ":" in self.name:
             raise ServeOptionsError(f"model name {self.name!r}: expected a non-empty name "
                                     "without '/' or ':' (it is part of the URLs)")
@@ -94,4 +89,3 @@ class ServeOptions:
             raise ServeOptionsError("header_timeout_s and read_timeout_s: expected 0 < "
                                     "header_timeout_s <= read_timeout_s; found "
                                     f"{self.header_timeout_s}, {self.read_timeout_s}")
-        return self

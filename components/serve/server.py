@@ -46,7 +46,6 @@ def _own_argv() -> Iterator[None]:
 def serve(model_uri: str, options: ServeOptions) -> int:
     """Serve the model until SIGTERM or SIGINT; returns the exit status (1: load failed).
     The REST port is taken first: a port in use stops the start before the model loads."""
-    options.check()
     if not uris.exists(model_uri):
         raise ServeOptionsError(f"model {model_uri} does not exist")
     listener = bind(options.host, options.http_port)

@@ -20,7 +20,7 @@ def test_serve_listens_on_loopback_unless_told_and_the_repository_api_is_off():
     assert cli._parser().parse_args(["serve", "m", "--model-repository-api"]
                                     ).model_repository_api
     with pytest.raises(ServeOptionsError, match="host is empty"):
-        ServeOptions(host=" ").check()
+        ServeOptions(host=" ")
 
 
 @pytest.mark.parametrize("host,local", [

@@ -96,7 +96,7 @@ def test_precomputed_needs_its_key_column():
     from tfkfp.components.serve.errors import ServeOptionsError
 
     with pytest.raises(ServeOptionsError, match="precomputed and precomputed_key go together"):
-        ServeOptions(precomputed="preds/").check()
+        ServeOptions(precomputed="preds/")
 
 
 @pytest.mark.slow

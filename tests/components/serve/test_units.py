@@ -25,7 +25,7 @@ from tfkfp.components.serve.rows import Field, RowDecoder
 ])
 def test_options_out_of_range_are_named(change, words):
     with pytest.raises(ServeOptionsError, match=words):
-        ServeOptions(**change).check()
+        ServeOptions(**change)
 
 
 def decoder():
