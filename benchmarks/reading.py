@@ -42,7 +42,7 @@ def naive(dataset_dir: str) -> int:
     import tensorflow as tf
 
     from tfkfp.components.common.data.dataset import split_files
-    from tfkfp.components.common.data.reader import feature_spec
+    from tfkfp.components.common.data.decoding import feature_spec
     from tfkfp.components.common.data.schema import Schema
 
     schema = Schema.load(dataset_dir)

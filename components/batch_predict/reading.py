@@ -7,7 +7,8 @@ blocks a TFRecord parse hands over as one matrix.
 from typing import Dict, List, Tuple
 
 from tfkfp.components.batch_predict import sources, text
-from tfkfp.components.common.data.schema import Column, scalar_of
+from tfkfp.components.common.data.packing import scalar_of
+from tfkfp.components.common.data.schema import Column
 from tfkfp.components.common.model.predictor import Predictor
 
 
@@ -24,12 +25,12 @@ def make_reader(plan: sources.InputPlan, files: List[str], features, key_columns
     file's chunks, then None, file after file (text headers checked now); TFRecords give
     each of ``blocks`` as one matrix."""
     if plan.fmt == "tfrecord":
-        from tfkfp.components.batch_predict.tfrecords import (
+        from tfkfp.components.batch_predict.tfrecord_parser import (
             first_record_rows,
             make_parser,
-            read_shards,
             records_per_batch,
         )
+        from tfkfp.components.batch_predict.tfrecords import read_shards
 
         # "both": a pattern read with the model's schema may hold either layout, and its
         # first record says how many rows a record holds

@@ -10,7 +10,7 @@ import os
 import time
 from typing import Callable, List, Tuple
 
-from tfkfp.components.common.data import reader
+from tfkfp.components.common.data import record_files
 from tfkfp.components.common.platform import uris
 
 MIN_STEPS = 3
@@ -57,9 +57,9 @@ def read_raw(files: List[str], compression: str, seconds: float) -> Rate:
     first batch (the pipeline's start) is not timed."""
     import tensorflow as tf
 
-    fetch = reader.fetched(files)  # object-store shards: through the local fetch cache
+    fetch = record_files.fetched(files)  # object-store shards: through the local fetch cache
     records = tf.data.Dataset.from_tensor_slices(files).interleave(
-        lambda f: reader.file_records(f, compression, fetch=fetch),
+        lambda f: record_files.file_records(f, compression, fetch=fetch),
         cycle_length=min(len(files), 8) or 1, num_parallel_calls=tf.data.AUTOTUNE)
     counts = records.batch(READ_BATCH).map(
         lambda b: (tf.size(b), tf.reduce_sum(tf.strings.length(b)))).repeat()

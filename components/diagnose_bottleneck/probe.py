@@ -9,8 +9,9 @@ import time
 from typing import Any, Dict
 
 from tfkfp.components.common.data.dataset import Manifest, tf_compression
+from tfkfp.components.common.data.packing import packable
 from tfkfp.components.common.data.reader import make_dataset
-from tfkfp.components.common.data.schema import Schema, packable
+from tfkfp.components.common.data.schema import Schema
 from tfkfp.components.common.platform import uris
 from tfkfp.components.common.training import models, strategies
 from tfkfp.components.common.training.config import TrainConfig

@@ -157,8 +157,8 @@ def _example_parser(predictor: Predictor, model_uri: str):
         return None
     import tensorflow as tf
 
+    from tfkfp.components.common.data.decoding import decode_column
     from tfkfp.components.common.data.parsing import example_parser
-    from tfkfp.components.common.data.reader import decode_column
     from tfkfp.components.common.model.matching import feature_columns
 
     features = feature_columns(predictor, predictor.schema, model_uri)

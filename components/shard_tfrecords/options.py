@@ -7,6 +7,7 @@ from typing import ClassVar, Dict, List
 
 from tfkfp.components.common.data import data_root as data_root_rules
 from tfkfp.components.common.data import formats
+from tfkfp.components.common.data.columns import DTYPES
 from tfkfp.components.common.data.dataset import COMPRESSIONS
 from tfkfp.components.common.data.layouts import (
     DEFAULT_BLOCK_ROWS,
@@ -14,7 +15,6 @@ from tfkfp.components.common.data.layouts import (
     LAYOUTS,
     MAX_BLOCK_ROWS,
 )
-from tfkfp.components.common.data.schema import DTYPES
 from tfkfp.components.common.platform.step_options import StepOptions, setting
 from tfkfp.components.shard_tfrecords.errors import ShardInputError
 

@@ -14,7 +14,7 @@ import numpy as np
 from tfkfp.components.common.data import missing
 from tfkfp.components.common.data.dataset import SPLITS
 from tfkfp.components.common.data.examples import encode_blocks, encode_examples, pack_columns
-from tfkfp.components.common.data.schema import PackedGroup
+from tfkfp.components.common.data.packing import PackedGroup
 from tfkfp.components.common.platform import scratch
 from tfkfp.components.shard_tfrecords.errors import ShardInputError
 from tfkfp.components.shard_tfrecords.formats.base import row_location

@@ -211,7 +211,7 @@ def _rows_of(values: np.ndarray, count: int) -> np.ndarray:
 def pack_columns(columns: Dict[str, Tuple[str, np.ndarray]], groups: Sequence
                  ) -> Dict[str, Tuple[str, np.ndarray]]:
     """``columns`` with each packed group's scalar columns stacked into one ``(rows, n)``
-    column under the group's feature name (see ``common.data.schema.PackedGroup``).
+    column under the group's feature name (see ``common.data.packing.PackedGroup``).
 
     Groups list their columns in order; a gap (NaN) stays a NaN inside the packed list.
     """

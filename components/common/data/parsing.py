@@ -20,7 +20,8 @@ layouts is refused by TensorFlow naming the feature a record lacks.
 import math
 from typing import Callable, Dict, Sequence
 
-from tfkfp.components.common.data.schema import Column, PackedGroup, Schema
+from tfkfp.components.common.data.packing import PackedGroup
+from tfkfp.components.common.data.schema import Column, Schema
 
 ACCEPT = ("schema", "both")
 

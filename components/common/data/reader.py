@@ -15,24 +15,20 @@ a file (moving each record through a shuffle buffer on its own cost about 4 us a
 than parsing it). Shuffling stays honest: the groups are shuffled (a buffer of the same number
 of rows), then the rows of several groups are shuffled together before batching, so a batch
 draws on many parts of the input rather than one run of consecutive rows.
+
+A batch is parsed and decoded by ``common.data.decoding``; a file's records are read in place
+or fetched by ``common.data.record_files``.
 """
 
-from typing import Dict, List, Tuple
+from typing import List
 
-from tfkfp.components.common.data import parsing
 from tfkfp.components.common.data.dataset import split_files
-from tfkfp.components.common.data.schema import Column, Schema, SchemaError
+from tfkfp.components.common.data.decoding import parser
+from tfkfp.components.common.data.record_files import fetched, file_records
+from tfkfp.components.common.data.schema import Schema, SchemaError
 from tfkfp.components.common.platform import fetch_cache, uris
 
 MODES = ("train", "eval", "predict")
-
-
-def feature_spec(schema: Schema | None, columns: List[Column]) -> Dict:
-    """``tf.io.parse_example`` features for ``columns`` in ``schema``'s record layout (one
-    feature per column without a schema); ``common.data.parsing.example_parser`` also unpacks."""
-    if schema is None:
-        return parsing.column_spec(columns)
-    return parsing.packed_spec(schema, columns)
 
 
 def make_dataset(
@@ -114,7 +110,7 @@ def make_dataset(
         deterministic=deterministic if cycle else None)
     ds = ds.cache(_cache_path(cache)) if cache else ds
     ds = ds.repeat() if repeat else ds
-    ds = ds.map(_parser(schema, mode), num_parallel_calls=tf.data.AUTOTUNE,
+    ds = ds.map(parser(schema, mode), num_parallel_calls=tf.data.AUTOTUNE,
                 deterministic=deterministic)
     return _finish(ds, deterministic, auto_shard_policy)
 
@@ -167,7 +163,7 @@ def _grouped_dataset(files, compression: str, schema: Schema, mode: str, batch_s
         ds = ds.shuffle(max(2, shuffle_buffer // group_rows), seed=seed,
                         reshuffle_each_iteration=True)
     ds = ds.repeat() if repeat else ds
-    parse = _parser(schema, mode)
+    parse = parser(schema, mode)
     if blocks:  # rows exist once a block is parsed: parse, then shuffle the rows
         mix = _mixer(seed) if shuffle else None
         ds = ds.batch(per_parse).map(lambda records: mix(*parse(records)) if mix
@@ -239,45 +235,6 @@ def _head_file(files: List[str], compression: str, schema: Schema, rows: int) ->
     return [path]
 
 
-def fetched(files: List[str]) -> bool:
-    """Whether these files are read through the local fetch cache (an object store that
-    TensorFlow cannot read, see ``common.platform.fetch_cache``)."""
-    return any(not uris.tf_reads(f) for f in files)
-
-
-def readable_path(path, fetch: bool):
-    """A file's path as TensorFlow's readers take it: fetched locally first when ``fetch``."""
-    import tensorflow as tf
-
-    if not fetch:
-        return path
-    local = tf.py_function(fetch_cache.tf_path, [path], tf.string)
-    local.set_shape([])
-    return local
-
-
-def file_records(path, compression: str, share: Tuple[int, int] | None = None,
-             fetch: bool = False):
-    """Records of one file; with ``share=(n, i)`` only every n-th record from the i-th."""
-    import tensorflow as tf
-
-    path = readable_path(path, fetch)
-    records = tf.data.TFRecordDataset(path, compression_type=compression, buffer_size=1 << 20)
-    records = records.shard(*share) if share else records
-    return released_after(records, path) if fetch else records
-
-
-def released_after(records, local_path):
-    """records, then (adding nothing) the fetched file handed back to the cache: the empty
-    tail runs only once every record was read, so the file leaves the disk then."""
-    import tensorflow as tf
-
-    release = tf.data.Dataset.from_tensors(local_path).map(
-        lambda p: tf.py_function(fetch_cache.tf_release, [p], tf.bool))
-    return records.concatenate(release.filter(lambda done: done).map(
-        lambda _: tf.constant("", tf.string)))
-
-
 def _cache_path(cache: str) -> str:
     return "" if cache == "memory" else cache
 
@@ -297,50 +254,3 @@ def _policy(name: str):
     if name not in policies:
         raise ValueError(f"auto_shard_policy {name!r} is not one of {sorted(policies)}")
     return policies[name]
-
-
-def _parser(schema: Schema, mode: str):
-    label = schema.label
-    inputs = schema.features
-    others = schema.keys if mode == "predict" else ([label] if label else [])
-    parse_columns = parsing.example_parser(schema, inputs + others)
-    lookup = _label_lookup(label) if label is not None and mode != "predict" else None
-
-    def parse(serialized):
-        parsed = parse_columns(serialized)
-        features = {c.name: decode_column(c, parsed[c.name]) for c in inputs}
-        if mode == "predict":
-            return features, {c.name: parsed[c.name] for c in schema.keys}
-        target = parsed[label.name]
-        if lookup is not None:
-            target = lookup.lookup(target)
-        return features, target
-
-    return parse
-
-
-def _label_lookup(label: Column):
-    import tensorflow as tf
-
-    if not label.vocabulary:
-        return None
-    key_dtype = tf.string if label.dtype == "string" else tf.int64
-    keys = tf.constant(list(label.vocabulary), dtype=key_dtype)
-    values = tf.range(len(label.vocabulary), dtype=tf.int64)
-    return tf.lookup.StaticHashTable(tf.lookup.KeyValueTensorInitializer(keys, values), -1)
-
-
-def decode_column(col: Column, values):
-    import tensorflow as tf
-
-    if col.encoding != "image":
-        return values
-    height, width, channels = col.image_shape
-
-    def one(blob):
-        image = tf.io.decode_image(blob, channels=channels, expand_animations=False)
-        image = tf.image.convert_image_dtype(image, tf.float32)
-        return tf.image.resize(image, (height, width))
-
-    return tf.map_fn(one, values, fn_output_signature=tf.TensorSpec(
-        (height, width, channels), tf.float32))

@@ -21,205 +21,33 @@ pays the per-record costs once per block. Readers take the layout from here alon
 
 A column keeps the name its file gives it (any text: spaces, ``/``, any script) everywhere a
 user sees it. TensorFlow and TFLite restrict the names of signature inputs and graph nodes,
-so each column also has a ``tensor`` name, made here once (``tensor_names``) and stored in
+so each column also has a ``tensor`` name, made once (``common.data.columns``) and stored in
 ``schema.json`` where it differs: the name itself when it is already a plain identifier, else
 a readable ASCII form of it, told apart from every other column's by a numbered suffix.
 Models, bundles and servers name their inputs by it and publish the mapping.
+
+``Column`` and ``SchemaError`` live in ``common.data.columns``, the packed groups in
+``common.data.packing``; most callers import ``Column`` and ``SchemaError`` from here.
 """
 
 import dataclasses
 import json
 import math
-import re
-import unicodedata
-from typing import Any, Dict, List, Sequence, Tuple
+from typing import Any, Dict, List, Tuple
 
 from tfkfp.components.common.data import layouts
+from tfkfp.components.common.data.columns import Column, SchemaError, require, tensor_names
 from tfkfp.components.common.data.layouts import DEFAULT_BLOCK_ROWS, MAX_BLOCK_ROWS, RecordLayout
+from tfkfp.components.common.data.packing import (
+    PACKED_DTYPES,
+    PackedGroup,
+    packable,
+    packed_groups,
+)
 from tfkfp.components.common.platform import uris
 
-DTYPES = ("float32", "int64", "string")
-ROLES = ("feature", "label", "key")
-ENCODINGS = ("image",)
-PACKED_DTYPES = ("float32", "int64")
 SCHEMA_FILE = "schema.json"
 SCHEMA_VERSION = 1
-# A tensor name: ASCII letters and digits in words joined by single underscores, starting
-# with a letter. TensorFlow accepts it anywhere (signature inputs, op and layer names), and
-# '__' never occurs in one, so '<tensor>__<suffix>' names can never collide with another.
-TENSOR_NAME = re.compile(r"[A-Za-z][A-Za-z0-9]*(?:_[A-Za-z0-9]+)*\Z")
-MAX_TENSOR_NAME = 64
-
-
-class SchemaError(ValueError):
-    """A schema that is malformed or does not match the data it describes."""
-
-
-@dataclasses.dataclass(frozen=True)
-class Column:
-    name: str
-    dtype: str
-    shape: Tuple[int, ...] = ()
-    role: str = "feature"
-    encoding: str | None = None
-    image_shape: Tuple[int, int, int] | None = None
-    vocabulary: Tuple[Any, ...] | None = None
-    missing: int = 0  # rows with a gap (see common.data.missing) when the data was sharded
-    tensor: str = ""  # its name in TensorFlow and TFLite; "": given by the Schema
-
-    def __post_init__(self) -> None:
-        if not isinstance(self.name, str):
-            raise SchemaError(f"column name {self.name!r} is not text")
-        if self.tensor and not valid_tensor_name(self.tensor):
-            raise SchemaError(f"column {self.name!r}: tensor name {self.tensor!r} is not "
-                              f"allowed; expected ASCII letters and digits in words joined by "
-                              f"single underscores, starting with a letter, at most "
-                              f"{MAX_TENSOR_NAME} characters")
-        _require(self.dtype in DTYPES, f"column {self.name!r}: dtype {self.dtype!r}", DTYPES)
-        _require(self.role in ROLES, f"column {self.name!r}: role {self.role!r}", ROLES)
-        if self.encoding is not None:
-            _require(
-                self.encoding in ENCODINGS,
-                f"column {self.name!r}: encoding {self.encoding!r}",
-                ENCODINGS,
-            )
-            if self.dtype != "string" or self.image_shape is None:
-                raise SchemaError(
-                    f"column {self.name!r}: an image column needs dtype 'string' and an "
-                    f"image_shape [height, width, channels]; found dtype {self.dtype!r}, "
-                    f"image_shape {self.image_shape}"
-                )
-
-    def to_dict(self) -> Dict[str, Any]:
-        out = {"name": self.name, "dtype": self.dtype, "shape": list(self.shape),
-               "role": self.role}
-        if self.encoding:
-            out["encoding"] = self.encoding
-            out["image_shape"] = list(self.image_shape)
-        if self.vocabulary is not None:
-            out["vocabulary"] = list(self.vocabulary)
-        if self.missing:
-            out["missing"] = self.missing
-        if self.tensor and self.tensor != self.name:
-            out["tensor"] = self.tensor
-        return out
-
-    @classmethod
-    def from_dict(cls, data: Dict[str, Any]) -> "Column":
-        try:
-            return cls(
-                name=data["name"],
-                dtype=data["dtype"],
-                shape=tuple(data.get("shape", ())),
-                role=data.get("role", "feature"),
-                encoding=data.get("encoding"),
-                image_shape=tuple(data["image_shape"]) if data.get("image_shape") else None,
-                vocabulary=tuple(data["vocabulary"]) if "vocabulary" in data else None,
-                missing=int(data.get("missing", 0)),
-                tensor=data.get("tensor", ""),
-            )
-        except KeyError as err:
-            raise SchemaError(f"schema column {data!r} has no {err.args[0]!r} field") from err
-
-
-def valid_tensor_name(name: str) -> bool:
-    return len(name) <= MAX_TENSOR_NAME and TENSOR_NAME.match(name) is not None
-
-
-def tensor_name_for(name: str, position: int) -> str:
-    """The readable ASCII tensor name for a column name (not yet told apart from others):
-    accents dropped, ß as ss, every other run of characters outside [A-Za-z0-9] one underscore;
-    ``c_`` before a leading digit; ``column_<position>`` when nothing is left."""
-    words = re.findall(r"[A-Za-z0-9]+", "".join(_ascii(ch) for ch in
-                                                unicodedata.normalize("NFKD", name)))
-    text = "_".join(words)[:MAX_TENSOR_NAME - 4].strip("_")
-    if not text:
-        return f"column_{position}"
-    return f"c_{text}" if text[0].isdigit() else text
-
-
-def _ascii(ch: str) -> str:
-    """A character's ASCII form: itself, nothing for an accent, its case folding where that
-    is ASCII (ß: ss), else a word break."""
-    if ch.isascii():
-        return ch
-    if unicodedata.combining(ch):
-        return ""
-    folded = ch.casefold()
-    return folded if folded.isascii() else " "
-
-
-def tensor_names(names: Sequence[str], given: Sequence[str] = ()) -> List[str]:
-    """Each column's tensor name: ``given`` where set, the name itself where it is already a
-    tensor name, else tensor_name_for(name), numbered (``_2``, ``_3``...) past every name
-    taken, so no two columns share one."""
-    given = list(given) or [""] * len(names)
-    taken = {g for g in given if g}
-    taken.update(n for n, g in zip(names, given) if not g and valid_tensor_name(n))
-    out = []
-    for position, (name, tensor) in enumerate(zip(names, given)):
-        if not tensor and valid_tensor_name(name):
-            tensor = name
-        elif not tensor:
-            base = tensor_name_for(name, position)
-            tensor, number = base, 2
-            while tensor in taken:
-                tensor, number = f"{base}_{number}", number + 1
-            taken.add(tensor)
-        out.append(tensor)
-    return out
-
-
-def _require(ok: bool, what: str, allowed: Sequence[str]) -> None:
-    if not ok:
-        raise SchemaError(f"{what} is not allowed; expected one of {', '.join(allowed)}")
-
-
-@dataclasses.dataclass(frozen=True)
-class PackedGroup:
-    """Scalar feature columns of one dtype stored as one list feature, in this order."""
-
-    feature: str  # the Example feature that holds them
-    dtype: str
-    columns: Tuple[str, ...]
-
-    def to_dict(self) -> Dict[str, Any]:
-        return {"feature": self.feature, "dtype": self.dtype, "columns": list(self.columns)}
-
-    @classmethod
-    def from_dict(cls, data: Dict[str, Any]) -> "PackedGroup":
-        try:
-            return cls(data["feature"], data["dtype"], tuple(data["columns"]))
-        except (KeyError, TypeError) as err:
-            raise SchemaError(f"schema packed group {data!r} needs 'feature', 'dtype' and "
-                              f"'columns' ({err})") from err
-
-
-def scalar_of(column: Column, dtype: str) -> bool:
-    """Whether the column holds one plain ``dtype`` value a row (no shape; not encoded, as an
-    image's bytes are): such columns can sit side by side in one list or one matrix."""
-    return column.dtype == dtype and not column.shape and column.encoding is None
-
-
-def packable(column: Column) -> bool:
-    """Whether the packed layout packs this column (a scalar float32 or int64 feature)."""
-    return (column.role == "feature" and column.dtype in PACKED_DTYPES
-            and scalar_of(column, column.dtype))
-
-
-def packed_groups(columns: Sequence[Column]) -> Tuple[PackedGroup, ...]:
-    """The packed layout's groups for these columns: one per dtype that has a packable
-    column, under a feature name no column has (``packed_float32``, ``_packed_float32``...)."""
-    names = {c.name for c in columns}
-    groups = []
-    for dtype in PACKED_DTYPES:
-        members = tuple(c.name for c in columns if packable(c) and c.dtype == dtype)
-        if members:
-            feature = f"packed_{dtype}"
-            while feature in names:
-                feature = "_" + feature
-            groups.append(PackedGroup(feature, dtype, members))
-    return tuple(groups)
 
 
 @dataclasses.dataclass(frozen=True)
@@ -238,7 +66,7 @@ class Schema:
         labels = [c.name for c in self.columns if c.role == "label"]
         if len(labels) > 1:
             raise SchemaError(f"schema has more than one label column: {labels}")
-        _require(self.layout in layouts.LAYOUTS, f"schema layout {self.layout!r}",
+        require(self.layout in layouts.LAYOUTS, f"schema layout {self.layout!r}",
                  layouts.names())
         if not self.record_layout.packs_scalars and self.packed:
             raise SchemaError(f"schema layout {self.layout!r} cannot have packed groups; "
@@ -266,7 +94,7 @@ class Schema:
 
     def _check_group(self, group: PackedGroup, names: List[str]) -> None:
         where = f"schema packed group {group.feature!r}"
-        _require(group.dtype in PACKED_DTYPES, f"{where}: dtype {group.dtype!r}", PACKED_DTYPES)
+        require(group.dtype in PACKED_DTYPES, f"{where}: dtype {group.dtype!r}", PACKED_DTYPES)
         if group.feature in names:
             raise SchemaError(f"{where}: a column has that name too")
         for name in group.columns:
@@ -295,7 +123,7 @@ class Schema:
     def with_layout(self, layout: str, block_rows: int = DEFAULT_BLOCK_ROWS) -> "Schema":
         """This schema with its columns laid out as ``layout`` (common.data.layouts); ``blocks``
         holds ``block_rows`` rows per Example."""
-        _require(layout in layouts.LAYOUTS, f"layout {layout!r}", layouts.names())
+        require(layout in layouts.LAYOUTS, f"layout {layout!r}", layouts.names())
         chosen = layouts.LAYOUTS[layout]
         groups = packed_groups(self.columns) if chosen.packs_scalars else ()
         return dataclasses.replace(self, layout=layout, packed=groups,

@@ -82,8 +82,8 @@ def label_names(schema: Schema) -> List[str]:
 def _serving_module(model, schema: Schema, labels: List[str], tmp: str):
     import tensorflow as tf
 
+    from tfkfp.components.common.data.decoding import decode_column
     from tfkfp.components.common.data.parsing import example_parser
-    from tfkfp.components.common.data.reader import decode_column
 
     features = schema.features
     # per-column Examples, or packed ones as shard_tfrecords packs these features (whatever

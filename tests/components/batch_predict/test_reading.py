@@ -15,12 +15,8 @@ import pytest
 from conftest import flip_byte
 from tfkfp.components.batch_predict import core, reading, tfrecords, writers
 from tfkfp.components.batch_predict.sources import resolve_input
-from tfkfp.components.batch_predict.tfrecords import (
-    make_parser,
-    read_shards,
-    read_tfrecords,
-    records_per_batch,
-)
+from tfkfp.components.batch_predict.tfrecord_parser import make_parser, records_per_batch
+from tfkfp.components.batch_predict.tfrecords import read_shards, read_tfrecords
 from tfkfp.components.common.data.schema import Schema
 from tfkfp.components.common.model.predictor import BLOCKS
 

@@ -5,12 +5,12 @@ The batches are sized by the rows the first record holds, not by the model's blo
 import glob
 import os
 
-from tfkfp.components.batch_predict.tfrecords import (
+from tfkfp.components.batch_predict.tfrecord_parser import (
     first_record_rows,
     make_parser,
-    read_tfrecords,
     records_per_batch,
 )
+from tfkfp.components.batch_predict.tfrecords import read_tfrecords
 from tfkfp.components.common.data.schema import Schema
 
 

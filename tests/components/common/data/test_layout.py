@@ -14,9 +14,10 @@ from tfkfp.components.common.data.examples import (
     pack_columns,
     split_rows,
 )
+from tfkfp.components.common.data.packing import PackedGroup
 from tfkfp.components.common.data.parsing import example_parser
 from tfkfp.components.common.data.reader import make_dataset
-from tfkfp.components.common.data.schema import Column, PackedGroup, Schema, SchemaError
+from tfkfp.components.common.data.schema import Column, Schema, SchemaError
 
 ROWS = 40
 COLUMNS = (Column("id", "int64", role="key"),

@@ -1,13 +1,8 @@
 import pytest
 
-from tfkfp.components.common.data.schema import (
-    Column,
-    Schema,
-    SchemaError,
-    packable,
-    scalar_of,
-    valid_tensor_name,
-)
+from tfkfp.components.common.data.columns import valid_tensor_name
+from tfkfp.components.common.data.packing import packable, scalar_of
+from tfkfp.components.common.data.schema import Column, Schema, SchemaError
 
 
 def test_round_trip_through_json(tmp_path):
